@@ -1,0 +1,120 @@
+"""Turning files into chunks: find files (`discover`), recognise their kind, parse them.
+
+`parse_file` is the single entry point the indexer uses; it reads the bytes once, decides the kind
+from the extension and the first bytes, and hands off to one parser per format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .beir import parse_beir
+from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource
+from .code import LANGUAGES, parse_code
+from .jsonl import JSONL_SUFFIXES, sniff_jsonl
+from .markdown import parse_markdown
+from .messages import parse_messages
+from .pdf import parse_pdf
+from .source import decode_text, split_source_lines
+from .text import parse_text
+from .walk import discover
+
+__all__ = [
+    "Chunk",
+    "ChunkOptions",
+    "ParsedSource",
+    "IngestError",
+    "discover",
+    "parse_file",
+    "detect_kind",
+]
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+HEAD_BYTES = 8192
+
+
+def detect_kind(path: Path | str, head_bytes: bytes) -> str:
+    """Kind of a file from its name and first bytes: markdown, code, pdf, messages, beir, text or binary.
+
+    A NUL byte in the first 8 KB means binary whatever the extension says. For .jsonl files the
+    first complete JSON object in `head_bytes` decides; if none fits, "text" is returned and
+    `parse_file` looks at the whole file before giving up.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix == ".pdf" or head_bytes.startswith(b"%PDF-"):
+        return "pdf"
+    if b"\x00" in head_bytes[:HEAD_BYTES]:
+        return "binary"
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    if suffix in LANGUAGES:
+        return "code"
+    if suffix in JSONL_SUFFIXES:
+        text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
+        complete = split_source_lines(text)
+        if len(head_bytes) >= HEAD_BYTES and not text.endswith(("\n", "\r")):
+            complete = complete[:-1]  # the last line may be cut off mid-object
+        return sniff_jsonl(complete) or "text"
+    return "text"
+
+
+def parse_file(
+    path: Path | str,
+    options: ChunkOptions | None = None,
+    display_name: str | None = None,
+    data: bytes | None = None,
+) -> ParsedSource:
+    """Read one file (unless its bytes are given) and parse it into chunks according to its kind.
+
+    Raises IngestError ("{display}: reason") when the file cannot be read or is not text. Decoding
+    problems are warnings, not errors. An empty file gives zero chunks.
+    """
+    path = Path(path)
+    options = options or ChunkOptions()
+    display = display_name or str(path)
+    doc_key = str(path.resolve())
+    try:
+        if data is None:
+            data = path.read_bytes()
+    except PermissionError as exc:
+        raise IngestError(f"{display}: permission denied") from exc
+    except IsADirectoryError as exc:
+        raise IngestError(f"{display}: is a directory") from exc
+    except FileNotFoundError as exc:
+        raise IngestError(f"{display}: file not found") from exc
+    except OSError as exc:
+        raise IngestError(f"{display}: cannot read ({exc.strerror or exc})") from exc
+
+    kind = detect_kind(path, data[:HEAD_BYTES])
+    if not data:
+        return ParsedSource(kind=kind, chunks=[])
+    if kind == "binary":
+        offset = data.index(b"\x00")
+        raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
+    if kind == "pdf":
+        return parse_pdf(data, doc_key, display, options)
+
+    text, warnings = decode_text(data, display)
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        lines = split_source_lines(text)
+        if kind not in ("messages", "beir"):
+            kind = sniff_jsonl(lines) or ""
+        if kind == "messages":
+            parsed = parse_messages(lines, doc_key, display, options)
+        elif kind == "beir":
+            parsed = parse_beir(lines, display)
+        elif not any(line.strip() for line in lines):
+            parsed = ParsedSource(kind="text", chunks=[])
+        else:
+            raise IngestError(
+                f"{display}: unrecognised JSON lines file; expected objects with 'text' and "
+                "'timestamp' (a message log) or '_id' and 'text' (a BEIR corpus)"
+            )
+    elif kind == "markdown":
+        parsed = parse_markdown(text, doc_key, display, options)
+    elif kind == "code":
+        parsed = parse_code(text, path, doc_key, display, options)
+    else:
+        parsed = parse_text(text, doc_key, display, options)
+    parsed.warnings[:0] = warnings
+    return parsed

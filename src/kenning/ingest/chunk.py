@@ -1,0 +1,107 @@
+"""The unit every format parser produces: a Chunk, plus the shared windowing of long text.
+
+A chunk is what kenning ranks. It keeps its raw text (so snippets and substring matches are exact)
+and where it came from (heading path, file, line or page range, message ids and times).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+
+class IngestError(Exception):
+    """A file that cannot be read; the message names the file and the reason."""
+
+
+@dataclass
+class ChunkOptions:
+    """How long text is cut into overlapping windows (counted in words)."""
+
+    window_words: int = 400
+    overlap_words: int = 60
+    message_window: int = 8
+    message_stride: int = 4
+
+
+@dataclass
+class Chunk:
+    """One retrievable piece of a source.
+
+    title: the heading path shown and indexed as the title field ("Book > Chapter 26. ...").
+    body: the raw text of the piece, exactly as in the source.
+    doc_key: the document this chunk belongs to (a source path, or a BEIR `_id`).
+    start_line/end_line: 1-based inclusive line range in the source file, when it has lines.
+    page: 1-based PDF page.
+    time: document time as epoch seconds (message time for message logs), when known.
+    meta: format-specific details (message ids, conversation, language, front matter, ...).
+    """
+
+    title: str
+    body: str
+    doc_key: str
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
+    time: float | None = None
+    meta: dict = field(default_factory=dict)
+
+    def content_hash(self) -> str:
+        """Identity of what gets indexed: title, body and metadata, but not the position in the file.
+
+        Leaving positions (and surrounding blank lines) out means a section that only moved keeps its
+        identity, and so its chunk id.
+        """
+        h = hashlib.sha256()
+        h.update(self.title.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+        h.update(self.body.strip().encode("utf-8", "surrogatepass"))  # blank lines around it move with it
+        h.update(b"\x00")
+        h.update(json.dumps(self.meta, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
+        h.update(repr(self.time).encode())
+        return h.hexdigest()[:32]
+
+
+@dataclass
+class ParsedSource:
+    """What a parser returns for one file: its chunks, its kind, and any non-fatal warnings."""
+
+    kind: str
+    chunks: list[Chunk]
+    warnings: list[str] = field(default_factory=list)
+
+
+def split_lines_into_windows(
+    lines: list[str], first_line: int, options: ChunkOptions
+) -> list[tuple[int, int, str]]:
+    """Cut a run of lines into overlapping windows of about `window_words` words.
+
+    Cuts fall on line boundaries so every window keeps an exact line range. Returns
+    (start_line, end_line, text) triples, lines numbered from `first_line`. A single line longer
+    than the window stays whole: splitting inside a line would lose the exact line range.
+    """
+    counts = [len(line.split()) for line in lines]
+    if sum(counts) <= options.window_words:
+        return [(first_line, first_line + len(lines) - 1, "\n".join(lines))]
+    windows = []
+    start = 0
+    n = len(lines)
+    while start < n:
+        words = 0
+        end = start
+        while end < n and (words == 0 or words + counts[end] <= options.window_words):
+            words += counts[end]
+            end += 1
+        windows.append((first_line + start, first_line + end - 1, "\n".join(lines[start:end])))
+        if end >= n:
+            break
+        # Step back over whole lines until about `overlap_words` words are repeated.
+        back = end
+        overlap = 0
+        while back - 1 > start and overlap + counts[back - 1] <= options.overlap_words:
+            back -= 1
+            overlap += counts[back]
+        start = back if back > start else end
+    return windows

@@ -1,0 +1,65 @@
+"""Shared reading of JSON-lines files: which kind they are, and per-line warnings.
+
+A .jsonl can be a message log or a BEIR corpus; the first valid object tells which, so a few bad
+lines at the top do not change how the whole file is read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
+MAX_LINE_WARNINGS = 20  # beyond this a broken file would drown the user; the rest are counted
+
+
+def sniff_jsonl(lines: Iterable[str]) -> str | None:
+    """'messages' or 'beir' from the first line holding a JSON object; None if neither."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if "text" in obj and "timestamp" in obj:
+            return "messages"
+        if "_id" in obj and "text" in obj:
+            return "beir"
+        return None
+    return None
+
+
+class LineWarnings:
+    """Collects `{display}:{line}: reason` warnings, keeping the first few and counting the rest."""
+
+    def __init__(self, display: str):
+        self.display = display
+        self.kept: list[str] = []
+        self.dropped = 0
+
+    def add(self, line_no: int, reason: str) -> None:
+        if len(self.kept) < MAX_LINE_WARNINGS:
+            self.kept.append(f"{self.display}:{line_no}: {reason}")
+        else:
+            self.dropped += 1
+
+    def as_list(self) -> list[str]:
+        if self.dropped:
+            return [*self.kept, f"{self.display}: {self.dropped} more bad lines skipped"]
+        return list(self.kept)
+
+
+def load_object(line: str) -> tuple[dict | None, str | None]:
+    """(object, None) for a JSON object line, else (None, reason)."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg})"
+    except (ValueError, RecursionError):
+        return None, "invalid JSON"
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, got {type(obj).__name__}"
+    return obj, None

@@ -1,0 +1,358 @@
+"""Text, PDF, message logs, BEIR corpora, and the failure modes of parse_file."""
+
+import json
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from kenning.ingest import ChunkOptions, IngestError, detect_kind, discover, parse_file
+
+
+def write_bytes(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+# --- plain text ------------------------------------------------------------------------------
+
+
+def test_text_windows(tmp_path: Path):
+    lines = [f"sentence {i} about the harbour at Marseille" for i in range(1, 41)]  # 7 words each
+    path = write_bytes(tmp_path, "log.txt", ("\n".join(lines) + "\n").encode())
+    parsed = parse_file(path, ChunkOptions(window_words=70, overlap_words=14))
+    assert parsed.kind == "text"
+    assert [(c.start_line, c.end_line) for c in parsed.chunks] == [
+        (1, 10),
+        (9, 18),
+        (17, 26),
+        (25, 34),
+        (33, 40),
+    ]
+    assert {c.title for c in parsed.chunks} == {"log.txt"}
+    assert parsed.chunks[1].body == "\n".join(lines[8:18])
+
+
+def test_text_small_file_one_chunk_and_crlf(tmp_path: Path):
+    path = write_bytes(tmp_path, "notes.rst", b"first line\r\nsecond line\r\n")
+    parsed = parse_file(path, display_name="docs/notes.rst")
+    assert [(c.title, c.body, c.start_line, c.end_line) for c in parsed.chunks] == [
+        ("notes.rst", "first line\nsecond line", 1, 2)
+    ]
+
+
+# --- PDF -------------------------------------------------------------------------------------
+
+
+def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per entry, with a correct xref table."""
+    objects: list[bytes] = []
+
+    def add(body: bytes) -> int:
+        objects.append(body)
+        return len(objects)
+
+    catalog = add(b"")
+    pages_obj = add(b"")
+    font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    kids = []
+    for lines in pages:
+        ops = [b"BT /F1 12 Tf 14 TL 72 720 Td"]
+        for line in lines:
+            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops.append(b"(" + escaped.encode("latin-1") + b") Tj T*")
+        ops.append(b"ET")
+        stream = b"\n".join(ops)
+        content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+        kids.append(
+            add(
+                b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] "
+                b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (pages_obj, font, content)
+            )
+        )
+    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % pages_obj
+    kid_refs = b" ".join(b"%d 0 R" % k for k in kids)
+    objects[pages_obj - 1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kid_refs, len(kids))
+    info = add(b"<< /Title (" + title.encode("latin-1") + b") >>") if title else None
+
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref_at = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, catalog)
+    if info:
+        trailer += b" /Info %d 0 R" % info
+    out += b"trailer\n" + trailer + b" >>\nstartxref\n%d\n%%%%EOF\n" % xref_at
+    return bytes(out)
+
+
+def test_pdf_pages(tmp_path: Path):
+    data = make_pdf([["Edmond Dantes arrives", "at the Chateau of If"], [], ["The treasure (of Spada)"]])
+    path = write_bytes(tmp_path, "dantes.pdf", data)
+    assert detect_kind(path, data[:8192]) == "pdf"
+    parsed = parse_file(path)
+    assert parsed.kind == "pdf"
+    # The blank second page is skipped; page numbers stay those of the document.
+    assert [(c.page, c.title) for c in parsed.chunks] == [
+        (1, "dantes.pdf > page 1"),
+        (3, "dantes.pdf > page 3"),
+    ]
+    assert "Edmond Dantes arrives" in parsed.chunks[0].body
+    assert "at the Chateau of If" in parsed.chunks[0].body
+    assert "The treasure (of Spada)" in parsed.chunks[1].body
+    assert "treasure" not in parsed.chunks[0].body
+    assert all(c.doc_key == str(path.resolve()) for c in parsed.chunks)
+
+
+def test_pdf_metadata_title_and_windowing(tmp_path: Path):
+    long_page = [f"line {i} of the long page with several words" for i in range(30)]  # 9 words
+    path = write_bytes(tmp_path, "book.pdf", make_pdf([["short"], long_page], title="Monte Cristo"))
+    parsed = parse_file(path, ChunkOptions(window_words=90, overlap_words=18))
+    assert parsed.chunks[0].title == "Monte Cristo > page 1"
+    page2 = [c for c in parsed.chunks if c.page == 2]
+    assert len(page2) >= 3
+    assert {c.title for c in page2} == {"Monte Cristo > page 2"}
+    assert "line 0 of" in page2[0].body and "line 29 of" in page2[-1].body
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"%PDF-1.4\nthis is not really a pdf\n",
+        make_pdf([["cut short"]])[:70],
+        b"<html>not a pdf</html>\n",
+    ],
+)
+def test_malformed_pdf_raises_naming_file(tmp_path: Path, data: bytes):
+    path = write_bytes(tmp_path, "broken.pdf", data)
+    with pytest.raises(IngestError) as err:
+        parse_file(path, display_name="papers/broken.pdf")
+    assert str(err.value).startswith("papers/broken.pdf: ")
+    assert "PDF" in str(err.value)
+
+
+# --- message logs ----------------------------------------------------------------------------
+
+
+def message_lines(count: int, conversation: str = "family", start: int = 1_700_000_000) -> list[dict]:
+    return [
+        {
+            "id": f"{conversation}-{i}",
+            "conversation": conversation,
+            "sender": "ana" if i % 2 else "ben",
+            "text": f"message number {i}",
+            "timestamp": start + 60 * i,
+        }
+        for i in range(count)
+    ]
+
+
+def write_jsonl(tmp_path: Path, name: str, rows: list) -> Path:
+    text = "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n"
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_messages_windows(tmp_path: Path):
+    rows = message_lines(13)
+    rows.reverse()  # file order is not time order: windows must follow timestamps
+    path = write_jsonl(tmp_path, "chat.jsonl", rows)
+    parsed = parse_file(path)
+    assert parsed.kind == "messages"
+    assert parsed.warnings == []
+    ids = [c.meta["message_ids"] for c in parsed.chunks]
+    assert ids == [
+        [f"family-{i}" for i in range(0, 8)],
+        [f"family-{i}" for i in range(4, 12)],
+        [f"family-{i}" for i in range(8, 13)],
+    ]
+    first = parsed.chunks[0]
+    assert first.title == "family"
+    assert first.doc_key == str(path.resolve())
+    assert first.body.splitlines()[:2] == ["ben: message number 0", "ana: message number 1"]
+    assert first.meta["conversation"] == "family"
+    assert first.meta["senders"] == ["ben", "ana"]
+    assert first.meta["time_start"] == datetime.fromtimestamp(1_700_000_000, UTC).isoformat()
+    assert first.meta["time_end"] == datetime.fromtimestamp(1_700_000_000 + 60 * 7, UTC).isoformat()
+    assert first.time == 1_700_000_000 + 60 * 7
+    # Message i sits on file line 13 - i (the file was reversed).
+    assert (first.start_line, first.end_line) == (6, 13)
+    assert (parsed.chunks[2].start_line, parsed.chunks[2].end_line) == (1, 5)
+
+
+def test_messages_no_redundant_tail_and_short_conversations(tmp_path: Path):
+    rows = message_lines(12, "work") + message_lines(3, "book club")
+    parsed = parse_file(write_jsonl(tmp_path, "chat.ndjson", rows))
+    work = [c.meta["message_ids"] for c in parsed.chunks if c.title == "work"]
+    # With 12 messages, a third window [8, 12) would lie inside [4, 12): not emitted.
+    assert work == [[f"work-{i}" for i in range(0, 8)], [f"work-{i}" for i in range(4, 12)]]
+    club = [c for c in parsed.chunks if c.title == "book club"]
+    assert len(club) == 1 and club[0].meta["message_ids"] == ["book club-0", "book club-1", "book club-2"]
+
+
+def test_messages_fallbacks_and_bad_lines(tmp_path: Path):
+    rows = [
+        {"sender": "ana", "text": "hi", "timestamp": "2024-05-01T10:00:00Z"},
+        "{not json",
+        {"sender": "ana", "text": "no time"},
+        {"sender": "ana", "text": "bad time", "timestamp": "yesterday"},
+        {"sender": "ana", "text": "later", "timestamp": "2024-05-01T10:05:00"},
+        ["a", "list"],
+    ]
+    parsed = parse_file(write_jsonl(tmp_path, "dm.jsonl", rows), display_name="dm.jsonl")
+    assert len(parsed.chunks) == 1
+    chunk = parsed.chunks[0]
+    assert chunk.title == "ana"  # no conversation: falls back to the sender
+    assert chunk.meta["message_ids"] == ["1", "5"]  # no ids: line numbers
+    assert chunk.body == "ana: hi\nana: later"
+    assert chunk.time == datetime(2024, 5, 1, 10, 5, tzinfo=UTC).timestamp()
+    assert [w.split(" ")[0] for w in parsed.warnings] == [
+        "dm.jsonl:2:",
+        "dm.jsonl:3:",
+        "dm.jsonl:4:",
+        "dm.jsonl:6:",
+    ]
+    assert "timestamp" in parsed.warnings[1] and "yesterday" in parsed.warnings[2]
+
+
+# --- BEIR ------------------------------------------------------------------------------------
+
+
+def test_beir_corpus(tmp_path: Path):
+    rows = [
+        {"_id": "doc1", "title": "Scurvy", "text": "Vitamin C deficiency.", "metadata": {}},
+        {"_id": "doc2", "title": "", "text": "No title here."},
+        "garbage",
+        {"_id": 3, "text": "Numeric id."},
+        {"title": "no id", "text": "skipped"},
+    ]
+    parsed = parse_file(write_jsonl(tmp_path, "corpus.jsonl", rows), display_name="corpus.jsonl")
+    assert parsed.kind == "beir"
+    assert [(c.doc_key, c.title, c.body, c.start_line, c.end_line) for c in parsed.chunks] == [
+        ("doc1", "Scurvy", "Vitamin C deficiency.", 1, 1),
+        ("doc2", "", "No title here.", 2, 2),
+        ("3", "", "Numeric id.", 4, 4),
+    ]
+    assert [w.split(" ")[0] for w in parsed.warnings] == ["corpus.jsonl:3:", "corpus.jsonl:5:"]
+
+
+def test_beir_is_fast_and_not_windowed(tmp_path: Path):
+    long_text = " ".join(["word"] * 1000)
+    rows = [{"_id": f"d{i}", "title": f"T{i}", "text": f"document {i} " + long_text} for i in range(5000)]
+    path = write_jsonl(tmp_path, "corpus.jsonl", rows)
+    started = time.perf_counter()
+    parsed = parse_file(path)
+    elapsed = time.perf_counter() - started
+    assert len(parsed.chunks) == 5000
+    assert parsed.chunks[4999].doc_key == "d4999" and parsed.chunks[4999].start_line == 5000
+    assert elapsed < 1.0, elapsed
+
+
+def test_unrecognised_jsonl_raises(tmp_path: Path):
+    path = write_jsonl(tmp_path, "events.jsonl", [{"event": "click", "at": 1}])
+    with pytest.raises(IngestError, match=r"^events\.jsonl: .*'timestamp'.*'_id'"):
+        parse_file(path, display_name="events.jsonl")
+
+
+def test_jsonl_kind_decided_by_first_valid_object(tmp_path: Path):
+    rows = ["", "not json", {"_id": "a", "text": "alpha"}, {"text": "x", "timestamp": 1}]
+    path = write_jsonl(tmp_path, "c.jsonl", rows)
+    assert detect_kind(path, path.read_bytes()) == "beir"
+    # A first object longer than the sniffed head is still recognised from the whole file.
+    big = write_jsonl(tmp_path, "big.jsonl", [{"_id": "a", "text": "x" * 20000}])
+    assert parse_file(big).kind == "beir"
+
+
+# --- failure modes and edge cases ------------------------------------------------------------
+
+
+def test_binary_content_detected(tmp_path: Path):
+    data = b"looks like text\x00\x01\x02 but is not"
+    path = write_bytes(tmp_path, "mystery.txt", data)
+    assert detect_kind(path, data) == "binary"
+    with pytest.raises(IngestError, match=r"^mystery\.txt: binary"):
+        parse_file(path, display_name="mystery.txt")
+
+
+def test_binary_extension_skipped_in_walk_but_reported_when_named(tmp_path: Path):
+    png = write_bytes(tmp_path, "photo.png", b"\x89PNG\r\n\x1a\n\x00\x00")
+    write_bytes(tmp_path, "notes.txt", b"hello\n")
+    assert [p.name for p, _ in discover([tmp_path])] == ["notes.txt"]
+    assert list(discover([png])) == [(png.resolve(), "binary extension")]
+
+
+def test_invalid_utf8_indexed_with_warning(tmp_path: Path):
+    data = "café au lait\n".encode() + b"bad byte: \xff here\n"
+    path = write_bytes(tmp_path, "menu.txt", data)
+    parsed = parse_file(path, display_name="menu.txt")
+    assert len(parsed.chunks) == 1
+    assert parsed.chunks[0].body == "café au lait\nbad byte: \ufffd here"
+    assert len(parsed.warnings) == 1
+    assert parsed.warnings[0].startswith("menu.txt: ")
+    assert str(data.index(b"\xff")) in parsed.warnings[0]
+
+
+def test_bom_is_stripped(tmp_path: Path):
+    path = write_bytes(tmp_path, "bom.md", b"\xef\xbb\xbf# Title\nbody\n")
+    parsed = parse_file(path)
+    assert [(c.title, c.body) for c in parsed.chunks] == [("Title", "body")]
+    assert parsed.warnings == []
+
+
+@pytest.mark.parametrize("name", ["empty.md", "empty.txt", "empty.py", "empty.pdf", "empty.jsonl"])
+def test_empty_file_has_no_chunks(tmp_path: Path, name: str):
+    parsed = parse_file(write_bytes(tmp_path, name, b""))
+    assert parsed.chunks == [] and parsed.warnings == []
+
+
+def test_whitespace_only_file_has_no_chunks(tmp_path: Path):
+    assert parse_file(write_bytes(tmp_path, "blank.md", b"\n   \n\t\n")).chunks == []
+
+
+def test_unreadable_file_raises(tmp_path: Path):
+    with pytest.raises(IngestError, match="is a directory"):
+        parse_file(tmp_path, display_name="somedir")
+    with pytest.raises(IngestError, match=r"^gone\.txt: "):
+        parse_file(tmp_path / "gone.txt", display_name="gone.txt")
+
+
+def test_permission_error_becomes_ingest_error(tmp_path: Path, monkeypatch):
+    path = write_bytes(tmp_path, "locked.txt", b"hidden\n")
+
+    def deny(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    with pytest.raises(IngestError, match=r"^locked\.txt: permission denied$"):
+        parse_file(path, display_name="locked.txt")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can read anything")
+def test_permission_denied_raises(tmp_path: Path):
+    path = write_bytes(tmp_path, "secret.txt", b"hidden\n")
+    path.chmod(0)
+    try:
+        with pytest.raises(IngestError, match="secret.txt: permission denied"):
+            parse_file(path, display_name="secret.txt")
+    finally:
+        path.chmod(0o600)
+
+
+def test_detect_kind_by_extension():
+    assert detect_kind(Path("a.md"), b"# x") == "markdown"
+    assert detect_kind(Path("a.MDX"), b"# x") == "markdown"
+    assert detect_kind(Path("a.tsx"), b"const x = 1") == "code"
+    assert detect_kind(Path("a.rs"), b"fn main() {}") == "code"
+    assert detect_kind(Path("a.log"), b"x") == "text"
+    assert detect_kind(Path("noext"), b"%PDF-1.7\n") == "pdf"
+    assert detect_kind(Path("a.jsonl"), b'{"text": "hi", "timestamp": 1}\n') == "messages"
+    assert detect_kind(Path("a.md"), b"# x\x00") == "binary"

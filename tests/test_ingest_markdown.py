@@ -1,0 +1,159 @@
+"""Markdown sections: heading paths, fenced code, front matter and windowing."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kenning.ingest import ChunkOptions, parse_file
+
+BOOK = """\
+Preface before any heading.
+
+# The Count of Monte Cristo
+
+## Chapter 25. The Unknown
+
+Text of chapter 25.
+
+```
+# not a heading, a shell comment
+## nor this
+```
+
+## Chapter 26. The Pont du Gard Inn ##
+
+Caderousse keeps the inn.
+
+~~~~
+# still code
+```
+# still code: a shorter/different fence does not close
+~~~~
+
+### The Diamond
+
+The abbé shows the diamond.
+
+# Appendix
+
+#### Skipped level
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_heading_paths_and_line_ranges(tmp_path: Path):
+    path = write(tmp_path, "monte-cristo.md", BOOK)
+    parsed = parse_file(path)
+    assert parsed.kind == "markdown"
+    assert parsed.warnings == []
+    got = [(c.title, c.start_line, c.end_line) for c in parsed.chunks]
+    assert got == [
+        ("monte-cristo", 1, 2),
+        ("The Count of Monte Cristo > Chapter 25. The Unknown", 5, 13),
+        ("The Count of Monte Cristo > Chapter 26. The Pont du Gard Inn", 14, 23),
+        ("The Count of Monte Cristo > Chapter 26. The Pont du Gard Inn > The Diamond", 24, 27),
+    ]
+    # "# The Count..." and "# Appendix" have empty bodies and are skipped; "#### Skipped level"
+    # has no body either, so nothing of the appendix is emitted.
+    lines = BOOK.splitlines()
+    for chunk in parsed.chunks:
+        assert chunk.doc_key == str(path.resolve())
+        # The body is the raw lines after the heading line, up to the section's last line.
+        first_body = chunk.start_line if chunk.title == "monte-cristo" else chunk.start_line + 1
+        assert chunk.body == "\n".join(lines[first_body - 1 : chunk.end_line])
+    ch25 = parsed.chunks[1]
+    assert "# not a heading, a shell comment" in ch25.body
+    assert "## nor this" in ch25.body
+    assert "# still code: a shorter/different fence does not close" in parsed.chunks[2].body
+    assert parsed.chunks[3].body.strip() == "The abbé shows the diamond."
+
+
+def test_deeper_heading_after_skipped_level(tmp_path: Path):
+    path = write(tmp_path, "a.md", "# Top\n\n### Deep\n\nbody\n\n## Mid\n\nmid body\n\n# C#\n\nsharp\n")
+    titles = [c.title for c in parse_file(path).chunks]
+    assert titles == ["Top > Deep", "Top > Mid", "C#"]
+
+
+def test_front_matter(tmp_path: Path):
+    text = """\
+---
+title: "Trip notes"
+date: 2024-03-01
+tags: [travel, 'france']
+people:
+  - Edmond
+  - "Mercédès"
+draft: false
+---
+Intro paragraph.
+
+# Day 1
+
+Arrived.
+"""
+    parsed = parse_file(write(tmp_path, "trip.md", text))
+    fm = {
+        "title": "Trip notes",
+        "date": "2024-03-01",
+        "tags": ["travel", "france"],
+        "people": ["Edmond", "Mercédès"],
+        "draft": "false",
+    }
+    expected_time = datetime(2024, 3, 1, tzinfo=UTC).timestamp()
+    assert [(c.title, c.start_line, c.end_line) for c in parsed.chunks] == [
+        ("Trip notes", 10, 11),
+        ("Day 1", 12, 14),
+    ]
+    for chunk in parsed.chunks:
+        assert chunk.meta["front_matter"] == fm
+        assert chunk.time == expected_time
+        assert "---" not in chunk.body and "tags" not in chunk.body
+
+
+def test_front_matter_datetime_with_zone_and_no_date(tmp_path: Path):
+    parsed = parse_file(write(tmp_path, "a.md", "---\ndate: 2024-03-01T10:30:00+02:00\n---\nhello\n"))
+    assert parsed.chunks[0].time == datetime(2024, 3, 1, 8, 30, tzinfo=UTC).timestamp()
+    assert parsed.chunks[0].title == "a"  # no title in front matter: the file stem
+
+    parsed = parse_file(write(tmp_path, "b.md", "---\nauthor: me\n---\nhello\n"))
+    assert parsed.chunks[0].time is None
+    assert parsed.chunks[0].meta == {"front_matter": {"author": "me"}}
+
+    # A leading '---' without a closing one is a thematic break, not front matter.
+    parsed = parse_file(write(tmp_path, "c.md", "---\nhello\n"))
+    assert parsed.chunks[0].body == "---\nhello"
+    assert parsed.chunks[0].meta == {}
+
+
+def test_bad_front_matter_date_warns(tmp_path: Path):
+    parsed = parse_file(write(tmp_path, "d.md", "---\ndate: last tuesday\n---\nhello\n"))
+    assert parsed.chunks[0].time is None
+    assert len(parsed.warnings) == 1 and "d.md" in parsed.warnings[0]
+
+
+def test_long_section_windows_keep_title_and_exact_lines(tmp_path: Path):
+    body_lines = [f"line {i} " + "word " * 8 for i in range(1, 61)]  # 10 words per line
+    text = "# Book\n\n## Long chapter\n" + "\n".join(body_lines) + "\n## Next\nshort\n"
+    path = write(tmp_path, "long.md", text)
+    parsed = parse_file(path, ChunkOptions(window_words=100, overlap_words=20))
+    file_lines = text.splitlines()
+    long_chunks = [c for c in parsed.chunks if c.title == "Book > Long chapter"]
+    assert len(long_chunks) > 3
+    assert long_chunks[0].start_line == 3  # the heading line
+    assert long_chunks[-1].end_line == 63
+    for prev, cur in zip(long_chunks, long_chunks[1:], strict=False):
+        assert cur.start_line <= prev.end_line  # windows overlap
+        assert cur.body == "\n".join(file_lines[cur.start_line - 1 : cur.end_line])
+        assert len(cur.body.split()) <= 100
+    assert [c.title for c in parsed.chunks][-1] == "Book > Next"
+
+
+def test_display_name_used_for_fallback_title(tmp_path: Path):
+    path = write(tmp_path, "x.md", "no headings here\n")
+    parsed = parse_file(path, display_name="docs/readme.md")
+    assert parsed.chunks[0].title == "readme"
+    assert parsed.chunks[0].doc_key == str(path.resolve())
