@@ -1,0 +1,134 @@
+"""Text analysis: the one place where raw text becomes index terms.
+
+The same Analyzer runs at index time and at query time, so a query matches exactly what was indexed:
+Unicode NFC, case folding, accent folding (`dantes` matches `Dantès`), identifier splitting
+(`parseQueryString` is also indexed as `parse`, `query`, `string`), CJK bigrams, and optional
+Snowball English stemming. Stopwords are removed from queries only, never from the index.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import Stemmer
+
+from kenning.stopwords import ENGLISH_QUERY_STOPWORDS
+
+# A token is a run of letters/digits/underscores; apostrophes split it ("don't" -> don, t).
+TOKEN_RE = re.compile(r"\w+")
+_COMBINING_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+# lowerUpper, UPPERLower and letter/digit boundaries inside identifiers.
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def fold(token: str) -> str:
+    """Case- and accent-fold one token: `Dantès` -> `dantes`, `ﬁnal` -> `final`."""
+    folded = unicodedata.normalize("NFKD", token.casefold())
+    folded = _COMBINING_MARKS.sub("", folded)
+    return unicodedata.normalize("NFC", folded)
+
+
+def identifier_parts(token: str) -> list[str]:
+    """Split a code identifier into its words: `parseQueryString` -> [parse, Query, String].
+
+    Returns [] when the token is not a compound identifier.
+    """
+    pieces = [p for p in token.split("_") if p]
+    parts: list[str] = []
+    for piece in pieces:
+        parts.extend(p for p in _CAMEL_BOUNDARY.split(piece) if p)
+    return parts if len(parts) > 1 else []
+
+
+def cjk_bigrams(token: str) -> list[str]:
+    """Overlapping character bigrams for a run of CJK text, which has no spaces between words."""
+    if len(token) < 2:
+        return [token]
+    return [token[i : i + 2] for i in range(len(token) - 1)]
+
+
+@dataclass(frozen=True)
+class AnalyzerConfig:
+    """Settings that decide which terms an index holds; stored with the index."""
+
+    stem: bool = True
+    language: str = "english"
+
+    def to_dict(self) -> dict:
+        return {"stem": self.stem, "language": self.language}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> AnalyzerConfig:
+        return cls(stem=bool(data.get("stem", True)), language=str(data.get("language", "english")))
+
+
+class Analyzer:
+    """Turns text into terms. Caches each distinct raw token's terms, since text repeats its words."""
+
+    def __init__(self, config: AnalyzerConfig | None = None):
+        self.config = config or AnalyzerConfig()
+        self._stemmer = Stemmer.Stemmer(self.config.language) if self.config.stem else None
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def normalize_token(self, folded: str) -> str:
+        """A folded word to its index term (stemmed when stemming is on)."""
+        if self._stemmer is None or not folded.isalpha():
+            return folded
+        return self._stemmer.stemWord(folded)
+
+    def token_terms(self, raw: str) -> tuple[str, ...]:
+        """All index terms for one raw token, the whole token first."""
+        cached = self._cache.get(raw)
+        if cached is not None:
+            return cached
+        if _CJK.search(raw):
+            terms = tuple(fold(b) for b in cjk_bigrams(raw))
+        else:
+            whole = self.normalize_token(fold(raw))
+            parts = identifier_parts(raw)
+            extra = [self.normalize_token(fold(p)) for p in parts]
+            terms = (whole, *[t for t in extra if t != whole])
+        if len(self._cache) < 500_000:
+            self._cache[raw] = terms
+        return terms
+
+    def terms(self, text: str) -> list[str]:
+        """Every index term of a text, in order (used at index time)."""
+        out: list[str] = []
+        token_terms = self.token_terms
+        for raw in TOKEN_RE.findall(unicodedata.normalize("NFC", text)):
+            out.extend(token_terms(raw))
+        return out
+
+    def query_terms(self, text: str, remove_stopwords: bool = True) -> list[str]:
+        """Distinct query terms in order of first appearance, with query-side stopwords removed."""
+        return self.analyze_query(text, remove_stopwords)[0]
+
+    def analyze_query(self, text: str, remove_stopwords: bool = True) -> tuple[list[str], list[str]]:
+        """(distinct query terms, the words dropped as stopwords).
+
+        If every word is a stopword ("how are you"), the stopwords are kept: returning nothing
+        would be worse than ranking on them.
+        """
+        raws = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
+        kept, dropped = raws, []
+        if remove_stopwords:
+            content = [r for r in raws if fold(r) not in ENGLISH_QUERY_STOPWORDS]
+            if content:
+                kept, dropped = content, [r for r in raws if fold(r) in ENGLISH_QUERY_STOPWORDS]
+        seen: dict[str, None] = {}
+        for raw in kept:
+            for term in self.token_terms(raw):
+                seen.setdefault(term, None)
+        return list(seen), dropped
+
+    def is_stopword(self, raw: str) -> bool:
+        return fold(raw) in ENGLISH_QUERY_STOPWORDS
+
+    def token_spans(self, text: str):
+        """(start, end, terms) for each token of raw text, for marking matches in snippets."""
+        for m in TOKEN_RE.finditer(text):
+            yield m.start(), m.end(), self.token_terms(unicodedata.normalize("NFC", m.group()))

@@ -1,0 +1,284 @@
+"""`kenning.Index`: the one API that the CLI (and later MCP, HTTP) is a thin layer over.
+
+Indexing is incremental by content: a file whose size and mtime are unchanged is skipped without being
+read; a file whose bytes hash the same is skipped after reading; otherwise its chunks are compared by
+content hash, so unchanged chunks keep their ids and only new ones are analysed. Files that vanished
+from an indexed folder are removed. The whole run is one atomic commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyroaring import BitMap
+
+from kenning.analysis import Analyzer, AnalyzerConfig
+from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
+from kenning.search import SearchResponse, run_search
+from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_segments, needs_merge
+from kenning.signals.lexical import Bm25Params, LexicalIndex
+from kenning.storage import ChunkRow, Storage, StorageError
+
+DEFAULT_INDEX_DIR = ".kenning"
+
+
+def default_index_dir() -> Path:
+    """--index beats KENNING_INDEX beats ./.kenning."""
+    return Path(os.environ.get("KENNING_INDEX") or DEFAULT_INDEX_DIR)
+
+
+def display_path(path: str | Path) -> str:
+    """A path as a person wants to read it: relative to the working directory when inside it."""
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+@dataclass
+class IndexReport:
+    """What one `Index.add` run did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_kept: int = 0
+    chunks_removed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    merged_segments: bool = False
+    seconds: float = 0.0
+    generation: int = 0
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
+        return d
+
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+class Index:
+    """A kenning index in a directory: add files, search, get chunks, report status."""
+
+    def __init__(self, directory: str | os.PathLike | None = None, create: bool = True):
+        self.directory = Path(directory) if directory is not None else default_index_dir()
+        self.storage = Storage(self.directory, create=create)
+        stored = self.storage.get_meta("analyzer")
+        self.analyzer = Analyzer(AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig())
+        self.lexical = LexicalIndex(self.storage)
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.storage.close()
+
+    # ------------------------------------------------------------------------------------ writing
+    def add(
+        self,
+        paths: Sequence[str | os.PathLike],
+        include: list[str] | None = None,
+        exclude: list[str] | None = None,
+        force: bool = False,
+        stem: bool | None = None,
+        options: ChunkOptions | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> IndexReport:
+        """Index files and folders. Re-running on the same paths only re-indexes what changed.
+
+        `force` rebuilds everything from scratch; `stem` chooses stemming for a new (or forced) index.
+        """
+        started = time.perf_counter()
+        options = options or ChunkOptions()
+        report = IndexReport()
+        files = list(discover(list(paths), include=include, exclude=exclude))
+        with self.storage.transaction():
+            self._configure_analyzer(force, stem)
+            if force:
+                self._clear_all()
+            live = self.storage.read_snapshot().live
+            builder = SegmentBuilder(self.analyzer)
+            seen: set[str] = set()
+            for n, (path, skip_reason) in enumerate(files, 1):
+                shown = display_path(path)
+                if progress:
+                    progress(shown, n, len(files))
+                if skip_reason:
+                    report.skipped.append((shown, skip_reason))
+                    continue
+                seen.add(str(path))
+                report.files_seen += 1
+                self._index_file(Path(path), shown, force, options, live, builder, report)
+                if len(builder) >= FLUSH_CHUNKS:
+                    builder.flush(self.storage)
+            self._remove_vanished(paths, seen, live, report)
+            if report.chunks_added or report.chunks_removed or force:
+                builder.flush(self.storage)
+                self.storage.set_live(live)
+                if needs_merge(self.storage, live):
+                    merge_segments(self.storage, live)
+                    report.merged_segments = True
+                self.storage.set_meta("n_terms", str(self.storage.count_terms()))
+        report.generation = self.storage.generation()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _configure_analyzer(self, force: bool, stem: bool | None) -> None:
+        has_data = bool(self.storage.counts()["chunks"])
+        current = self.analyzer.config
+        wanted = AnalyzerConfig(stem=current.stem if stem is None else stem, language=current.language)
+        if wanted != current and has_data and not force:
+            raise StorageError(
+                f"index at {self.directory} was built with stemming {'on' if current.stem else 'off'}; "
+                "changing it needs a rebuild: add --force"
+            )
+        if wanted != current or self.storage.get_meta("analyzer") is None:
+            self.analyzer = Analyzer(wanted)
+            self.storage.set_meta("analyzer", json.dumps(wanted.to_dict()))
+
+    def _clear_all(self) -> None:
+        conn = self.storage.conn
+        conn.execute("DELETE FROM postings")
+        conn.execute("DELETE FROM segments")
+        conn.execute("DELETE FROM chunks")
+        conn.execute("DELETE FROM sources")
+        self.storage.set_live(BitMap())
+
+    def _index_file(
+        self, path: Path, shown: str, force: bool, options, live: BitMap, builder, report
+    ) -> None:
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            report.errors.append((shown, f"cannot stat: {exc.strerror or exc}"))
+            return
+        source = self.storage.source_by_path(str(path))
+        if source and not force and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns:
+            report.files_unchanged += 1
+            return
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            report.errors.append((shown, f"cannot read: {exc.strerror or exc}"))
+            return
+        file_hash = hashlib.sha256(data).hexdigest()
+        if source and not force and source.content_hash == file_hash:
+            self.storage.touch_source(source.id, stat.st_size, stat.st_mtime_ns)
+            report.files_unchanged += 1
+            return
+        try:
+            parsed = parse_file(path, options, display_name=shown, data=data)
+        except IngestError as exc:
+            report.errors.append((shown, str(exc)))
+            return
+        except Exception as exc:  # a parser bug must not lose the whole run
+            report.errors.append((shown, f"cannot parse: {type(exc).__name__}: {exc}"))
+            return
+        report.warnings.extend(parsed.warnings)
+        report.files_indexed += 1
+        source_id = self.storage.upsert_source(
+            str(path), parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash
+        )
+        reusable: dict[str, list[int]] = {}
+        for chunk_id, content_hash in self.storage.chunk_hashes(source_id):
+            reusable.setdefault(content_hash, []).append(chunk_id)
+        for ordinal, chunk in enumerate(parsed.chunks):
+            content_hash = chunk.content_hash()
+            if chunk.time is None:
+                chunk.time = stat.st_mtime
+            pool = reusable.get(content_hash)
+            if pool:
+                self.storage.move_chunk(pool.pop(0), ordinal, chunk)
+                report.chunks_kept += 1
+                continue
+            chunk_id = self.storage.insert_chunk(source_id, ordinal, chunk, content_hash)
+            builder.add(chunk_id, chunk.title, chunk.body)
+            live.add(chunk_id)
+            report.chunks_added += 1
+        stale = [cid for ids in reusable.values() for cid in ids]
+        if stale:
+            self.storage.delete_chunks(stale)
+            for cid in stale:
+                live.discard(cid)
+            report.chunks_removed += len(stale)
+        self.storage.set_source_chunk_count(source_id, len(parsed.chunks))
+
+    def _remove_vanished(self, roots, seen: set[str], live: BitMap, report: IndexReport) -> None:
+        """Drop indexed files that no longer exist (or no longer match) under the given roots."""
+        for root in roots:
+            root_path = Path(root).resolve()
+            prefix = str(root_path) + os.sep
+            for source in self.storage.sources():
+                inside = source.path == str(root_path) or source.path.startswith(prefix)
+                if inside and source.path not in seen:
+                    removed = self.storage.delete_source(source.id)
+                    for cid in removed:
+                        live.discard(cid)
+                    report.files_removed += 1
+                    report.chunks_removed += len(removed)
+
+    # ------------------------------------------------------------------------------------ reading
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        params: Bm25Params | None = None,
+        explain: bool = False,
+        detail: str = "full",
+    ) -> SearchResponse:
+        """Rank chunks for a query. See kenning.search for the stages.
+
+        detail="full" returns snippets and metadata; "heads" only ids, scores, titles and locations.
+        """
+        with self.storage.reading():
+            view = self.lexical.view()
+            return run_search(
+                view, self.storage, self.analyzer, query, limit, params or Bm25Params(), explain, detail
+            )
+
+    def get(self, ref: str | int) -> list[ChunkRow]:
+        """A chunk by id, or every chunk of a document (by BEIR id or file path), in order."""
+        with self.storage.reading():
+            text = str(ref)
+            if text.isdigit():
+                row = self.storage.chunks_by_ids([int(text)]).get(int(text))
+                if row:
+                    return [row]
+            rows = self.storage.chunks_of_doc(text)
+            if not rows:
+                rows = self.storage.chunks_of_doc(str(Path(text).resolve()))
+            return rows
+
+    def status(self) -> dict:
+        with self.storage.reading():
+            counts = self.storage.counts()
+            snapshot = self.storage.read_snapshot()
+            return {
+                "index": str(self.directory),
+                "documents": counts["documents"],
+                "sources": counts["sources"],
+                "chunks": counts["chunks"],
+                "live_chunks": len(snapshot.live),
+                "segments": counts["segments"],
+                "terms": int(self.storage.get_meta("n_terms", 0) or 0),
+                "size_bytes": self.storage.size_on_disk(),
+                "generation": snapshot.generation,
+                "last_commit": snapshot.last_commit,
+                "analyzer": self.analyzer.config.to_dict(),
+            }

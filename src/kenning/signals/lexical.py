@@ -1,0 +1,300 @@
+"""The lexical signal: field-aware BM25 over title (heading path) and body.
+
+Per query term t and document d, each field f in {title, body} gets a saturated term frequency
+S_f(tf, len) and the term contributes  idf(t) * (title_weight * S_title + body_weight * S_body).
+The document score is the sum over matched terms, times a coordination factor
+coord = floor + (1 - floor) * matched_terms / query_terms.
+
+Variants of S (norm = 1 - b + b * len / avg_len):
+- classic: tf (k1 + 1) / (tf + k1 norm)                       (Robertson/Sparck Jones BM25)
+- plus:    classic + delta for tf > 0                         (BM25+, Lv & Zhai 2011: a matched term
+                                                               never scores ~0 in a very long document)
+- l:       c = tf / norm,  (k1 + 1)(c + delta) / (k1 + c + delta) for tf > 0    (BM25L, Lv & Zhai 2011)
+IDF: ln(1 + (N - df + 0.5) / (df + 0.5)), floored at zero.
+
+Speed: a view of one committed generation caches, per term, its live postings and, per parameter set,
+its saturated field scores ("impacts"), so a query is a few numpy scatter-adds per term. The explain
+path recomputes every number from the raw term frequencies, and tests hold both paths equal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+from pyroaring import BitMap
+
+VARIANTS = ("classic", "plus", "l")
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """Every lexical scoring knob.
+
+    Defaults come from benchmarks/tune_lexical.py on cranfield and msmarco-5k: the centre of the
+    region where both sets clear their best lexical peer by the widest margin (coordination floor 0.5
+    and title weight 2 lead every top row; k1 0.9-1.2 and b 0.5-0.9 differ by noise).
+    """
+
+    variant: str = "classic"
+    k1: float = 0.9
+    b: float = 0.75
+    delta: float = 1.0
+    title_weight: float = 2.0
+    body_weight: float = 1.0
+    coord_floor: float = 0.5
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown BM25 variant {self.variant!r}: choose one of {', '.join(VARIANTS)}")
+        if self.k1 < 0:
+            raise ValueError(f"k1 must be >= 0, got {self.k1}")
+        if not 0 <= self.b <= 1:
+            raise ValueError(f"b must be between 0 and 1, got {self.b}")
+        if self.delta < 0:
+            raise ValueError(f"delta must be >= 0, got {self.delta}")
+        if self.title_weight < 0 or self.body_weight < 0:
+            raise ValueError("field weights must be >= 0")
+        if not 0 <= self.coord_floor <= 1:
+            raise ValueError(f"coord_floor must be between 0 and 1, got {self.coord_floor}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def knob_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+def idf(n_docs: int, df: int) -> float:
+    """Smoothed inverse document frequency, floored at zero."""
+    if df <= 0 or n_docs <= 0:
+        return 0.0
+    return max(0.0, math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)))
+
+
+def saturate(tf: np.ndarray, length: np.ndarray, avg_len: float, p: Bm25Params) -> np.ndarray:
+    """The variant's saturated term frequency for one field; zero where tf == 0."""
+    tf = np.asarray(tf, dtype=np.float64)
+    norm = 1.0 - p.b + p.b * (np.asarray(length, dtype=np.float64) / avg_len if avg_len > 0 else 1.0)
+    present = tf > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if p.variant == "classic":
+            out = tf * (p.k1 + 1.0) / (tf + p.k1 * norm)
+        elif p.variant == "plus":
+            out = tf * (p.k1 + 1.0) / (tf + p.k1 * norm) + p.delta
+        else:  # "l"
+            c = tf / norm + p.delta
+            out = (p.k1 + 1.0) * c / (p.k1 + c)
+    return np.where(present, out, 0.0)
+
+
+@dataclass
+class TermPostings:
+    """One term's live postings across all segments, ids ascending."""
+
+    ids: np.ndarray  # int64 chunk ids
+    tf_title: np.ndarray
+    tf_body: np.ndarray
+    bitmap: BitMap
+
+    @property
+    def df(self) -> int:
+        return len(self.ids)
+
+
+class LexicalView:
+    """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
+
+    def __init__(self, storage, snapshot, segment_cache: dict, postings_cache: dict):
+        self.storage = storage
+        self.snapshot = snapshot
+        self.generation = snapshot.generation
+        self.live = snapshot.live
+        self.n_docs = len(self.live)
+        self._segment_cache = segment_cache
+        self._postings_cache = postings_cache
+        self._terms: dict[str, TermPostings | None] = {}
+        self._impacts: dict[tuple[str, Bm25Params], np.ndarray] = {}
+        segments = [self._segment(s) for s in snapshot.segment_ids]
+        self.max_id = int(max((int(s.doc_ids[-1]) for s in segments if len(s.doc_ids)), default=0))
+        self.title_len = np.zeros(self.max_id + 1, dtype=np.float64)
+        self.body_len = np.zeros(self.max_id + 1, dtype=np.float64)
+        for seg in segments:
+            self.title_len[seg.doc_ids] = seg.title_lens
+            self.body_len[seg.doc_ids] = seg.body_lens
+        self.live_mask = np.zeros(self.max_id + 1, dtype=bool)
+        if self.n_docs:
+            live_ids = np.frombuffer(self.live.to_array(), dtype=np.uint32)
+            self.live_mask[live_ids] = True
+            self.avg_title_len = float(self.title_len[live_ids].mean())
+            self.avg_body_len = float(self.body_len[live_ids].mean())
+        else:
+            self.avg_title_len = self.avg_body_len = 0.0
+
+    def _segment(self, seg_id: int):
+        seg = self._segment_cache.get(seg_id)
+        if seg is None:
+            seg = self.storage.load_segment(seg_id)
+            self._segment_cache[seg_id] = seg
+        return seg
+
+    # ------------------------------------------------------------------ postings
+    def postings(self, terms: list[str]) -> dict[str, TermPostings | None]:
+        """Live postings for each term (None when no live chunk has it). Call inside storage.reading()."""
+        missing = [t for t in terms if t not in self._terms]
+        if missing:
+            per_segment = {}
+            for seg_id in self.snapshot.segment_ids:
+                need = [t for t in missing if (seg_id, t) not in self._postings_cache]
+                if need:
+                    found = self.storage.load_postings(seg_id, need)
+                    for t in need:
+                        self._postings_cache[(seg_id, t)] = found.get(t)
+                per_segment[seg_id] = {t: self._postings_cache[(seg_id, t)] for t in missing}
+            for t in missing:
+                parts = [
+                    per_segment[s][t] for s in self.snapshot.segment_ids if per_segment[s][t] is not None
+                ]
+                self._terms[t] = self._merge_live(parts)
+        return {t: self._terms[t] for t in terms}
+
+    def _merge_live(self, parts) -> TermPostings | None:
+        if not parts:
+            return None
+        ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        tft = np.concatenate([p[1] for p in parts]).astype(np.float64)
+        tfb = np.concatenate([p[2] for p in parts]).astype(np.float64)
+        keep = self.live_mask[ids]
+        if not keep.all():
+            ids, tft, tfb = ids[keep], tft[keep], tfb[keep]
+        if len(ids) == 0:
+            return None
+        if len(parts) > 1 and not np.all(ids[1:] > ids[:-1]):
+            order = np.argsort(ids, kind="stable")
+            ids, tft, tfb = ids[order], tft[order], tfb[order]
+        return TermPostings(ids, tft, tfb, BitMap(ids.astype(np.uint32)))
+
+    # ------------------------------------------------------------------ scoring
+    def idf(self, term: str) -> float:
+        p = self._terms.get(term)
+        return idf(self.n_docs, p.df if p else 0)
+
+    def impacts(self, term: str, postings: TermPostings, params: Bm25Params) -> np.ndarray:
+        """Weighted saturated field scores for every posting of a term (idf not applied)."""
+        key = (term, params)
+        cached = self._impacts.get(key)
+        if cached is None:
+            ids = postings.ids
+            title = saturate(postings.tf_title, self.title_len[ids], self.avg_title_len, params)
+            body = saturate(postings.tf_body, self.body_len[ids], self.avg_body_len, params)
+            cached = params.title_weight * title + params.body_weight * body
+            if len(self._impacts) > 200_000:
+                self._impacts.clear()
+            self._impacts[key] = cached
+        return cached
+
+    def score(
+        self, terms: list[str], found: dict[str, TermPostings | None], params: Bm25Params, allowed=None
+    ) -> np.ndarray:
+        """Dense score array over chunk ids (index = chunk id), coordination applied.
+
+        `allowed` (a boolean mask over chunk ids) restricts scoring to the funnel's survivors.
+        """
+        scores = np.zeros(self.max_id + 1, dtype=np.float64)
+        use_coord = params.coord_floor < 1.0 and len(terms) > 1
+        matched = np.zeros(self.max_id + 1, dtype=np.float64) if use_coord else None
+        for term in terms:
+            postings = found.get(term)
+            if postings is None:
+                continue
+            weight = idf(self.n_docs, postings.df)
+            ids = postings.ids
+            impact = self.impacts(term, postings, params)
+            if allowed is not None:
+                keep = allowed[ids]
+                ids, impact = ids[keep], impact[keep]
+            scores[ids] += weight * impact
+            if use_coord:
+                matched[ids] += 1.0
+        if use_coord:
+            scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(terms))
+        return scores
+
+    def explain(
+        self, chunk_id: int, terms: list[str], found: dict[str, TermPostings | None], params: Bm25Params
+    ) -> dict:
+        """Every number behind one chunk's lexical score, recomputed from raw term frequencies."""
+        rows = []
+        total = 0.0
+        matched = 0
+        t_len = float(self.title_len[chunk_id]) if chunk_id <= self.max_id else 0.0
+        b_len = float(self.body_len[chunk_id]) if chunk_id <= self.max_id else 0.0
+        for term in terms:
+            postings = found.get(term)
+            df = postings.df if postings is not None else 0
+            term_idf = idf(self.n_docs, df)
+            tf_t = tf_b = 0.0
+            if postings is not None:
+                pos = int(np.searchsorted(postings.ids, chunk_id))
+                if pos < len(postings.ids) and postings.ids[pos] == chunk_id:
+                    tf_t, tf_b = float(postings.tf_title[pos]), float(postings.tf_body[pos])
+            s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
+            s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
+            title_part = term_idf * params.title_weight * s_t
+            body_part = term_idf * params.body_weight * s_b
+            if tf_t or tf_b:
+                matched += 1
+            total += title_part + body_part
+            rows.append(
+                {
+                    "term": term,
+                    "df": df,
+                    "idf": term_idf,
+                    "title": {"tf": tf_t, "length": t_len, "contribution": title_part},
+                    "body": {"tf": tf_b, "length": b_len, "contribution": body_part},
+                    "contribution": title_part + body_part,
+                }
+            )
+        use_coord = params.coord_floor < 1.0 and len(terms) > 1
+        coord = params.coord_floor + (1.0 - params.coord_floor) * matched / len(terms) if use_coord else 1.0
+        return {
+            "terms": rows,
+            "matched_terms": matched,
+            "query_terms": len(terms),
+            "sum": total,
+            "coordination": coord,
+            "score": total * coord,
+            "params": params.to_dict(),
+            "corpus": {
+                "docs": self.n_docs,
+                "avg_title_len": self.avg_title_len,
+                "avg_body_len": self.avg_body_len,
+            },
+        }
+
+
+class LexicalIndex:
+    """Keeps one LexicalView per committed generation, plus caches of immutable segment data."""
+
+    def __init__(self, storage):
+        self.storage = storage
+        self._segment_cache: dict = {}
+        self._postings_cache: dict = {}
+        self._view: LexicalView | None = None
+
+    def view(self) -> LexicalView:
+        """The view of the current generation. Call inside storage.reading()."""
+        generation = self.storage.generation()
+        if self._view is None or self._view.generation != generation:
+            snapshot = self.storage.read_snapshot()
+            live_segments = set(snapshot.segment_ids)
+            for key in [k for k in self._segment_cache if k not in live_segments]:
+                del self._segment_cache[key]
+            for key in [k for k in self._postings_cache if k[0] not in live_segments]:
+                del self._postings_cache[key]
+            if len(self._postings_cache) > 1_000_000:
+                self._postings_cache.clear()
+            self._view = LexicalView(self.storage, snapshot, self._segment_cache, self._postings_cache)
+        return self._view

@@ -1,0 +1,142 @@
+"""Incremental indexing by content: changed, deleted, unchanged and moved files and sections."""
+
+import os
+import time
+
+import pytest
+
+from kenning import Index
+from kenning.storage import StorageError
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def notes(tmp_path):
+    root = tmp_path / "notes"
+    write(root / "keep.md", "# Keep\n\nThe albatross glides over the ocean.\n")
+    write(
+        root / "change.md",
+        "# Change\n\n## First\n\nOld text about zebras.\n\n## Second\n\nStable walrus section.\n",
+    )
+    write(root / "delete.md", "# Delete\n\nThe platypus lays eggs.\n")
+    return root
+
+
+def ids_for(ix, query):
+    return {h.id for h in ix.search(query, limit=10).hits}
+
+
+def test_changed_deleted_unchanged(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    first = ix.add([notes])
+    assert (first.files_indexed, first.files_unchanged, first.chunks_added) == (3, 0, 4)
+    walrus_ids = ids_for(ix, "walrus")
+    albatross_ids = ids_for(ix, "albatross")
+
+    write(
+        notes / "change.md",
+        "# Change\n\n## First\n\nNew text about giraffes.\n\n## Second\n\nStable walrus section.\n",
+    )
+    (notes / "delete.md").unlink()
+    second = ix.add([notes])
+    assert second.files_indexed == 1
+    assert second.files_unchanged == 1
+    assert second.files_removed == 1
+    assert second.chunks_added == 1  # only the edited section is analysed again
+    assert second.chunks_kept == 1  # "Second" kept its id and postings
+    assert second.chunks_removed == 2  # the old "First" and the deleted file's section
+    assert ids_for(ix, "walrus") == walrus_ids
+    assert ids_for(ix, "albatross") == albatross_ids
+    assert ids_for(ix, "zebras") == set()
+    assert ids_for(ix, "platypus") == set()
+    assert len(ids_for(ix, "giraffes")) == 1
+    assert ix.status()["chunks"] == 3
+
+
+def test_noop_rerun_changes_nothing(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    ix.add([notes])
+    generation = ix.status()["generation"]
+    again = ix.add([notes])
+    assert (again.files_indexed, again.files_unchanged, again.chunks_added, again.chunks_removed) == (
+        0,
+        3,
+        0,
+        0,
+    )
+    assert ix.status()["generation"] == generation
+
+
+def test_touched_but_identical_file_is_not_reparsed(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    ix.add([notes])
+    later = time.time() + 10
+    os.utime(notes / "keep.md", (later, later))
+    report = ix.add([notes])
+    assert report.files_indexed == 0 and report.files_unchanged == 3
+
+
+def test_moved_section_keeps_its_id(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    ix.add([notes])
+    walrus = ids_for(ix, "walrus")
+    write(
+        notes / "change.md",
+        "# Change\n\nA new preamble line.\n\n## Second\n\nStable walrus section.\n\n"
+        "## First\n\nOld text about zebras.\n",
+    )
+    report = ix.add([notes])
+    assert report.chunks_kept == 2 and report.chunks_added == 1
+    hit = ix.search("walrus", limit=1).hits[0]
+    assert {hit.id} == walrus
+    assert hit.start_line == 5  # the location follows the move
+
+
+def test_force_rebuilds(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    ix.add([notes])
+    report = ix.add([notes], force=True)
+    assert report.files_indexed == 3 and report.chunks_added == 4
+    assert ix.status()["chunks"] == 4
+    assert len(ids_for(ix, "albatross")) == 1
+
+
+def test_stemming_switch_needs_force(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    ix.add([notes])
+    with pytest.raises(StorageError, match="--force"):
+        ix.add([notes], stem=False)
+    ix.add([notes], stem=False, force=True)
+    assert ix.status()["analyzer"]["stem"] is False
+    reopened = Index(tmp_path / "ix")
+    assert reopened.analyzer.config.stem is False
+
+
+def test_unreadable_file_keeps_previous_content(tmp_path, notes):
+    ix = Index(tmp_path / "ix")
+    ix.add([notes])
+    (notes / "keep.md").write_bytes(b"\x00\x01binary now")
+    report = ix.add([notes])
+    assert report.errors and "keep.md" in report.errors[0][0]
+    assert len(ids_for(ix, "albatross")) == 1  # no lost data: the last good version stays searchable
+
+
+def test_many_commits_merge_segments(tmp_path):
+    root = tmp_path / "many"
+    ix = Index(tmp_path / "ix")
+    for i in range(12):
+        write(root / f"n{i}.md", f"# Note {i}\n\nuniqueword{i} shared text\n")
+        ix.add([root])
+    status = ix.status()
+    assert status["segments"] <= 8
+    assert len(ids_for(ix, "shared")) == 10  # limit 10 of 12 live chunks
+    assert all(len(ids_for(ix, f"uniqueword{i}")) == 1 for i in range(12))
+
+
+def test_missing_index_is_a_clear_error(tmp_path):
+    with pytest.raises(StorageError, match="kenning index"):
+        Index(tmp_path / "nowhere", create=False)
