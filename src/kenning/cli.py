@@ -1,0 +1,312 @@
+"""The `kenning` command: a thin shell over kenning.Index and kenning.eval.
+
+Every command takes --json (machine output on stdout) and --index DIR (else $KENNING_INDEX, else
+./.kenning). Errors go to stderr as one line naming the file or value at fault, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+from kenning.eval import DatasetError, evaluate
+from kenning.index import Index, default_index_dir, display_path
+from kenning.signals.lexical import VARIANTS, Bm25Params
+from kenning.storage import StorageError
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", metavar="DIR", help="index directory (default: $KENNING_INDEX or ./.kenning)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _add_knobs(p: argparse.ArgumentParser) -> None:
+    d = Bm25Params()
+    g = p.add_argument_group("lexical scoring (BM25) knobs")
+    g.add_argument(
+        "--variant", choices=VARIANTS, default=d.variant, help=f"BM25 variant (default {d.variant})"
+    )
+    g.add_argument("--k1", type=float, default=d.k1, help=f"term-frequency saturation (default {d.k1})")
+    g.add_argument("--b", type=float, default=d.b, help=f"length normalisation 0..1 (default {d.b})")
+    g.add_argument("--delta", type=float, default=d.delta, help=f"BM25+/BM25L delta (default {d.delta})")
+    g.add_argument(
+        "--title-weight",
+        type=float,
+        default=d.title_weight,
+        help=f"weight of heading-path matches (default {d.title_weight})",
+    )
+    g.add_argument(
+        "--body-weight",
+        type=float,
+        default=d.body_weight,
+        help=f"weight of body matches (default {d.body_weight})",
+    )
+    g.add_argument(
+        "--coord-floor",
+        type=float,
+        default=d.coord_floor,
+        help=f"coordination floor 0..1; 1 disables it (default {d.coord_floor})",
+    )
+
+
+def _params(args) -> Bm25Params:
+    return Bm25Params(
+        variant=args.variant,
+        k1=args.k1,
+        b=args.b,
+        delta=args.delta,
+        title_weight=args.title_weight,
+        body_weight=args.body_weight,
+        coord_floor=args.coord_floor,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kenning", description="Local-first search that explains its ranking."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="index files and folders (incremental)")
+    p.add_argument("paths", nargs="+", help="files or folders to index")
+    p.add_argument(
+        "--include", action="append", metavar="GLOB", help="only index matching files (repeatable)"
+    )
+    p.add_argument(
+        "--exclude", action="append", metavar="GLOB", help="skip matching files/folders (repeatable)"
+    )
+    p.add_argument("--force", action="store_true", help="rebuild the index from scratch")
+    p.add_argument(
+        "--no-stem",
+        action="store_true",
+        help="turn Snowball stemming off (needs --force on an existing index)",
+    )
+    _add_common(p)
+
+    p = sub.add_parser("search", help="search the index")
+    p.add_argument("query")
+    p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--explain", action="store_true", help="show the funnel and every score component")
+    _add_common(p)
+    _add_knobs(p)
+
+    p = sub.add_parser("get", help="print a chunk (by id) or a whole document (by path or document id)")
+    p.add_argument("ref")
+    _add_common(p)
+
+    p = sub.add_parser("status", help="what the index holds")
+    _add_common(p)
+
+    p = sub.add_parser("eval", help="nDCG@10, Recall@100, MRR@10 and QPS on a BEIR-layout dataset")
+    p.add_argument("dataset", help="directory with corpus.jsonl, queries.jsonl, qrels/test.tsv")
+    p.add_argument("--no-stem", action="store_true", help="evaluate without stemming")
+    p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json")
+    _add_common(p)
+    _add_knobs(p)
+    return parser
+
+
+@contextmanager
+def _progress(enabled: bool, label: str):
+    """A rich progress bar on stderr when it is a terminal; otherwise nothing."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[file]}"),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None, file="")
+
+        def update(name: str, n: int, total: int) -> None:
+            bar.update(task, completed=n, total=total, file=name[-60:])
+
+        yield update
+
+
+def _open(args, create: bool = False) -> Index:
+    return Index(Path(args.index) if args.index else default_index_dir(), create=create)
+
+
+def _emit_json(data) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def cmd_index(args) -> int:
+    with _open(args, create=True) as index, _progress(not args.quiet and not args.json, "indexing") as cb:
+        report = index.add(
+            args.paths,
+            include=args.include,
+            exclude=args.exclude,
+            force=args.force,
+            stem=False if args.no_stem else None,
+            progress=cb,
+        )
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(
+            f"indexed {report.files_indexed} file(s): {report.chunks_added} chunks added, "
+            f"{report.chunks_kept} kept, {report.chunks_removed} removed; "
+            f"{report.files_unchanged} unchanged, "
+            f"{report.files_removed} removed, {len(report.errors)} error(s) in {report.seconds:.2f} s"
+        )
+        for path, error in report.errors:
+            print(
+                f"  error: {error}" if error.startswith(path) else f"  error: {path}: {error}",
+                file=sys.stderr,
+            )
+        for warning in report.warnings[:20]:
+            print(f"  warning: {warning}", file=sys.stderr)
+        if len(report.warnings) > 20:
+            print(f"  ... {len(report.warnings) - 20} more warnings (see --json)", file=sys.stderr)
+    return 0
+
+
+def _print_funnel(funnel) -> None:
+    times = ", ".join(f"{k} {v:.2f} ms" for k, v in funnel.timings_ms.items())
+    print(
+        f"funnel: corpus {funnel.corpus} → gathered {funnel.gathered} → filtered {funnel.filtered} → "
+        f"scored {funnel.scored} → returned {funnel.returned}"
+    )
+    print(f"  stages: {times}")
+
+
+def _print_explain(ex: dict) -> None:
+    lex = ex["lexical"]
+    for row in lex["terms"]:
+        t, b = row["title"], row["body"]
+        print(
+            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']})"
+            f"  title tf {t['tf']:g} → {t['contribution']:.3f}"
+            f"  body tf {b['tf']:g} → {b['contribution']:.3f}  = {row['contribution']:.3f}"
+        )
+    print(
+        f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} "
+        f"({lex['matched_terms']}/{lex['query_terms']} terms) = {lex['score']:.4f}"
+    )
+
+
+def cmd_search(args) -> int:
+    params = _params(args)  # bad knobs are refused before the index is touched
+    with _open(args) as index:
+        response = index.search(args.query, limit=args.limit, params=params, explain=args.explain)
+    if args.json:
+        _emit_json(response.to_dict())
+        return 0
+    if args.explain:
+        print(
+            f"query: {response.query!r} → terms {response.terms}"
+            + (f" (stopwords dropped: {response.dropped_stopwords})" if response.dropped_stopwords else "")
+        )
+        _print_funnel(response.funnel)
+    if not response.hits:
+        reason = (
+            f"; no indexed chunk contains {', '.join(response.missing_terms)}"
+            if response.missing_terms
+            else ""
+        )
+        print(f"no results for {response.query!r}{reason}")
+        return 0
+    for rank, hit in enumerate(response.hits, 1):
+        hit.path = display_path(hit.path)
+        print(f"{rank:>2}. {hit.score:8.4f}  {hit.title or '(untitled)'}  [#{hit.id}]")
+        print(f"     {hit.location()}")
+        if hit.snippet:
+            print(f"     {hit.snippet}")
+        if hit.explain:
+            _print_explain(hit.explain)
+    return 0
+
+
+def cmd_get(args) -> int:
+    with _open(args) as index:
+        rows = index.get(args.ref)
+    if not rows:
+        print(
+            f"kenning: error: nothing indexed under {args.ref!r} "
+            "(give a chunk id, a file path or a document id)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.json:
+        _emit_json([asdict(r) for r in rows])
+        return 0
+    for row in rows:
+        where = (
+            f"p.{row.page}"
+            if row.page
+            else (f"lines {row.start_line}-{row.end_line}" if row.start_line else "")
+        )
+        print(f"── #{row.id}  {row.title}  ({display_path(row.path)} {where})")
+        print(row.body)
+    return 0
+
+
+def cmd_status(args) -> int:
+    with _open(args) as index:
+        status = index.status()
+    if args.json:
+        _emit_json(status)
+        return 0
+    last = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["last_commit"]))
+        if status["last_commit"]
+        else "never"
+    )
+    print(f"index      {status['index']}")
+    print(f"documents  {status['documents']}  (files: {status['sources']})")
+    print(f"chunks     {status['chunks']}  in {status['segments']} segment(s)")
+    print(f"terms      {status['terms']}")
+    print(f"size       {status['size_bytes'] / 1e6:.2f} MB")
+    print(f"committed  {last}  (generation {status['generation']})")
+    print(f"analyzer   stemming {'on' if status['analyzer']['stem'] else 'off'}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    with _progress(not args.quiet and not args.json, "indexing corpus") as cb:
+        report = evaluate(
+            args.dataset, params=_params(args), index_dir=args.index, stem=not args.no_stem, progress=cb
+        )
+    if args.json:
+        _emit_json(report.to_dict(per_query=args.per_query))
+        return 0
+    print(f"dataset      {report.dataset}  ({report.queries} judged queries)")
+    print(f"nDCG@10      {report.ndcg_at_10:.4f}")
+    print(f"Recall@100   {report.recall_at_100:.4f}")
+    print(f"MRR@10       {report.mrr_at_10:.4f}")
+    print(f"QPS          {report.qps:.1f}  (one query at a time, top 100)")
+    print(f"index        {report.index_seconds:.2f} s  ({report.index_dir})")
+    return 0
+
+
+COMMANDS = {"index": cmd_index, "search": cmd_search, "get": cmd_get, "status": cmd_status, "eval": cmd_eval}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (StorageError, DatasetError, ValueError) as exc:
+        print(f"kenning: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kenning: interrupted; the index keeps its last committed state", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The CLI end to end: index, search (--explain, --json), get, status, eval, and error messages."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kenning.cli import main
+
+BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def notes(tmp_path):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "auth.md").write_text("# Auth\n\n## Tokens\n\nWe rotate JWT signing keys every month.\n")
+    (root / "code.py").write_text(
+        "def parseQueryString(raw):\n    return dict(x.split('=') for x in raw.split('&'))\n"
+    )
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    return root
+
+
+def test_index_search_get_status(tmp_path, notes, capsys):
+    ix = str(tmp_path / "ix")
+    code, out, err = run(capsys, "index", str(notes), "--index", ix, "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["files_indexed"] == 2 and report["chunks_added"] == 2
+    assert report["errors"] and "broken.pdf" in report["errors"][0]["path"]
+
+    code, out, _ = run(capsys, "search", "rotate signing keys", "--index", ix, "--json")
+    data = json.loads(out)
+    hit = data["hits"][0]
+    assert hit["title"] == "Auth > Tokens" and hit["start_line"] == 3
+    assert "**rotate**" in hit["snippet"]
+
+    code, out, _ = run(capsys, "search", "parse query string", "--index", ix, "--json", "-n", "1")
+    assert json.loads(out)["hits"][0]["title"] == "code.py > def parseQueryString"
+
+    code, out, _ = run(capsys, "get", str(hit["id"]), "--index", ix)
+    assert code == 0 and "We rotate JWT signing keys" in out
+
+    code, out, _ = run(capsys, "status", "--index", ix, "--json")
+    status = json.loads(out)
+    assert (
+        status["chunks"] == 2 and status["sources"] == 2 and status["terms"] > 5 and status["size_bytes"] > 0
+    )
+
+
+def test_search_knobs_and_explain_text(tmp_path, notes, capsys):
+    ix = str(tmp_path / "ix")
+    run(capsys, "index", str(notes), "--index", ix, "-q")
+    code, out, _ = run(
+        capsys,
+        "search",
+        "signing keys",
+        "--index",
+        ix,
+        "--explain",
+        "--variant",
+        "plus",
+        "--k1",
+        "1.5",
+        "--title-weight",
+        "3",
+    )
+    assert code == 0
+    assert "funnel: corpus 2 → gathered 1" in out
+    assert "title tf" in out and "coordination" in out
+
+
+def test_errors_are_clear(tmp_path, capsys):
+    code, _, err = run(capsys, "search", "x", "--index", str(tmp_path / "none"))
+    assert code == 2 and "no kenning index" in err
+    code, _, err = run(capsys, "search", "x", "--index", str(tmp_path / "none"), "--b", "3")
+    assert code == 2 and "b must be between 0 and 1" in err
+    code, _, err = run(capsys, "eval", str(tmp_path))
+    assert code == 2 and "corpus.jsonl" in err
+
+
+def test_no_results_says_why(tmp_path, notes, capsys):
+    ix = str(tmp_path / "ix")
+    run(capsys, "index", str(notes), "--index", ix, "-q")
+    code, out, _ = run(capsys, "search", "kubernetes", "--index", ix)
+    assert code == 0 and "no results" in out and "kubernetes" in out
+
+
+@pytest.mark.skipif(not BOOKS.is_dir(), reason="needs ../shared/data/books")
+def test_books_sections_and_explained_search(tmp_path, capsys):
+    ix = str(tmp_path / "ix")
+    code, out, _ = run(
+        capsys, "index", str(BOOKS / "monte-cristo.md"), str(BOOKS / "dracula.md"), "--index", ix, "--json"
+    )
+    assert code == 0 and json.loads(out)["errors"] == []
+    from kenning import Index
+
+    with Index(ix) as index:
+        rows = index.storage.conn.execute(
+            "SELECT DISTINCT title FROM chunks WHERE title LIKE '% > %'"
+        ).fetchall()
+        titles = [r[0] for r in rows]
+    assert sum(t.startswith("The Count of Monte Cristo > Chapter ") for t in titles) == 117
+    assert sum(t.startswith("Dracula > CHAPTER ") for t in titles) == 27
+    assert len(titles) == 144
+
+    code, out, _ = run(capsys, "search", "Dantès father", "--index", ix, "--explain", "--json")
+    data = json.loads(out)
+    funnel = data["funnel"]
+    assert funnel["corpus"] > funnel["gathered"] >= funnel["returned"] == 10
+    top = data["hits"][0]
+    terms = {row["term"]: row for row in top["explain"]["lexical"]["terms"]}
+    assert set(terms) == {"dant", "father"}
+    assert all(row["body"]["tf"] > 0 for row in terms.values())
+    assert "Monte Cristo" in top["title"]
