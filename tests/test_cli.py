@@ -120,3 +120,14 @@ def test_books_sections_and_explained_search(tmp_path, capsys):
     assert set(terms) == {"dant", "father"}
     assert all(row["body"]["tf"] > 0 for row in terms.values())
     assert "Monte Cristo" in top["title"]
+
+
+def test_index_dir_from_environment_and_get_by_path(tmp_path, notes, capsys, monkeypatch):
+    monkeypatch.setenv("KENNING_INDEX", str(tmp_path / "env-ix"))
+    code, _, _ = run(capsys, "index", str(notes), "-q")
+    assert code == 0 and (tmp_path / "env-ix" / "index.db").is_file()
+    code, out, _ = run(capsys, "get", str(notes / "auth.md"), "--json")
+    rows = json.loads(out)
+    assert code == 0 and [r["title"] for r in rows] == ["Auth > Tokens"]
+    code, _, err = run(capsys, "get", "no-such-thing")
+    assert code == 2 and "nothing indexed under 'no-such-thing'" in err
