@@ -71,7 +71,9 @@ class Analyzer:
     def __init__(self, config: AnalyzerConfig | None = None):
         self.config = config or AnalyzerConfig()
         self._stemmer = Stemmer.Stemmer(self.config.language) if self.config.stem else None
-        self._cache: dict[str, tuple[str, ...]] = {}
+        self._cache: dict[str, tuple] = {}
+        self._stopword_cache: dict[str, bool] = {}
+        self._vocab_cache: dict[str, tuple[str, ...]] = {}
 
     def normalize_token(self, folded: str) -> str:
         """A folded word to its index term (stemmed when stemming is on)."""
@@ -79,29 +81,80 @@ class Analyzer:
             return folded
         return self._stemmer.stemWord(folded)
 
-    def token_terms(self, raw: str) -> tuple[str, ...]:
-        """All index terms for one raw token, the whole token first."""
+    def token_analysis(self, raw: str) -> tuple[tuple[str, ...], tuple[int, ...], int]:
+        """(terms, position offsets, width) for one raw token.
+
+        A plain word is one term at offset 0, width 1. A compound identifier is its whole form at
+        offset 0 plus its parts at offsets 0, 1, 2, ..., so the phrase "query string" matches inside
+        `parseQueryString`. A CJK run is its bigrams at consecutive offsets.
+        """
         cached = self._cache.get(raw)
         if cached is not None:
             return cached
         if _CJK.search(raw):
-            terms = tuple(fold(b) for b in cjk_bigrams(raw))
+            grams = tuple(fold(b) for b in cjk_bigrams(raw))
+            entry = (grams, tuple(range(len(grams))), len(grams))
         else:
             whole = self.normalize_token(fold(raw))
-            parts = identifier_parts(raw)
-            extra = [self.normalize_token(fold(p)) for p in parts]
-            terms = (whole, *[t for t in extra if t != whole])
+            parts = [self.normalize_token(fold(p)) for p in identifier_parts(raw)]
+            if parts:
+                entry = ((whole, *parts), (0, *range(len(parts))), len(parts))
+            else:
+                entry = ((whole,), (0,), 1)
         if len(self._cache) < 500_000:
-            self._cache[raw] = terms
-        return terms
+            self._cache[raw] = entry
+        return entry
+
+    def token_terms(self, raw: str) -> tuple[str, ...]:
+        """All distinct index terms of one raw token, the whole token first."""
+        return tuple(dict.fromkeys(self.token_analysis(raw)[0]))
+
+    def vocabulary_words(self, raws) -> set[str]:
+        """Folded surface words (letters only, 2+ characters, identifier parts too) of some raw tokens:
+        what spelling corrections may suggest."""
+        out: set[str] = set()
+        cache = self._vocab_cache
+        for raw in raws:
+            words = cache.get(raw)
+            if words is None:
+                words = ()
+                if raw.isalpha():
+                    words = tuple(
+                        w for w in {fold(raw), *(fold(p) for p in identifier_parts(raw))} if len(w) >= 2
+                    )
+                if len(cache) < 500_000:
+                    cache[raw] = words
+            out.update(words)
+        return out
+
+    def positioned_terms(self, text: str, raw_tokens: set | None = None) -> tuple[list[str], list[int]]:
+        """Every index term of a text with its position (used at index time).
+
+        `raw_tokens`, when given, collects the distinct raw tokens (for the spelling vocabulary).
+        """
+        raws = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
+        if raw_tokens is not None:
+            raw_tokens.update(raws)
+        cache = self._cache
+        entries = [cache.get(raw) or self.token_analysis(raw) for raw in raws]
+        if all(e[2] == 1 for e in entries):  # plain words only: one term per position
+            return [e[0][0] for e in entries], list(range(len(entries)))
+        terms: list[str] = []
+        positions: list[int] = []
+        pos = 0
+        for token_terms, offsets, width in entries:
+            if width == 1:
+                terms.append(token_terms[0])
+                positions.append(pos)
+            else:
+                terms.extend(token_terms)
+                positions.extend(pos + o for o in offsets)
+            pos += width
+        return terms, positions
 
     def terms(self, text: str) -> list[str]:
-        """Every index term of a text, in order (used at index time)."""
-        out: list[str] = []
-        token_terms = self.token_terms
-        for raw in TOKEN_RE.findall(unicodedata.normalize("NFC", text)):
-            out.extend(token_terms(raw))
-        return out
+        """Every index term of a text, in order."""
+        return self.positioned_terms(text)[0]
 
     def query_terms(self, text: str, remove_stopwords: bool = True) -> list[str]:
         """Distinct query terms in order of first appearance, with query-side stopwords removed."""
@@ -116,9 +169,9 @@ class Analyzer:
         raws = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
         kept, dropped = raws, []
         if remove_stopwords:
-            content = [r for r in raws if fold(r) not in ENGLISH_QUERY_STOPWORDS]
+            content = [r for r in raws if not self.is_stopword(r)]
             if content:
-                kept, dropped = content, [r for r in raws if fold(r) in ENGLISH_QUERY_STOPWORDS]
+                kept, dropped = content, [r for r in raws if self.is_stopword(r)]
         seen: dict[str, None] = {}
         for raw in kept:
             for term in self.token_terms(raw):
@@ -126,7 +179,12 @@ class Analyzer:
         return list(seen), dropped
 
     def is_stopword(self, raw: str) -> bool:
-        return fold(raw) in ENGLISH_QUERY_STOPWORDS
+        cached = self._stopword_cache.get(raw)
+        if cached is None:
+            cached = self._stopword_cache[raw] = fold(raw) in ENGLISH_QUERY_STOPWORDS
+            if len(self._stopword_cache) > 100_000:
+                self._stopword_cache.clear()
+        return cached
 
     def token_spans(self, text: str):
         """(start, end, terms) for each token of raw text, for marking matches in snippets."""

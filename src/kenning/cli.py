@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kenning.eval import DatasetError, evaluate
+from kenning.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
 from kenning.index import Index, default_index_dir, display_path
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.storage import StorageError
@@ -55,6 +56,39 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scopes and filters")
+    g.add_argument(
+        "-c",
+        "--collection",
+        action="append",
+        metavar="NAME",
+        help="search only these collections (repeatable)",
+    )
+    g.add_argument(
+        "--path", action="append", metavar="GLOB", help="only files whose path matches (repeatable)"
+    )
+    g.add_argument("--type", action="append", choices=KINDS, help="only this kind of file (repeatable)")
+    g.add_argument(
+        "--since", metavar="WHEN", help="document time at or after WHEN (2026-01-31, or an age: 7d, 2w)"
+    )
+    g.add_argument("--before", metavar="WHEN", help="document time before WHEN")
+    g.add_argument(
+        "--meta", action="append", metavar="KEY=VALUE", help="front matter KEY equals VALUE (repeatable)"
+    )
+
+
+def _filters(args) -> Filters:
+    return Filters(
+        collections=tuple(args.collection or ()),
+        paths=tuple(args.path or ()),
+        kinds=tuple(args.type or ()),
+        since=parse_time(args.since, "--since") if args.since else None,
+        before=parse_time(args.before, "--before") if args.before else None,
+        meta=parse_meta(args.meta or ()),
+    )
+
+
 def _params(args) -> Bm25Params:
     return Bm25Params(
         variant=args.variant,
@@ -87,12 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="turn Snowball stemming off (needs --force on an existing index)",
     )
+    p.add_argument(
+        "-c", "--collection", default=DEFAULT_COLLECTION, help="collection to index into (default 'default')"
+    )
     _add_common(p)
 
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query")
     p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--explain", action="store_true", help="show the funnel and every score component")
+    p.add_argument("--strict", action="store_true", help="every plain word is required (AND)")
+    p.add_argument("--spell", action="store_true", help="correct words that no chunk holds, and say so")
+    _add_filters(p)
     _add_common(p)
     _add_knobs(p)
 
@@ -136,8 +176,8 @@ def _progress(enabled: bool, label: str):
         yield update
 
 
-def _open(args, create: bool = False) -> Index:
-    return Index(Path(args.index) if args.index else default_index_dir(), create=create)
+def _open(args, create: bool = False, rebuild_outdated: bool = False) -> Index:
+    return Index(Path(args.index) if args.index else default_index_dir(), create, rebuild_outdated)
 
 
 def _emit_json(data) -> None:
@@ -145,7 +185,10 @@ def _emit_json(data) -> None:
 
 
 def cmd_index(args) -> int:
-    with _open(args, create=True) as index, _progress(not args.quiet and not args.json, "indexing") as cb:
+    with (
+        _open(args, create=True, rebuild_outdated=args.force) as index,
+        _progress(not args.quiet and not args.json, "indexing") as cb,
+    ):
         report = index.add(
             args.paths,
             include=args.include,
@@ -153,6 +196,7 @@ def cmd_index(args) -> int:
             force=args.force,
             stem=False if args.no_stem else None,
             progress=cb,
+            collection=args.collection,
         )
     if args.json:
         _emit_json(report.to_dict())
@@ -181,6 +225,8 @@ def _print_funnel(funnel) -> None:
         f"funnel: corpus {funnel.corpus} → gathered {funnel.gathered} → filtered {funnel.filtered} → "
         f"scored {funnel.scored} → returned {funnel.returned}"
     )
+    for step in funnel.constraints:
+        print(f"  {step['kind']} {step['constraint']}: {step['remaining']} left")
     print(f"  stages: {times}")
 
 
@@ -188,37 +234,57 @@ def _print_explain(ex: dict) -> None:
     lex = ex["lexical"]
     for row in lex["terms"]:
         t, b = row["title"], row["body"]
+        where = f" [{row['field']} only]" if row["field"] else ""
         print(
-            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']})"
+            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']}){where}"
             f"  title tf {t['tf']:g} → {t['contribution']:.3f}"
             f"  body tf {b['tf']:g} → {b['contribution']:.3f}  = {row['contribution']:.3f}"
         )
     print(
         f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} "
-        f"({lex['matched_terms']}/{lex['query_terms']} terms) = {lex['score']:.4f}"
+        f"({lex['matched_clauses']}/{lex['clauses']} clauses) = {lex['score']:.4f}"
     )
 
 
+def _print_plan(response) -> None:
+    plan = response.plan
+    dropped = f" (stopwords dropped: {plan.dropped_stopwords})" if plan.dropped_stopwords else ""
+    print(f"query: {response.query!r} read as: {plan.parsed.describe()}{dropped}")
+    for clause in plan.clauses:
+        need = "required" if clause.required else "soft"
+        items = " | ".join(
+            f"{i.describe()}{' (glossary: ' + i.via + ')' if i.via else ''}" for i in clause.items
+        )
+        print(f"  clause {clause.label!r} [{need}]: {items}")
+    for item in plan.exclusions:
+        print(f"  exclude {item.describe()}")
+
+
 def cmd_search(args) -> int:
-    params = _params(args)  # bad knobs are refused before the index is touched
+    params = _params(args)  # bad knobs and filters are refused before the index is touched
+    filters = _filters(args)
     with _open(args) as index:
-        response = index.search(args.query, limit=args.limit, params=params, explain=args.explain)
+        response = index.search(
+            args.query,
+            limit=args.limit,
+            params=params,
+            explain=args.explain,
+            strict=args.strict,
+            filters=filters,
+            spell=args.spell,
+        )
     if args.json:
         _emit_json(response.to_dict())
         return 0
+    for notice in response.notices:
+        print(f"note: {notice}")
+    for s in response.suggestions:
+        print(f"did you mean {s['did_you_mean']!r} for {s['word']!r}? (search again with --spell)")
     if args.explain:
-        print(
-            f"query: {response.query!r} → terms {response.terms}"
-            + (f" (stopwords dropped: {response.dropped_stopwords})" if response.dropped_stopwords else "")
-        )
+        _print_plan(response)
         _print_funnel(response.funnel)
     if not response.hits:
-        reason = (
-            f"; no indexed chunk contains {', '.join(response.missing_terms)}"
-            if response.missing_terms
-            else ""
-        )
-        print(f"no results for {response.query!r}{reason}")
+        print(f"no results for {response.query!r}: {response.empty_reason}")
         return 0
     for rank, hit in enumerate(response.hits, 1):
         hit.path = display_path(hit.path)
@@ -226,6 +292,12 @@ def cmd_search(args) -> int:
         print(f"     {hit.location()}")
         if hit.snippet:
             print(f"     {hit.snippet}")
+        glossary = [r for r in hit.match_reasons if r["via_glossary"]]
+        for reason in glossary:
+            print(
+                f"     matched {reason['matched']} via glossary group {reason['via_glossary']!r} "
+                f"in {', '.join(reason['fields'])}"
+            )
         if hit.explain:
             _print_explain(hit.explain)
     return 0

@@ -134,7 +134,7 @@ def evaluate(
     params = params or Bm25Params()
     dataset = load_beir(dataset_dir)
     directory = Path(index_dir) if index_dir else default_eval_index(Path(dataset_dir), stem)
-    with Index(directory) as index:
+    with Index(directory, rebuild_outdated=index_dir is None) as index:  # the default cache is disposable
         report = index.add(
             [dataset.corpus_path], stem=stem, progress=progress, force=index.analyzer.config.stem != stem
         )

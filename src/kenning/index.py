@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +20,13 @@ from pathlib import Path
 from pyroaring import BitMap
 
 from kenning.analysis import Analyzer, AnalyzerConfig
+from kenning.filters import DEFAULT_COLLECTION, Filters, resolve
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
-from kenning.search import SearchResponse, run_search
+from kenning.query import ParsedQuery, parse_query
+from kenning.search import SearchContext, SearchResponse, run_search
 from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_segments, needs_merge
 from kenning.signals.lexical import Bm25Params, LexicalIndex
+from kenning.spelling import Speller, vocabulary_delta
 from kenning.storage import ChunkRow, Storage, StorageError
 
 DEFAULT_INDEX_DIR = ".kenning"
@@ -70,15 +74,27 @@ class IndexReport:
 ProgressCallback = Callable[[str, int, int], None]
 
 
+@dataclass
+class _VocabularyChanges:
+    """Texts of chunks added and removed in one run, to keep the spelling vocabulary exact."""
+
+    added: Counter = field(default_factory=Counter)
+    removed: list[str] = field(default_factory=list)
+
+
 class Index:
     """A kenning index in a directory: add files, search, get chunks, report status."""
 
-    def __init__(self, directory: str | os.PathLike | None = None, create: bool = True):
+    def __init__(
+        self, directory: str | os.PathLike | None = None, create: bool = True, rebuild_outdated: bool = False
+    ):
         self.directory = Path(directory) if directory is not None else default_index_dir()
-        self.storage = Storage(self.directory, create=create)
+        self.storage = Storage(self.directory, create=create, rebuild_outdated=rebuild_outdated)
         stored = self.storage.get_meta("analyzer")
         self.analyzer = Analyzer(AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig())
         self.lexical = LexicalIndex(self.storage)
+        self._per_generation: dict = {"generation": None}
+        self._glossary = None
 
     def __enter__(self) -> Index:
         return self
@@ -99,11 +115,15 @@ class Index:
         stem: bool | None = None,
         options: ChunkOptions | None = None,
         progress: ProgressCallback | None = None,
+        collection: str = DEFAULT_COLLECTION,
     ) -> IndexReport:
-        """Index files and folders. Re-running on the same paths only re-indexes what changed.
+        """Index files and folders into a collection. Re-running on the same paths only re-indexes
+        what changed.
 
         `force` rebuilds everything from scratch; `stem` chooses stemming for a new (or forced) index.
         """
+        if not collection or not collection.strip():
+            raise ValueError("collection name must not be empty")
         started = time.perf_counter()
         options = options or ChunkOptions()
         report = IndexReport()
@@ -114,6 +134,7 @@ class Index:
                 self._clear_all()
             live = self.storage.read_snapshot().live
             builder = SegmentBuilder(self.analyzer)
+            vocab = _VocabularyChanges()
             seen: set[str] = set()
             for n, (path, skip_reason) in enumerate(files, 1):
                 shown = display_path(path)
@@ -124,12 +145,13 @@ class Index:
                     continue
                 seen.add(str(path))
                 report.files_seen += 1
-                self._index_file(Path(path), shown, force, options, live, builder, report)
+                self._index_file(Path(path), shown, force, options, live, builder, vocab, report, collection)
                 if len(builder) >= FLUSH_CHUNKS:
                     builder.flush(self.storage)
-            self._remove_vanished(paths, seen, live, report)
+            self._remove_vanished(paths, seen, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
                 builder.flush(self.storage)
+                self.storage.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
                 self.storage.set_live(live)
                 if needs_merge(self.storage, live):
                     merge_segments(self.storage, live)
@@ -158,10 +180,20 @@ class Index:
         conn.execute("DELETE FROM segments")
         conn.execute("DELETE FROM chunks")
         conn.execute("DELETE FROM sources")
+        conn.execute("DELETE FROM vocabulary")
         self.storage.set_live(BitMap())
 
     def _index_file(
-        self, path: Path, shown: str, force: bool, options, live: BitMap, builder, report
+        self,
+        path: Path,
+        shown: str,
+        force: bool,
+        options,
+        live: BitMap,
+        builder,
+        vocab,
+        report,
+        collection: str,
     ) -> None:
         try:
             stat = path.stat()
@@ -170,6 +202,8 @@ class Index:
             return
         source = self.storage.source_by_path(str(path))
         if source and not force and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns:
+            if source.collection != collection:
+                self.storage.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
             report.files_unchanged += 1
             return
         try:
@@ -179,7 +213,7 @@ class Index:
             return
         file_hash = hashlib.sha256(data).hexdigest()
         if source and not force and source.content_hash == file_hash:
-            self.storage.touch_source(source.id, stat.st_size, stat.st_mtime_ns)
+            self.storage.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
             report.files_unchanged += 1
             return
         try:
@@ -193,7 +227,7 @@ class Index:
         report.warnings.extend(parsed.warnings)
         report.files_indexed += 1
         source_id = self.storage.upsert_source(
-            str(path), parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash
+            str(path), parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash, collection
         )
         reusable: dict[str, list[int]] = {}
         for chunk_id, content_hash in self.storage.chunk_hashes(source_id):
@@ -208,18 +242,19 @@ class Index:
                 report.chunks_kept += 1
                 continue
             chunk_id = self.storage.insert_chunk(source_id, ordinal, chunk, content_hash)
-            builder.add(chunk_id, chunk.title, chunk.body)
+            vocab.added.update(builder.add(chunk_id, chunk.title, chunk.body))
             live.add(chunk_id)
             report.chunks_added += 1
         stale = [cid for ids in reusable.values() for cid in ids]
         if stale:
+            vocab.removed.extend(self.storage.chunk_texts(stale))
             self.storage.delete_chunks(stale)
             for cid in stale:
                 live.discard(cid)
             report.chunks_removed += len(stale)
         self.storage.set_source_chunk_count(source_id, len(parsed.chunks))
 
-    def _remove_vanished(self, roots, seen: set[str], live: BitMap, report: IndexReport) -> None:
+    def _remove_vanished(self, roots, seen: set[str], live: BitMap, vocab, report: IndexReport) -> None:
         """Drop indexed files that no longer exist (or no longer match) under the given roots."""
         for root in roots:
             root_path = Path(root).resolve()
@@ -227,6 +262,9 @@ class Index:
             for source in self.storage.sources():
                 inside = source.path == str(root_path) or source.path.startswith(prefix)
                 if inside and source.path not in seen:
+                    vocab.removed.extend(
+                        self.storage.chunk_texts([r[0] for r in self.storage.chunk_hashes(source.id)])
+                    )
                     removed = self.storage.delete_source(source.id)
                     for cid in removed:
                         live.discard(cid)
@@ -236,21 +274,64 @@ class Index:
     # ------------------------------------------------------------------------------------ reading
     def search(
         self,
-        query: str,
+        query: str | ParsedQuery,
         limit: int = 10,
         params: Bm25Params | None = None,
         explain: bool = False,
         detail: str = "full",
+        strict: bool = False,
+        filters: Filters | None = None,
+        spell: bool = False,
     ) -> SearchResponse:
-        """Rank chunks for a query. See kenning.search for the stages.
+        """Rank chunks for a query in kenning's dialect. See kenning.search for the stages.
 
-        detail="full" returns snippets and metadata; "heads" only ids, scores, titles and locations.
+        detail="full" returns snippets, metadata and match reasons; "heads" only ids, scores, titles
+        and locations. `strict` makes every plain word required; `spell` corrects words no chunk holds.
         """
+        parsed = query if isinstance(query, ParsedQuery) else parse_query(query, strict=strict)
         with self.storage.reading():
             view = self.lexical.view()
-            return run_search(
-                view, self.storage, self.analyzer, query, limit, params or Bm25Params(), explain, detail
+            ctx = SearchContext(
+                view=view,
+                storage=self.storage,
+                analyzer=self.analyzer,
+                glossary=self.glossary,
+                speller=self._speller() if (spell or detail == "full") else None,
+                resolve_filters=self._resolve_filters,
             )
+            return run_search(ctx, parsed, limit, params or Bm25Params(), explain, detail, filters, spell)
+
+    @property
+    def glossary(self):
+        """The glossary stored in this index (alias groups used to expand queries)."""
+        if self._glossary is None:
+            try:  # TEMPORARY until kenning.glossary lands
+                from kenning.glossary import Glossary
+            except ModuleNotFoundError:
+                return None
+            self._glossary = Glossary(self.storage, self.analyzer)
+        return self._glossary
+
+    def _cached(self) -> dict:
+        """Things derived from one committed generation (call inside storage.reading())."""
+        generation = self.storage.generation()
+        if self._per_generation["generation"] != generation:
+            self._per_generation = {"generation": generation, "filters": {}}
+        return self._per_generation
+
+    def _speller(self) -> Speller:
+        cache = self._cached()
+        if "speller" not in cache:
+            cache["speller"] = Speller(self.storage.vocabulary())
+        return cache["speller"]
+
+    def _resolve_filters(self, filters: Filters) -> BitMap:
+        cache = self._cached()["filters"]
+        if filters not in cache:
+            if len(cache) > 64:
+                cache.clear()
+            cache[filters] = resolve(filters, self.storage)
+        return cache[filters]
 
     def get(self, ref: str | int) -> list[ChunkRow]:
         """A chunk by id, or every chunk of a document (by BEIR id or file path), in order."""
@@ -281,4 +362,5 @@ class Index:
                 "generation": snapshot.generation,
                 "last_commit": snapshot.last_commit,
                 "analyzer": self.analyzer.config.to_dict(),
+                "collections": self.storage.collections(),
             }

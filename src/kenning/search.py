@@ -1,11 +1,14 @@
 """The retrieval pipeline, top to bottom, as named stages with one inspectable data flow:
 
-    analyze  -> query terms (stopwords removed on the query side only)
-    gather   -> union of the terms' roaring posting bitmaps: every chunk holding any term
-    filter   -> survivors of the candidate set (live chunks; filters join here)
-    score    -> BM25 over the survivors only
+    analyze  -> parse the dialect; plan clauses (stopwords dropped from plain words only; glossary
+                aliases added to plain, + and OR words; spelling corrections when asked)
+    gather   -> union of the positive terms' roaring posting bitmaps: every chunk holding any term
+    filter   -> survivors: filters (collections, paths, types, dates, metadata), then each required
+                clause (phrases checked on token positions), then exclusions; each step is counted
+    score    -> BM25 over the survivors only, coordination over clauses
     rank     -> top `limit` by score, ties broken by chunk id for a stable order
-    present  -> chunk rows, snippets with matched terms marked, and explanations on request
+    present  -> chunk rows, snippets with matched terms marked, match reasons, explanations, and a
+                plain statement of what emptied the result when nothing matched
 
 The funnel records the size after each stage and the time each stage took.
 """
@@ -13,13 +16,19 @@ The funnel records the size after each stage and the time each stage took.
 from __future__ import annotations
 
 import time
+import unicodedata
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.signals.lexical import Bm25Params
+from kenning.analysis import TOKEN_RE
+from kenning.filters import Filters
+from kenning.query import Clause, Item, ParsedQuery, Phrase, Word
+from kenning.signals.lexical import Bm25Params, ScoringClause, ScoringTerm
 from kenning.snippets import make_snippet
+
+DETAILS = ("full", "heads")
 
 
 @dataclass
@@ -31,6 +40,7 @@ class Funnel:
     filtered: int = 0
     scored: int = 0
     returned: int = 0
+    constraints: list[dict] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -47,6 +57,7 @@ class Hit:
     time: float | None = None
     meta: dict = field(default_factory=dict)
     snippet: str = ""
+    match_reasons: list[dict] = field(default_factory=list)
     explain: dict | None = None
 
     def location(self) -> str:
@@ -59,68 +70,113 @@ class Hit:
         return self.path
 
 
+# ------------------------------------------------------------------------------------------ the plan
+@dataclass(slots=True)
+class PlannedItem:
+    """One way to match: a word or phrase, its terms, and how adjacency is checked.
+
+    `simple`: a single term in any field, so its postings are its matches.
+    """
+
+    item: Item
+    spec: list[tuple[str, int]]  # (term, offset) that must line up; one entry for a single word
+    terms: list[str]  # every term that scores (whole identifiers and their parts)
+    via: str | None = None  # the glossary canonical term when this item came from expansion
+    docs: BitMap | None = None
+    simple: bool = False
+
+    def __post_init__(self):
+        self.simple = len(self.spec) == 1 and self.item.field is None
+
+    def describe(self) -> str:
+        return self.item.describe()
+
+
+@dataclass(slots=True)
+class PlannedClause:
+    """A clause ready to run. `needs_docs`: its matches are not just one term's postings (an OR
+    group, a phrase, a field), so the filter stage computes them."""
+
+    kind: str
+    required: bool
+    label: str
+    items: list[PlannedItem]
+    docs: BitMap | None = None
+    needs_docs: bool = False
+
+    def __post_init__(self):
+        self.needs_docs = len(self.items) > 1 or not self.items[0].simple
+
+
+@dataclass
+class QueryPlan:
+    parsed: ParsedQuery
+    clauses: list[PlannedClause]
+    exclusions: list[PlannedItem]
+    dropped_stopwords: list[str] = field(default_factory=list)
+    corrections: list[dict] = field(default_factory=list)
+    expansions: list[dict] = field(default_factory=list)
+    zero_hit_words: list[str] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)  # every scoring term, in query order
+
+    def to_dict(self) -> dict:
+        return {
+            "read_as": self.parsed.describe(),
+            "parsed": self.parsed.to_dict(),
+            "clauses": [
+                {
+                    "label": c.label,
+                    "kind": c.kind,
+                    "required": c.required,
+                    "items": [
+                        {"match": i.describe(), "terms": i.terms, "via_glossary": i.via} for i in c.items
+                    ],
+                }
+                for c in self.clauses
+            ],
+            "exclusions": [{"match": i.describe(), "terms": i.terms} for i in self.exclusions],
+            "dropped_stopwords": self.dropped_stopwords,
+            "corrections": self.corrections,
+            "expansions": self.expansions,
+        }
+
+
 @dataclass
 class SearchResponse:
     query: str
-    terms: list[str]
-    dropped_stopwords: list[str]
-    missing_terms: list[str]
+    plan: QueryPlan
     hits: list[Hit]
     funnel: Funnel
     params: Bm25Params
+    filters: Filters
+    missing_terms: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    suggestions: list[dict] = field(default_factory=list)
+    empty_reason: str | None = None
+
+    @property
+    def terms(self) -> list[str]:
+        return self.plan.terms
+
+    @property
+    def dropped_stopwords(self) -> list[str]:
+        return self.plan.dropped_stopwords
 
     def to_dict(self) -> dict:
         return {
             "query": self.query,
             "terms": self.terms,
+            "plan": self.plan.to_dict(),
             "dropped_stopwords": self.dropped_stopwords,
             "missing_terms": self.missing_terms,
+            "notices": self.notices,
+            "suggestions": self.suggestions,
+            "empty_reason": self.empty_reason,
+            "filters": self.filters.to_dict(),
             "params": self.params.to_dict(),
             "funnel": asdict(self.funnel),
             "hits": [asdict(h) for h in self.hits],
         }
-
-
-DETAILS = ("full", "heads")
-
-
-def _present(ranked, view, storage, analyzer, terms, found, params, detail: str, explain: bool) -> list[Hit]:
-    """Turn ranked (id, score) pairs into hits.
-
-    detail="heads" reads only what a ranked list needs (document key, title, location), which is what
-    eval and benchmarks use; "full" adds metadata and a snippet with the matched terms marked.
-    """
-    ids = [cid for cid, _ in ranked]
-    hits = []
-    if detail == "heads":
-        heads = storage.chunk_heads(ids)
-        for cid, score in ranked:
-            doc_key, title, path, start, end, page, when = heads[cid]
-            hits.append(Hit(cid, score, title, path, doc_key, start, end, page, when))
-    else:
-        rows = storage.chunks_by_ids(ids)
-        term_set = set(terms)
-        for cid, score in ranked:
-            row = rows[cid]
-            hits.append(
-                Hit(
-                    cid,
-                    score,
-                    row.title,
-                    row.path,
-                    row.doc_key,
-                    row.start_line,
-                    row.end_line,
-                    row.page,
-                    row.time,
-                    row.meta,
-                    make_snippet(row.body, term_set, analyzer),
-                )
-            )
-    if explain:
-        for hit in hits:
-            hit.explain = {"lexical": view.explain(hit.id, terms, found, params)}
-    return hits
 
 
 class _Stopwatch:
@@ -134,35 +190,229 @@ class _Stopwatch:
         self.last = now
 
 
+@dataclass
+class SearchContext:
+    """What the stages need besides the query: the snapshot view, storage and helpers."""
+
+    view: object
+    storage: object
+    analyzer: object
+    glossary: object | None = None
+    speller: object | None = None
+    resolve_filters: object | None = None  # Filters -> BitMap, cached by the index
+
+
+# ------------------------------------------------------------------------------------------ analyze
+def plan_item(item: Item, analyzer, via: str | None = None) -> PlannedItem:
+    spec: list[tuple[str, int]] = []
+    terms: list[str] = []
+    pos = 0
+    for raw in TOKEN_RE.findall(unicodedata.normalize("NFC", item.text)):
+        token_terms, offsets, width = analyzer.token_analysis(raw)
+        if len(set(offsets)) == len(offsets):  # a word, or CJK bigrams: every term lines up
+            spec.extend((t, pos + o) for t, o in zip(token_terms, offsets, strict=True))
+        else:  # an identifier: its whole form stands for it
+            spec.append((token_terms[0], pos))
+        terms.extend(token_terms)
+        pos += width
+    return PlannedItem(item, spec, list(dict.fromkeys(terms)), via)
+
+
+def _has_postings(view, item: PlannedItem) -> bool:
+    found = view.postings(item.terms)
+    return any(found[t] is not None for t in item.terms)
+
+
+def _expand(word: Word, ctx: SearchContext, scopes, plan: QueryPlan) -> list[PlannedItem]:
+    if ctx.glossary is None or word.field:
+        return []
+    alternatives = ctx.glossary.expansions(word.text, scopes)
+    items = []
+    for alt in alternatives:
+        alias_item = Phrase(alt.surface) if len(TOKEN_RE.findall(alt.surface)) > 1 else Word(alt.surface)
+        items.append(plan_item(alias_item, ctx.analyzer, via=alt.canonical))
+    if items:
+        plan.expansions.append(
+            {
+                "word": word.text,
+                "group": alternatives[0].canonical,
+                "alternatives": [a.surface for a in alternatives],
+            }
+        )
+    return items
+
+
+def _correct(word: Word, ctx: SearchContext, spell: bool, plan: QueryPlan) -> Word:
+    """With --spell, replace a word that no chunk holds by the closest frequent index word.
+
+    Zero-hit words are only looked for when a speller is at hand (spelling on, or full output that
+    offers "did you mean"); ranking never depends on it.
+    """
+    if ctx.speller is None:
+        return word
+    item = plan_item(word, ctx.analyzer)
+    if not item.terms or _has_postings(ctx.view, item):
+        return word
+    plan.zero_hit_words.append(word.text)
+    if spell and ctx.speller is not None:
+        fixed = ctx.speller.correct(word.text)
+        if fixed and fixed != word.text:
+            plan.corrections.append({"from": word.text, "to": fixed})
+            return Word(fixed, word.field)
+    return word
+
+
+def analyze(parsed: ParsedQuery, ctx: SearchContext, spell: bool, scopes) -> QueryPlan:
+    plan = QueryPlan(parsed, [], [])
+    analyzer = ctx.analyzer
+    positive_others = any(c.kind != "plain" for c in parsed.clauses)
+    plain_raws = [
+        (c, raw)
+        for c in parsed.clauses
+        if c.kind == "plain"
+        for raw in TOKEN_RE.findall(c.alternatives[0].text)
+    ]
+    content = [(c, raw) for c, raw in plain_raws if not analyzer.is_stopword(raw)]
+    if content or positive_others:
+        plan.dropped_stopwords = [raw for _, raw in plain_raws if analyzer.is_stopword(raw)]
+        kept = {id(c) for c, _ in content}
+    else:  # every plain word is a stopword: keep them, an empty query would find nothing
+        content, kept = plain_raws, {id(c) for c, _ in plain_raws}
+    content_raws: dict[int, list[str]] = {}
+    for c, raw in content:
+        content_raws.setdefault(id(c), []).append(raw)
+    seen_terms: set[str] = set()
+    for clause in parsed.clauses:
+        if clause.kind == "plain":
+            if id(clause) not in kept:
+                continue
+            word = _correct(clause.alternatives[0], ctx, spell, plan)
+            expansions = _expand(word, ctx, scopes, plan)
+            if expansions:
+                items = [plan_item(word, analyzer), *expansions]
+                plan.clauses.append(PlannedClause("or", False, f"{word.text} (glossary)", items))
+                seen_terms.update(items[0].terms)
+                continue
+            raws = content_raws[id(clause)] if clause.alternatives[0] is word else TOKEN_RE.findall(word.text)
+            for raw in raws:  # one soft clause per distinct term: plain queries rank as plain BM25
+                for term in analyzer.token_terms(unicodedata.normalize("NFC", raw)):
+                    if term not in seen_terms:
+                        seen_terms.add(term)
+                        plan.clauses.append(
+                            PlannedClause("plain", False, term, [PlannedItem(Word(raw), [(term, 0)], [term])])
+                        )
+            continue
+        items = []
+        for alt in clause.alternatives:
+            if isinstance(alt, Word) and clause.kind in ("required", "or"):
+                alt = _correct(alt, ctx, spell, plan)
+                items.append(plan_item(alt, analyzer))
+                items.extend(_expand(alt, ctx, scopes, plan))
+            else:
+                items.append(plan_item(alt, analyzer))
+        items = [i for i in items if i.spec]
+        if items:
+            plan.clauses.append(PlannedClause(clause.kind, clause.required, _label(clause), items))
+    plan.exclusions = [p for p in (plan_item(e, analyzer) for e in parsed.exclusions) if p.spec]
+    plan.terms = list(dict.fromkeys(t for c in plan.clauses for i in c.items for t in i.terms))
+    return plan
+
+
+def _label(clause: Clause) -> str:
+    return clause.describe()
+
+
+# ------------------------------------------------------------------------------------------ filter
+def _item_docs(item: PlannedItem, view, within: BitMap) -> BitMap:
+    if item.docs is not None:
+        return item.docs
+    if item.simple:
+        postings = view.postings([item.spec[0][0]])[item.spec[0][0]]
+        item.docs = postings.bitmap if postings is not None else BitMap()
+    elif len(item.spec) == 1:
+        item.docs = view.field_docs(item.spec[0][0], item.item.field) & within
+    else:
+        item.docs = view.phrase_docs(item.spec, within, item.item.field)
+    return item.docs
+
+
+def _clause_docs(clause: PlannedClause, view, within: BitMap) -> BitMap:
+    docs = BitMap()
+    for item in clause.items:
+        docs |= _item_docs(item, view, within)
+    clause.docs = docs
+    return docs
+
+
+# ------------------------------------------------------------------------------------------ run
 def run_search(
-    view, storage, analyzer, query: str, limit: int, params: Bm25Params, explain: bool, detail: str = "full"
+    ctx: SearchContext,
+    parsed: ParsedQuery,
+    limit: int,
+    params: Bm25Params,
+    explain: bool = False,
+    detail: str = "full",
+    filters: Filters | None = None,
+    spell: bool = False,
 ) -> SearchResponse:
-    """Run every stage for one query against one committed snapshot (`view`)."""
+    """Run every stage for one query against one committed snapshot (`ctx.view`)."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
     if detail not in DETAILS:
         raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    filters = filters or Filters()
+    view = ctx.view
     funnel = Funnel(corpus=view.n_docs)
     clock = _Stopwatch(funnel)
 
     # analyze
-    terms, dropped = analyzer.analyze_query(query)
+    scopes = list(filters.collections) or None
+    plan = analyze(parsed, ctx, spell, scopes)
     clock.lap("analyze")
 
     # gather
-    found = view.postings(terms)
-    bitmaps = [p.bitmap for p in found.values() if p is not None]
+    exclusion_terms = [t for i in plan.exclusions for t in i.terms]
+    found = view.postings(list(dict.fromkeys(plan.terms + exclusion_terms)))
+    bitmaps = [found[t].bitmap for t in plan.terms if found[t] is not None]
     candidates = BitMap.union(*bitmaps) if bitmaps else BitMap()
     funnel.gathered = len(candidates)
     clock.lap("gather")
 
-    # filter (postings already hold live chunks only; filters will intersect here)
+    # filter
     survivors = candidates
+    if not filters.is_empty():
+        survivors = survivors & ctx.resolve_filters(filters)
+        funnel.constraints.append(
+            {"constraint": "; ".join(filters.describe()), "kind": "filter", "remaining": len(survivors)}
+        )
+    for clause in plan.clauses:
+        if clause.required:
+            survivors = survivors & _clause_docs(clause, view, survivors)
+            funnel.constraints.append(
+                {"constraint": clause.label, "kind": "required", "remaining": len(survivors)}
+            )
+    for item in plan.exclusions:
+        survivors = survivors - _item_docs(item, view, survivors)
+        funnel.constraints.append(
+            {"constraint": f"-{item.describe()}", "kind": "exclude", "remaining": len(survivors)}
+        )
+    for clause in plan.clauses:
+        if not clause.required and clause.needs_docs:
+            _clause_docs(clause, view, survivors)
     funnel.filtered = len(survivors)
     clock.lap("filter")
 
     # score
-    scores = view.score(terms, found, params)
+    scoring = [
+        ScoringClause(
+            [ScoringTerm(t, i.item.field, None if i.simple else i.docs) for i in c.items for t in i.terms],
+            c.docs if c.needs_docs else None,
+            c.label,
+        )
+        for c in plan.clauses
+    ]
+    allowed = view.mask(survivors) if len(survivors) != len(candidates) else None
+    scores = view.score(scoring, found, params, allowed)
     survivor_ids = np.frombuffer(survivors.to_array(), dtype=np.uint32).astype(np.int64)
     survivor_scores = scores[survivor_ids] if len(survivor_ids) else np.zeros(0)
     funnel.scored = len(survivor_ids)
@@ -180,8 +430,109 @@ def run_search(
     clock.lap("rank")
 
     # present
-    hits = _present(ranked, view, storage, analyzer, terms, found, params, detail, explain)
+    hits = _present(ranked, ctx, plan, found, scoring, params, detail, explain)
+    response = SearchResponse(parsed.text, plan, hits, funnel, params, filters)
+    response.missing_terms = [t for t in plan.terms if found.get(t) is None]
+    response.notices = list(parsed.notices) + [
+        f"searched for {c['to']!r} instead of {c['from']!r}" for c in plan.corrections
+    ]
+    if detail == "full" and ctx.speller is not None:
+        for word in dict.fromkeys(plan.zero_hit_words):
+            if any(c["from"] == word for c in plan.corrections):
+                continue
+            guess = ctx.speller.correct(word)
+            if guess and guess != word:
+                response.suggestions.append({"word": word, "did_you_mean": guess})
+    if not hits:
+        response.empty_reason = _why_empty(plan, funnel, found, filters, ctx)
     clock.lap("present")
+    return response
 
-    missing = [t for t in terms if found.get(t) is None]
-    return SearchResponse(query, terms, dropped, missing, hits, funnel, params)
+
+def _present(ranked, ctx: SearchContext, plan: QueryPlan, found, scoring, params, detail: str, explain: bool):
+    """Turn ranked (id, score) pairs into hits.
+
+    detail="heads" reads only what a ranked list needs (document key, title, location), which is what
+    eval and benchmarks use; "full" adds metadata, a snippet with the matched terms marked, and the
+    match reasons (which words, phrases and glossary aliases matched, in which field).
+    """
+    ids = [cid for cid, _ in ranked]
+    hits = []
+    if detail == "heads":
+        heads = ctx.storage.chunk_heads(ids)
+        for cid, score in ranked:
+            doc_key, title, path, start, end, page, when = heads[cid]
+            hits.append(Hit(cid, score, title, path, doc_key, start, end, page, when))
+    else:
+        rows = ctx.storage.chunks_by_ids(ids)
+        term_set = set(plan.terms)
+        for cid, score in ranked:
+            row = rows[cid]
+            hits.append(
+                Hit(
+                    cid,
+                    score,
+                    row.title,
+                    row.path,
+                    row.doc_key,
+                    row.start_line,
+                    row.end_line,
+                    row.page,
+                    row.time,
+                    row.meta,
+                    make_snippet(row.body, term_set, ctx.analyzer),
+                )
+            )
+        for hit in hits:
+            hit.match_reasons = _match_reasons(hit.id, plan, found, ctx.view)
+    if explain:
+        for hit in hits:
+            hit.explain = {"lexical": ctx.view.explain(hit.id, scoring, found, params)}
+    return hits
+
+
+def _match_reasons(chunk_id: int, plan: QueryPlan, found, view) -> list[dict]:
+    reasons = []
+    for clause in plan.clauses:
+        for item in clause.items:
+            if item.docs is not None and chunk_id not in item.docs:
+                continue
+            fields = set()
+            for term in item.terms:
+                tf_title, tf_body = view._tf(found.get(term), chunk_id)
+                if tf_title and item.item.field != "body":
+                    fields.add("title")
+                if tf_body and item.item.field != "title":
+                    fields.add("body")
+            if fields:
+                reasons.append(
+                    {
+                        "clause": clause.label,
+                        "matched": item.describe(),
+                        "via_glossary": item.via,
+                        "fields": sorted(fields),
+                    }
+                )
+    return reasons
+
+
+def _why_empty(plan: QueryPlan, funnel: Funnel, found, filters: Filters, ctx: SearchContext) -> str:
+    """Say which term, clause or filter emptied the result, instead of an empty list alone."""
+    if not plan.clauses:
+        if plan.exclusions:
+            return "the query only excludes; add a word to search for"
+        return "nothing to search for (no words with letters or digits)"
+    scope = f" in {'; '.join(filters.describe())}" if not filters.is_empty() else ""
+    for clause in plan.clauses:
+        if clause.required and not any(found.get(t) is not None for i in clause.items for t in i.terms):
+            return f"{clause.label} has no postings: no indexed chunk contains it"
+    if funnel.gathered == 0:
+        return f"no indexed chunk contains {', '.join(plan.terms)}"
+    before = funnel.gathered
+    for step in funnel.constraints:
+        if step["remaining"] == 0:
+            if step["kind"] == "required" and not filters.is_empty():
+                return f"{step['constraint']} has no postings{scope}"
+            return f"nothing left after {step['constraint']} ({before} candidate(s) before)"
+        before = step["remaining"]
+    return "no chunk matched"

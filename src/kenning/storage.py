@@ -6,21 +6,22 @@ intact, and WAL mode lets searches in other processes read a consistent snapshot
 Layout:
 - `sources`: one row per indexed file (path, size, mtime, content hash) for incremental re-indexing.
 - `chunks`: the retrievable pieces with their raw text and provenance. Ids are never reused.
-- `segments` + `postings`: immutable inverted-index segments. Each commit that adds chunks writes a new
+- `segments` + `postings`: immutable inverted-index segments, with per-field term frequencies and
+  token positions (positions are read only for phrase queries). Each commit that adds chunks writes a new
   segment; deleting a chunk only removes it from the `live` bitmap, and segments are merged (dropping
   dead postings) when there are too many. Because a segment never changes, readers cache its postings
   by segment id without ever invalidating them.
+- `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
 - `meta`: schema version, analyzer settings, the `live` bitmap, the commit generation and time.
 """
 
 from __future__ import annotations
 
-import array
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "index.db"
 
 _SCHEMA = """
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
 CREATE TABLE IF NOT EXISTS sources (
     id INTEGER PRIMARY KEY,
     path TEXT UNIQUE NOT NULL,
+    collection TEXT NOT NULL DEFAULT '',
     kind TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
@@ -67,18 +69,21 @@ CREATE TABLE IF NOT EXISTS segments (
     title_lens BLOB NOT NULL,
     body_lens BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS vocabulary (word TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS postings (
     segment_id INTEGER NOT NULL,
     term TEXT NOT NULL,
     ids BLOB NOT NULL,
     tf_title BLOB NOT NULL,
     tf_body BLOB NOT NULL,
+    pos_title BLOB NOT NULL,
+    pos_body BLOB NOT NULL,
     PRIMARY KEY (segment_id, term)
 ) WITHOUT ROWID;
 """
 
 
-_SOURCE_COLS = "id, path, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
+_SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
 
 
 class StorageError(Exception):
@@ -89,6 +94,7 @@ class StorageError(Exception):
 class SourceRow:
     id: int
     path: str
+    collection: str
     kind: str
     size: int
     mtime_ns: int
@@ -135,14 +141,6 @@ class Snapshot:
     last_commit: float | None
 
 
-def _u32(values: Iterable[int]) -> bytes:
-    return array.array("I", values).tobytes()
-
-
-def _u16(values: Iterable[int]) -> bytes:
-    return array.array("H", (min(v, 65535) for v in values)).tobytes()
-
-
 class Storage:
     """SQLite-backed storage for one index directory.
 
@@ -150,8 +148,14 @@ class Storage:
     Readers use `read_snapshot()` inside `reading()` so that all their reads see one generation.
     """
 
-    def __init__(self, directory: str | os.PathLike, create: bool = True):
+    def __init__(self, directory: str | os.PathLike, create: bool = True, rebuild_outdated: bool = False):
+        """Open (or create) the index in `directory`.
+
+        An index written by an older kenning is refused with a clear message, or, with
+        `rebuild_outdated` (what `kenning index --force` asks for), replaced by an empty one.
+        """
         self.directory = Path(directory)
+        self._in_txn = False
         db_path = self.directory / DB_NAME
         if not db_path.exists():
             if not create:
@@ -160,15 +164,29 @@ class Storage:
                     "or choose one with --index / KENNING_INDEX)"
                 )
             self.directory.mkdir(parents=True, exist_ok=True)
+        self._connect(db_path)
+        version = self._meta_raw("schema_version") if self._has_meta_table() else None
+        if version is not None and int(version) != SCHEMA_VERSION:
+            if not rebuild_outdated:
+                self.conn.close()
+                raise StorageError(
+                    f"index at {self.directory} was written by another kenning version (schema {version}, "
+                    f"this one reads {SCHEMA_VERSION}): rebuild it with `kenning index PATH... --force`"
+                )
+            self.conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+            self._connect(db_path)
+        self._ensure_schema()
+
+    def _connect(self, db_path: Path) -> None:
         try:
             self.conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False, timeout=30)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA busy_timeout=30000")
-            self._ensure_schema()
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open index database {db_path}: {exc}") from exc
-        self._in_txn = False
 
     # ----------------------------------------------------------------------------- schema & meta
     def _ensure_schema(self) -> None:
@@ -188,11 +206,6 @@ class Storage:
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
-        elif int(version) != SCHEMA_VERSION:
-            raise StorageError(
-                f"index at {self.directory} has schema version {version}, this kenning reads "
-                f"{SCHEMA_VERSION}: rebuild it with `kenning index --force`"
-            )
 
     def _has_meta_table(self) -> bool:
         row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
@@ -301,10 +314,19 @@ class Storage:
         return out
 
     def iter_segment_postings(self, segment_id: int):
+        """Every posting row of a segment, with positions: (term, ids, tft, tfb, pos_title, pos_body)."""
         yield from self.conn.execute(
-            "SELECT term, ids, tf_title, tf_body FROM postings WHERE segment_id=? ORDER BY term",
+            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?",
             (segment_id,),
         )
+
+    def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
+        """A term's positions in one field of one segment, concatenated in posting order."""
+        column = {"title": "pos_title", "body": "pos_body"}[field]
+        row = self.conn.execute(
+            f"SELECT {column} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
+        ).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype=np.uint32)
 
     # ----------------------------------------------------------------------------- sources & chunks
     def source_by_path(self, path: str) -> SourceRow | None:
@@ -318,25 +340,35 @@ class Storage:
         rows = self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources ORDER BY path")
         return [SourceRow(*r) for r in rows]
 
-    def upsert_source(self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str) -> int:
+    def upsert_source(
+        self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str, collection: str
+    ) -> int:
         self._require_txn()
         existing = self.source_by_path(path)
         now = time.time()
         if existing:
             self.conn.execute(
-                "UPDATE sources SET kind=?, size=?, mtime_ns=?, content_hash=?, indexed_at=? WHERE id=?",
-                (kind, size, mtime_ns, content_hash, now, existing.id),
+                "UPDATE sources SET kind=?, size=?, mtime_ns=?, content_hash=?, indexed_at=?, collection=?"
+                " WHERE id=?",
+                (kind, size, mtime_ns, content_hash, now, collection, existing.id),
             )
             return existing.id
         cur = self.conn.execute(
-            "INSERT INTO sources(path, kind, size, mtime_ns, content_hash, indexed_at) VALUES (?,?,?,?,?,?)",
-            (path, kind, size, mtime_ns, content_hash, now),
+            "INSERT INTO sources(path, kind, size, mtime_ns, content_hash, indexed_at, collection)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (path, kind, size, mtime_ns, content_hash, now, collection),
         )
         return int(cur.lastrowid)
 
-    def touch_source(self, source_id: int, size: int, mtime_ns: int) -> None:
+    def touch_source(self, source_id: int, size: int, mtime_ns: int, collection: str) -> None:
         self._require_txn()
-        self.conn.execute("UPDATE sources SET size=?, mtime_ns=? WHERE id=?", (size, mtime_ns, source_id))
+        self.conn.execute(
+            "UPDATE sources SET size=?, mtime_ns=?, collection=? WHERE id=?",
+            (size, mtime_ns, collection, source_id),
+        )
+
+    def collections(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT collection, COUNT(*) FROM sources GROUP BY collection"))
 
     def set_source_chunk_count(self, source_id: int, n: int) -> None:
         self.conn.execute("UPDATE sources SET n_chunks=? WHERE id=?", (n, source_id))
@@ -438,53 +470,38 @@ class Storage:
         return out
 
     # ----------------------------------------------------------------------------- segments
-    def write_segment(
-        self,
-        doc_ids: list[int],
-        title_lens: list[int],
-        body_lens: list[int],
-        postings: dict[str, tuple[list[int], list[int], list[int]]],
-    ) -> int:
-        """Write one immutable segment. `doc_ids` ascending; each posting's ids ascending."""
-        self._require_txn()
-        cur = self.conn.execute(
-            "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens) VALUES (?,?,?,?,?)",
-            (time.time(), len(doc_ids), _u32(doc_ids), _u16(title_lens), _u16(body_lens)),
-        )
-        seg_id = int(cur.lastrowid)
-        self.conn.executemany(
-            "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body) VALUES (?,?,?,?,?)",
-            ((seg_id, term, _u32(ids), _u16(tft), _u16(tfb)) for term, (ids, tft, tfb) in postings.items()),
-        )
-        return seg_id
+    def write_segment(self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows) -> int:
+        """Write one immutable segment.
 
-    def write_segment_arrays(
-        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
-    ) -> int:
-        """Write a segment from ready arrays (used by merging): rows are (term, ids, tf_title, tf_body)."""
+        `doc_ids` ascending; `rows` yields (term, ids, tf_title, tf_body, pos_title, pos_body) with ids
+        ascending and each field's positions concatenated in posting order (tf positions per posting).
+        """
         self._require_txn()
         cur = self.conn.execute(
             "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens) VALUES (?,?,?,?,?)",
             (
                 time.time(),
                 len(doc_ids),
-                doc_ids.astype(np.uint32).tobytes(),
-                title_lens.astype(np.uint16).tobytes(),
-                body_lens.astype(np.uint16).tobytes(),
+                np.asarray(doc_ids, dtype=np.uint32).tobytes(),
+                np.minimum(title_lens, 65535).astype(np.uint16).tobytes(),
+                np.minimum(body_lens, 65535).astype(np.uint16).tobytes(),
             ),
         )
         seg_id = int(cur.lastrowid)
         self.conn.executemany(
-            "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body) VALUES (?,?,?,?,?)",
+            "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body, pos_title, pos_body)"
+            " VALUES (?,?,?,?,?,?,?)",
             (
                 (
                     seg_id,
                     term,
-                    ids.astype(np.uint32).tobytes(),
-                    tft.astype(np.uint16).tobytes(),
-                    tfb.astype(np.uint16).tobytes(),
+                    np.asarray(ids, dtype=np.uint32).tobytes(),
+                    np.asarray(tft, dtype=np.uint16).tobytes(),
+                    np.asarray(tfb, dtype=np.uint16).tobytes(),
+                    np.asarray(pt, dtype=np.uint32).tobytes(),
+                    np.asarray(pb, dtype=np.uint32).tobytes(),
                 )
-                for term, ids, tft, tfb in rows
+                for term, ids, tft, tfb, pt, pb in rows
             ),
         )
         return seg_id
@@ -499,6 +516,30 @@ class Storage:
         self._require_txn()
         live.run_optimize()
         self._set_meta("live", live.serialize())
+
+    def chunk_texts(self, ids: list[int]) -> list[str]:
+        """Title and body of chunks (before they are deleted, to keep the vocabulary exact)."""
+        out = []
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            out.extend(
+                f"{t}\n{b}"
+                for t, b in self.conn.execute(f"SELECT title, body FROM chunks WHERE id IN ({marks})", batch)
+            )
+        return out
+
+    def apply_vocabulary(self, delta) -> None:
+        self._require_txn()
+        self.conn.executemany(
+            "INSERT INTO vocabulary(word, df) VALUES (?, ?)"
+            " ON CONFLICT(word) DO UPDATE SET df = df + excluded.df",
+            [(w, n) for w, n in delta.items() if n],
+        )
+        self.conn.execute("DELETE FROM vocabulary WHERE df <= 0")
+
+    def vocabulary(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT word, df FROM vocabulary"))
 
     def count_terms(self) -> int:
         return int(self.conn.execute("SELECT COUNT(DISTINCT term) FROM postings").fetchone()[0])

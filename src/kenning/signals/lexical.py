@@ -91,6 +91,25 @@ def saturate(tf: np.ndarray, length: np.ndarray, avg_len: float, p: Bm25Params) 
 
 
 @dataclass
+class ScoringTerm:
+    """A term to score: in one field or both, for every chunk holding it or only for `docs`."""
+
+    term: str
+    field: str | None = None
+    docs: BitMap | None = None
+
+
+@dataclass
+class ScoringClause:
+    """A unit of coordination: its terms' scores add up, and it counts as matched for `docs`
+    (None: for every chunk holding its single term)."""
+
+    terms: list[ScoringTerm]
+    docs: BitMap | None = None
+    label: str = ""
+
+
+@dataclass
 class TermPostings:
     """One term's live postings across all segments, ids ascending."""
 
@@ -116,7 +135,7 @@ class LexicalView:
         self._segment_cache = segment_cache
         self._postings_cache = postings_cache
         self._terms: dict[str, TermPostings | None] = {}
-        self._impacts: dict[tuple[str, Bm25Params], np.ndarray] = {}
+        self._impacts: dict[Bm25Params, dict[tuple[str, str | None], np.ndarray]] = {}
         segments = [self._segment(s) for s in snapshot.segment_ids]
         self.max_id = int(max((int(s.doc_ids[-1]) for s in segments if len(s.doc_ids)), default=0))
         self.title_len = np.zeros(self.max_id + 1, dtype=np.float64)
@@ -176,54 +195,199 @@ class LexicalView:
             ids, tft, tfb = ids[order], tft[order], tfb[order]
         return TermPostings(ids, tft, tfb, BitMap(ids.astype(np.uint32)))
 
+    # ------------------------------------------------------------------ fields and phrases
+    def field_docs(self, term: str, field: str) -> BitMap:
+        """Live chunks holding `term` in one field ("title" or "body")."""
+        postings = self.postings([term])[term]
+        if postings is None:
+            return BitMap()
+        tf = postings.tf_title if field == "title" else postings.tf_body
+        return BitMap(postings.ids[tf > 0].astype(np.uint32))
+
+    def _field_positions(self, seg_id: int, term: str, field: str):
+        """(ids, start offsets, positions) of a term in one field of one segment, or None."""
+        key = (seg_id, term, field)
+        cached = self._postings_cache.get(key)
+        if cached is None:
+            raw = self._postings_cache.get((seg_id, term))
+            positions = self.storage.load_positions(seg_id, term, field) if raw is not None else None
+            if positions is None:
+                cached = False
+            else:
+                tf = (raw[1] if field == "title" else raw[2]).astype(np.int64)
+                starts = np.concatenate(([0], np.cumsum(tf)))
+                cached = (raw[0], starts, positions)
+            self._postings_cache[key] = cached
+        return cached or None
+
+    def phrase_docs(
+        self, words: list[tuple[str, int]], candidates: BitMap, field: str | None = None
+    ) -> BitMap:
+        """The candidates in which every (term, offset) occurs at one common start position.
+
+        Terms must be adjacent as the offsets say, inside one field (title or body; `field` picks one).
+        Reads token positions, never the raw text.
+        """
+        terms = list(dict.fromkeys(t for t, _ in words))
+        found = self.postings(terms)
+        if any(found[t] is None for t in terms):
+            return BitMap()
+        docs = BitMap(candidates)
+        for t in terms:
+            docs &= found[t].bitmap
+        if len(words) == 1 or not docs:
+            return docs if field is None else docs & self.field_docs(words[0][0], field)
+        fields = [field] if field else ["title", "body"]
+        matched = BitMap()
+        for seg_id in self.snapshot.segment_ids:
+            per_field = {f: {t: self._field_positions(seg_id, t, f) for t in terms} for f in fields}
+            for table in per_field.values():
+                if any(v is None for v in table.values()):
+                    continue
+                for doc in docs:
+                    if doc in matched:
+                        continue
+                    starts = None
+                    for term, offset in words:
+                        ids, begin, positions = table[term]
+                        i = int(np.searchsorted(ids, doc))
+                        if i >= len(ids) or ids[i] != doc:
+                            starts = None
+                            break
+                        here = positions[begin[i] : begin[i + 1]].astype(np.int64) - offset
+                        starts = here if starts is None else np.intersect1d(starts, here)
+                        if len(starts) == 0:
+                            break
+                    if starts is not None and len(starts):
+                        matched.add(doc)
+        return matched
+
     # ------------------------------------------------------------------ scoring
     def idf(self, term: str) -> float:
         p = self._terms.get(term)
         return idf(self.n_docs, p.df if p else 0)
 
-    def impacts(self, term: str, postings: TermPostings, params: Bm25Params) -> np.ndarray:
-        """Weighted saturated field scores for every posting of a term (idf not applied)."""
-        key = (term, params)
-        cached = self._impacts.get(key)
+    def mask(self, docs: BitMap) -> np.ndarray:
+        """A boolean array over chunk ids, True for the chunks in `docs`."""
+        out = np.zeros(self.max_id + 1, dtype=bool)
+        if docs:
+            ids = np.frombuffer(docs.to_array(), dtype=np.uint32)
+            out[ids[ids <= self.max_id]] = True
+        return out
+
+    def _per_params(self, params: Bm25Params) -> dict:
+        """The impacts cache for one parameter set (looked up once per query, not per term)."""
+        per_params = self._impacts.get(params)
+        if per_params is None:
+            if len(self._impacts) > 64:
+                self._impacts.clear()
+            per_params = self._impacts[params] = {}
+        return per_params
+
+    def impacts(
+        self,
+        term: str,
+        postings: TermPostings,
+        params: Bm25Params,
+        field: str | None = None,
+        cache: dict | None = None,
+    ) -> np.ndarray:
+        """Weighted saturated field scores for every posting of a term (idf not applied).
+
+        `field` keeps one field's part only (for `title:word`); None sums both with their weights.
+        """
+        cache = self._per_params(params) if cache is None else cache
+        cached = cache.get((term, field))
         if cached is None:
             ids = postings.ids
-            title = saturate(postings.tf_title, self.title_len[ids], self.avg_title_len, params)
-            body = saturate(postings.tf_body, self.body_len[ids], self.avg_body_len, params)
-            cached = params.title_weight * title + params.body_weight * body
-            if len(self._impacts) > 200_000:
-                self._impacts.clear()
-            self._impacts[key] = cached
+            cached = np.zeros(len(ids))
+            if field != "body":
+                cached += params.title_weight * saturate(
+                    postings.tf_title, self.title_len[ids], self.avg_title_len, params
+                )
+            if field != "title":
+                cached += params.body_weight * saturate(
+                    postings.tf_body, self.body_len[ids], self.avg_body_len, params
+                )
+            cache[(term, field)] = cached
         return cached
 
-    def score(
-        self, terms: list[str], found: dict[str, TermPostings | None], params: Bm25Params, allowed=None
+    def weighted(
+        self,
+        term: str,
+        postings: TermPostings,
+        params: Bm25Params,
+        field: str | None = None,
+        cache: dict | None = None,
     ) -> np.ndarray:
-        """Dense score array over chunk ids (index = chunk id), coordination applied.
+        """idf x impacts: a term's whole contribution to each chunk holding it (cached like impacts)."""
+        cache = self._per_params(params) if cache is None else cache
+        key = (term, field, "idf")
+        out = cache.get(key)
+        if out is None:
+            out = cache[key] = idf(self.n_docs, postings.df) * self.impacts(
+                term, postings, params, field, cache
+            )
+        return out
 
-        `allowed` (a boolean mask over chunk ids) restricts scoring to the funnel's survivors.
+    def score(
+        self,
+        clauses: list[ScoringClause],
+        found: dict[str, TermPostings | None],
+        params: Bm25Params,
+        allowed=None,
+    ) -> np.ndarray:
+        """Dense score array over chunk ids (index = chunk id), coordination over clauses applied.
+
+        `allowed` (a boolean mask over chunk ids) restricts scoring to the funnel's survivors. All
+        contributions are gathered first and summed by one bincount, the cheapest way in numpy.
         """
-        scores = np.zeros(self.max_id + 1, dtype=np.float64)
-        use_coord = params.coord_floor < 1.0 and len(terms) > 1
-        matched = np.zeros(self.max_id + 1, dtype=np.float64) if use_coord else None
-        for term in terms:
-            postings = found.get(term)
-            if postings is None:
-                continue
-            weight = idf(self.n_docs, postings.df)
-            ids = postings.ids
-            impact = self.impacts(term, postings, params)
-            if allowed is not None:
-                keep = allowed[ids]
-                ids, impact = ids[keep], impact[keep]
-            scores[ids] += weight * impact
+        size = self.max_id + 1
+        use_coord = params.coord_floor < 1.0 and len(clauses) > 1
+        cache = self._per_params(params)
+        ids_parts, weight_parts, matched_parts = [], [], []
+        for clause in clauses:
+            for st in clause.terms:
+                postings = found.get(st.term)
+                if postings is None:
+                    continue
+                ids = postings.ids
+                contribution = self.weighted(st.term, postings, params, st.field, cache)
+                keep = None if st.docs is None else self.mask(st.docs)[ids]
+                if allowed is not None:
+                    keep = allowed[ids] if keep is None else keep & allowed[ids]
+                if keep is not None:
+                    ids, contribution = ids[keep], contribution[keep]
+                ids_parts.append(ids)
+                weight_parts.append(contribution)
             if use_coord:
-                matched[ids] += 1.0
-        if use_coord:
-            scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(terms))
+                if clause.docs is not None:
+                    matched_parts.append(np.frombuffer(clause.docs.to_array(), dtype=np.uint32))
+                elif (postings := found.get(clause.terms[0].term)) is not None:
+                    matched_parts.append(postings.ids)
+        if not ids_parts:
+            return np.zeros(size)
+        scores = np.bincount(np.concatenate(ids_parts), weights=np.concatenate(weight_parts), minlength=size)
+        scores = scores.astype(np.float64, copy=False)  # bincount of nothing comes back as int64
+        if use_coord and matched_parts:
+            matched = np.bincount(np.concatenate(matched_parts), minlength=size)
+            scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(clauses))
         return scores
 
+    def _tf(self, postings: TermPostings | None, chunk_id: int) -> tuple[float, float]:
+        if postings is None:
+            return 0.0, 0.0
+        pos = int(np.searchsorted(postings.ids, chunk_id))
+        if pos < len(postings.ids) and postings.ids[pos] == chunk_id:
+            return float(postings.tf_title[pos]), float(postings.tf_body[pos])
+        return 0.0, 0.0
+
     def explain(
-        self, chunk_id: int, terms: list[str], found: dict[str, TermPostings | None], params: Bm25Params
+        self,
+        chunk_id: int,
+        clauses: list[ScoringClause],
+        found: dict[str, TermPostings | None],
+        params: Bm25Params,
     ) -> dict:
         """Every number behind one chunk's lexical score, recomputed from raw term frequencies."""
         rows = []
@@ -231,38 +395,40 @@ class LexicalView:
         matched = 0
         t_len = float(self.title_len[chunk_id]) if chunk_id <= self.max_id else 0.0
         b_len = float(self.body_len[chunk_id]) if chunk_id <= self.max_id else 0.0
-        for term in terms:
-            postings = found.get(term)
-            df = postings.df if postings is not None else 0
-            term_idf = idf(self.n_docs, df)
-            tf_t = tf_b = 0.0
-            if postings is not None:
-                pos = int(np.searchsorted(postings.ids, chunk_id))
-                if pos < len(postings.ids) and postings.ids[pos] == chunk_id:
-                    tf_t, tf_b = float(postings.tf_title[pos]), float(postings.tf_body[pos])
-            s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
-            s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
-            title_part = term_idf * params.title_weight * s_t
-            body_part = term_idf * params.body_weight * s_b
-            if tf_t or tf_b:
-                matched += 1
-            total += title_part + body_part
-            rows.append(
-                {
-                    "term": term,
-                    "df": df,
-                    "idf": term_idf,
-                    "title": {"tf": tf_t, "length": t_len, "contribution": title_part},
-                    "body": {"tf": tf_b, "length": b_len, "contribution": body_part},
-                    "contribution": title_part + body_part,
-                }
-            )
-        use_coord = params.coord_floor < 1.0 and len(terms) > 1
-        coord = params.coord_floor + (1.0 - params.coord_floor) * matched / len(terms) if use_coord else 1.0
+        for clause in clauses:
+            for st in clause.terms:
+                postings = found.get(st.term)
+                df = postings.df if postings is not None else 0
+                term_idf = idf(self.n_docs, df)
+                tf_t, tf_b = self._tf(postings, chunk_id)
+                counts = st.docs is None or chunk_id in st.docs
+                s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
+                s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
+                title_part = term_idf * params.title_weight * s_t if counts and st.field != "body" else 0.0
+                body_part = term_idf * params.body_weight * s_b if counts and st.field != "title" else 0.0
+                total += title_part + body_part
+                rows.append(
+                    {
+                        "term": st.term,
+                        "clause": clause.label,
+                        "field": st.field,
+                        "df": df,
+                        "idf": term_idf,
+                        "title": {"tf": tf_t, "length": t_len, "contribution": title_part},
+                        "body": {"tf": tf_b, "length": b_len, "contribution": body_part},
+                        "contribution": title_part + body_part,
+                    }
+                )
+            if clause.docs is not None:
+                matched += chunk_id in clause.docs
+            else:
+                matched += any(self._tf(found.get(st.term), chunk_id) != (0.0, 0.0) for st in clause.terms)
+        use_coord = params.coord_floor < 1.0 and len(clauses) > 1
+        coord = params.coord_floor + (1.0 - params.coord_floor) * matched / len(clauses) if use_coord else 1.0
         return {
             "terms": rows,
-            "matched_terms": matched,
-            "query_terms": len(terms),
+            "matched_clauses": matched,
+            "clauses": len(clauses),
             "sum": total,
             "coordination": coord,
             "score": total * coord,

@@ -1,0 +1,141 @@
+"""Scopes and filters: which chunks a search may return.
+
+Filters resolve to a roaring bitmap of allowed chunk ids that the funnel intersects with the
+candidates, so they are counted there like any other stage. Resolved bitmaps are cached per index
+generation, since the same filters are typically used for many queries.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pyroaring import BitMap
+
+KINDS = ("markdown", "code", "pdf", "messages", "beir", "text")
+DEFAULT_COLLECTION = "default"
+_RELATIVE = re.compile(r"^(\d+)\s*([hdwmy])$")
+
+
+class FilterError(ValueError):
+    """A filter value that cannot be read; the message names the option and the value."""
+
+
+def parse_time(value: str, option: str, now: datetime | None = None) -> float:
+    """ISO date/datetime (UTC unless it says otherwise), or a relative age like 7d, 12h, 2w, 6m, 1y."""
+    text = value.strip()
+    m = _RELATIVE.match(text)
+    if m:
+        amount, unit = int(m.group(1)), m.group(2)
+        days = {"h": amount / 24, "d": amount, "w": 7 * amount, "m": 30 * amount, "y": 365 * amount}[unit]
+        return ((now or datetime.now(UTC)) - timedelta(days=days)).timestamp()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise FilterError(f"{option} {value!r}: expected a date like 2026-01-31, or an age like 7d") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def parse_meta(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not re.fullmatch(r"[\w.-]+", key.strip()):
+            raise FilterError(f"--meta {pair!r}: expected KEY=VALUE (front matter key, e.g. status=draft)")
+        out.append((key.strip(), value.strip()))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Filters:
+    collections: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    since: float | None = None
+    before: float | None = None
+    meta: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        for kind in self.kinds:
+            if kind not in KINDS:
+                raise FilterError(f"--type {kind!r}: choose from {', '.join(KINDS)}")
+        if self.since is not None and self.before is not None and self.since >= self.before:
+            raise FilterError("--since must be earlier than --before")
+
+    def is_empty(self) -> bool:
+        return not (self.collections or self.paths or self.kinds or self.meta) and (
+            self.since is None and self.before is None
+        )
+
+    def describe(self) -> list[str]:
+        parts = []
+        if self.collections:
+            parts.append("collection " + " or ".join(self.collections))
+        if self.paths:
+            parts.append("path " + " or ".join(self.paths))
+        if self.kinds:
+            parts.append("type " + " or ".join(self.kinds))
+        if self.since is not None:
+            parts.append("since " + datetime.fromtimestamp(self.since, UTC).isoformat(timespec="seconds"))
+        if self.before is not None:
+            parts.append("before " + datetime.fromtimestamp(self.before, UTC).isoformat(timespec="seconds"))
+        parts.extend(f"{k}={v}" for k, v in self.meta)
+        return parts
+
+    def to_dict(self) -> dict:
+        return {
+            "collections": list(self.collections),
+            "paths": list(self.paths),
+            "kinds": list(self.kinds),
+            "since": self.since,
+            "before": self.before,
+            "meta": dict(self.meta),
+        }
+
+
+def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
+    candidates = {path, Path(path).name}
+    try:
+        candidates.add(str(Path(path).relative_to(Path.cwd())))
+    except ValueError:
+        pass
+    return any(fnmatch.fnmatchcase(c, p) for c in candidates for p in patterns)
+
+
+def resolve(filters: Filters, storage) -> BitMap:
+    """The ids of chunks that pass every filter (call inside storage.reading())."""
+    sources = storage.conn.execute("SELECT id, path, collection, kind FROM sources").fetchall()
+    allowed_sources = [
+        sid
+        for sid, path, collection, kind in sources
+        if (not filters.collections or collection in filters.collections)
+        and (not filters.kinds or kind in filters.kinds)
+        and (not filters.paths or _path_matches(path, filters.paths))
+    ]
+    if not allowed_sources:
+        return BitMap()
+    where, params = [], []
+    if filters.since is not None:
+        where.append("c.time >= ?")
+        params.append(filters.since)
+    if filters.before is not None:
+        where.append("c.time < ?")
+        params.append(filters.before)
+    for key, value in filters.meta:
+        where.append(
+            "EXISTS (SELECT 1 FROM json_each(c.meta, ?)"
+            " WHERE lower(CAST(json_each.value AS TEXT)) = lower(?))"
+        )
+        params.extend([f"$.front_matter.{key}", value])
+    ids = BitMap()
+    for start in range(0, len(allowed_sources), 500):
+        batch = allowed_sources[start : start + 500]
+        clause = " AND ".join([f"c.source_id IN ({','.join('?' * len(batch))})", *where])
+        rows = storage.conn.execute(f"SELECT c.id FROM chunks c WHERE {clause}", [*batch, *params])
+        ids.update(r[0] for r in rows)
+    return ids

@@ -1,0 +1,242 @@
+"""The query dialect: parsing, each construct's semantics, malformed input, and a property test."""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kenning import Index
+from kenning.query import Phrase, QuerySyntaxError, Word, parse_query
+
+# ------------------------------------------------------------------------------------------ parsing
+
+
+def test_plain_words_are_soft_clauses():
+    q = parse_query("wing slipstream lift")
+    assert [c.kind for c in q.clauses] == ["plain"] * 3 and not q.exclusions and q.is_plain
+
+
+def test_each_construct():
+    q = parse_query('+jwt "rotation policy" -session -"session cookie" auth OR login title:keys body:"a b"')
+    kinds = [(c.kind, c.required, [a.describe() for a in c.alternatives]) for c in q.clauses]
+    assert kinds == [
+        ("required", True, ["jwt"]),
+        ("phrase", True, ['"rotation policy"']),
+        ("or", False, ["auth", "login"]),
+        ("field", True, ["title:keys"]),
+        ("field", True, ['body:"a b"']),
+    ]
+    assert [e.describe() for e in q.exclusions] == ["session", '"session cookie"']
+    assert (
+        q.describe()
+        == '+jwt "rotation policy" auth OR login title:keys body:"a b" -session -"session cookie"'
+    )
+
+
+def test_strict_makes_plain_words_required():
+    q = parse_query("alpha beta", strict=True)
+    assert all(c.required and c.kind == "required" for c in q.clauses)
+
+
+def test_or_chain_and_lowercase_or():
+    q = parse_query("a OR b OR c d or e")
+    assert [len(c.alternatives) for c in q.clauses] == [3, 1, 1, 1]  # lowercase "or" is a word
+
+
+def test_parentheses_with_operators_are_refused_with_position():
+    with pytest.raises(QuerySyntaxError) as err:
+        parse_query("(auth OR login) -session")
+    assert err.value.position == 0 and "position 0" in str(err.value)
+    with pytest.raises(QuerySyntaxError) as err:
+        parse_query('flow "wind tunnel" (made)')
+    assert err.value.position == 19
+
+
+def test_parentheses_in_plain_text_are_punctuation():
+    q = parse_query("stability measurements (made using free-flight models) compare")
+    assert [c.alternatives[0].text for c in q.clauses] == [
+        "stability",
+        "measurements",
+        "made",
+        "using",
+        "free-flight",
+        "models",
+        "compare",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, notice",
+    [
+        ('"unclosed phrase here', "unclosed quote at position 0"),
+        ("alpha - beta", "lone '-' at position 6"),
+        ("alpha + beta", "lone '+' at position 6"),
+        ("OR alpha", "nothing to join before it"),
+        ("alpha OR", "nothing to join after it"),
+        ("alpha OR -beta", "an exclusion cannot be an alternative"),
+        ("title: alpha", "nothing follows the field name"),
+        ("-alpha -beta", "only excludes"),
+    ],
+)
+def test_documented_best_readings(text, notice):
+    q = parse_query(text)
+    assert any(notice in n for n in q.notices), q.notices
+
+
+def test_unclosed_quote_reads_rest_as_phrase():
+    q = parse_query('alpha "beta gamma')
+    assert (
+        isinstance(q.clauses[1].alternatives[0], Phrase) and q.clauses[1].alternatives[0].text == "beta gamma"
+    )
+
+
+def test_operators_as_literals_and_punctuation_are_ignored():
+    q = parse_query("&& || ! alpha ?")
+    assert [c.alternatives[0].text for c in q.clauses] == ["alpha"]
+    assert parse_query("!" * 10_000).clauses == []
+    assert parse_query("a\x00b\x1fc\x7f").plain_words == ["a", "b", "c"]
+
+
+def test_very_long_query_is_cut_with_notice():
+    q = parse_query("word " * 5000)
+    assert any("cut to its first" in n for n in q.notices)
+
+
+# ------------------------------------------------------------------------------------------ semantics
+
+DOCS = [
+    ("d1", "Tokens", "We rotate the JWT signing keys every month. The quick brown fox."),
+    ("d2", "Sessions", "Session data expires after an hour. Brown quick fox jumps."),
+    ("d3", "Login", "The login page calls parseQueryString on every request."),
+    ("d4", "Rotation policy", "Keys follow the rotation policy; session cookie rotation is separate."),
+    ("d5", "Misc", "Nothing relevant here except a lonely fox."),
+]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dialect")
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps({"_id": i, "title": t, "text": b}) for i, t, b in DOCS))
+    ix = Index(root / "ix")
+    ix.add([corpus])
+    yield ix
+    ix.close()
+
+
+def keys(ix, query, **kw):
+    return {h.doc_key for h in ix.search(query, limit=50, **kw).hits}
+
+
+def test_phrase_requires_adjacency(index):
+    assert keys(index, '"quick brown"') == {"d1"}
+    assert keys(index, '"brown quick"') == {"d2"}
+    assert keys(index, "quick brown") == {"d1", "d2"}
+
+
+def test_phrase_inside_identifier(index):
+    assert keys(index, '"query string"') == {"d3"}
+    assert keys(index, '"calls parseQueryString on"') == {"d3"}
+
+
+def test_required_and_excluded(index):
+    assert keys(index, "+fox rotate") == {"d1", "d2", "d5"}
+    assert keys(index, "fox -brown") == {"d5"}
+    assert keys(index, 'session -"session cookie"') == {"d2"}
+
+
+def test_or_group(index):
+    assert keys(index, "+jwt OR login") == {"d1", "d3"}
+    response = index.search("jwt OR login fox", limit=10, explain=True)
+    top = response.hits[0].explain["lexical"]
+    assert top["clauses"] == 2  # the OR group counts once for coordination
+
+
+def test_field_restriction(index):
+    assert keys(index, "title:rotation") == {"d4"}
+    assert keys(index, "body:rotation") == {"d1", "d4"}  # stemming: "rotate" in d1
+    assert keys(index, "title:tokens") == {"d1"}
+    assert keys(index, "title:fox") == set()
+
+
+def test_strict_mode(index):
+    assert keys(index, "quick fox jumps", strict=True) == {"d2"}
+    assert keys(index, "quick fox jumps") == {"d1", "d2", "d5"}
+
+
+def test_empty_result_says_why(index):
+    response = index.search("+kubernetes fox", limit=5)
+    assert response.hits == [] and "+kubernetes has no postings" in response.empty_reason
+    response = index.search("fox -fox", limit=5)
+    assert "nothing left after -fox" in response.empty_reason
+    assert "only excludes" in index.search("-fox", limit=5).empty_reason
+
+
+def test_plain_queries_rank_exactly_as_plain_bm25(index):
+    """A plain query and the same words forced through the dialect as an OR-free soft query agree."""
+    plain = index.search("rotate keys session", limit=10)
+    assert [h.doc_key for h in plain.hits]
+    assert all(c.kind == "plain" for c in plain.plan.clauses)
+    explained = index.search("rotate keys session", limit=10, explain=True)
+    assert [(h.id, h.score) for h in plain.hits] == [(h.id, h.score) for h in explained.hits]
+
+
+def test_parsed_query_is_in_json_and_explain(index):
+    data = index.search('+fox "quick brown"', limit=3).to_dict()
+    assert data["plan"]["read_as"] == '+fox "quick brown"'
+    assert [c["kind"] for c in data["plan"]["clauses"]] == ["required", "phrase"]
+
+
+# ------------------------------------------------------------------------------------------ property
+
+VOCAB = ["quick", "brown", "fox", "session", "cookie", "keys", "rotation", "login", "jwt", "zzz"]
+PIECES = st.sampled_from(
+    VOCAB + ["OR", "+", "-", '"', "title:", "body:", "(", ")", "&&", "!", " ", "\x00", "é"]
+)
+
+
+def oracle_ok(ix, response) -> bool:
+    """Check every hit against the parsed constraints by re-reading its raw text."""
+    analyzer = ix.analyzer
+    for hit in response.hits:
+        row = ix.storage.chunks_by_ids([hit.id])[hit.id]
+        fields = {"title": analyzer.positioned_terms(row.title), "body": analyzer.positioned_terms(row.body)}
+
+        def item_matches(item, fields=fields):
+            planned = [(t, o) for t, o in item.spec]
+            wanted = [item.item.field] if item.item.field else ["title", "body"]
+            for f in wanted:
+                terms, positions = fields[f]
+                at = {}
+                for t, p in zip(terms, positions, strict=True):
+                    at.setdefault(t, set()).add(p)
+                starts = None
+                for t, o in planned:
+                    here = {p - o for p in at.get(t, ())}
+                    starts = here if starts is None else starts & here
+                if starts:
+                    return True
+            return False
+
+        for clause in response.plan.clauses:
+            if clause.required and not any(item_matches(i) for i in clause.items):
+                return False
+        for item in response.plan.exclusions:
+            if item_matches(item):
+                return False
+    return True
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(PIECES, max_size=12).map(" ".join) | st.text(max_size=60))
+def test_any_string_parses_or_fails_cleanly_and_results_obey_it(index, text):
+    try:
+        parsed = parse_query(text)
+    except QuerySyntaxError as exc:
+        assert 0 <= exc.position < len(text) and text[exc.position] in "()"
+        return
+    response = index.search(parsed, limit=10)
+    assert oracle_ok(index, response), (text, response.plan.to_dict())
+    for word in (c.alternatives[0] for c in parsed.clauses if c.kind == "plain"):
+        assert isinstance(word, Word)
