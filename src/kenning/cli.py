@@ -15,6 +15,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kenning.eval import DatasetError, evaluate
+from kenning.config import (
+    SEARCH_KEYS,
+    ConfigError,
+    find_config,
+    load_config,
+    resolve_index_dir,
+    resolve_search,
+)
 from kenning.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
 from kenning.index import Index, default_index_dir, display_path
 from kenning.signals.lexical import VARIANTS, Bm25Params
@@ -27,33 +35,27 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+KNOB_HELP = {
+    "variant": "BM25 variant",
+    "k1": "term-frequency saturation",
+    "b": "length normalisation 0..1",
+    "delta": "BM25+/BM25L delta",
+    "title_weight": "weight of heading-path matches",
+    "body_weight": "weight of body matches",
+    "coord_floor": "coordination floor 0..1; 1 disables it",
+}
+
+
 def _add_knobs(p: argparse.ArgumentParser) -> None:
-    d = Bm25Params()
+    """Every BM25 knob as a flag. Unset flags fall back to the environment, kenning.toml, then defaults."""
+    defaults = Bm25Params()
     g = p.add_argument_group("lexical scoring (BM25) knobs")
-    g.add_argument(
-        "--variant", choices=VARIANTS, default=d.variant, help=f"BM25 variant (default {d.variant})"
-    )
-    g.add_argument("--k1", type=float, default=d.k1, help=f"term-frequency saturation (default {d.k1})")
-    g.add_argument("--b", type=float, default=d.b, help=f"length normalisation 0..1 (default {d.b})")
-    g.add_argument("--delta", type=float, default=d.delta, help=f"BM25+/BM25L delta (default {d.delta})")
-    g.add_argument(
-        "--title-weight",
-        type=float,
-        default=d.title_weight,
-        help=f"weight of heading-path matches (default {d.title_weight})",
-    )
-    g.add_argument(
-        "--body-weight",
-        type=float,
-        default=d.body_weight,
-        help=f"weight of body matches (default {d.body_weight})",
-    )
-    g.add_argument(
-        "--coord-floor",
-        type=float,
-        default=d.coord_floor,
-        help=f"coordination floor 0..1; 1 disables it (default {d.coord_floor})",
-    )
+    for name, text in KNOB_HELP.items():
+        default = getattr(defaults, name)
+        kind = {"choices": VARIANTS} if name == "variant" else {"type": float}
+        g.add_argument(
+            f"--{name.replace('_', '-')}", default=None, help=f"{text} (default {default})", **kind
+        )
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -89,16 +91,14 @@ def _filters(args) -> Filters:
     )
 
 
-def _params(args) -> Bm25Params:
-    return Bm25Params(
-        variant=args.variant,
-        k1=args.k1,
-        b=args.b,
-        delta=args.delta,
-        title_weight=args.title_weight,
-        body_weight=args.body_weight,
-        coord_floor=args.coord_floor,
-    )
+def _settings(args) -> dict:
+    """Search settings from flags, then environment, then kenning.toml (see kenning.config)."""
+    flags = {key: getattr(args, key, None) for key in SEARCH_KEYS}
+    return resolve_search(flags, load_config(find_config()))
+
+
+def _params(settings: dict) -> Bm25Params:
+    return Bm25Params(**{k: v for k, v in settings.items() if k in KNOB_HELP})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="index files and folders (incremental)")
-    p.add_argument("paths", nargs="+", help="files or folders to index")
+    p.add_argument("paths", nargs="*", help="files or folders (default: the collections in kenning.toml)")
     p.add_argument(
         "--include", action="append", metavar="GLOB", help="only index matching files (repeatable)"
     )
@@ -128,9 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query")
-    p.add_argument("-n", "--limit", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("-n", "--limit", type=int, default=None, help="number of results (default 10)")
     p.add_argument("--explain", action="store_true", help="show the funnel and every score component")
-    p.add_argument("--strict", action="store_true", help="every plain word is required (AND)")
+    p.add_argument("--strict", action="store_true", default=None, help="every plain word is required (AND)")
     p.add_argument("--spell", action="store_true", help="correct words that no chunk holds, and say so")
     _add_filters(p)
     _add_common(p)
@@ -177,27 +177,46 @@ def _progress(enabled: bool, label: str):
 
 
 def _open(args, create: bool = False, rebuild_outdated: bool = False) -> Index:
-    return Index(Path(args.index) if args.index else default_index_dir(), create, rebuild_outdated)
+    return Index(resolve_index_dir(args.index, load_config(find_config())), create, rebuild_outdated)
 
 
 def _emit_json(data) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def _index_jobs(args) -> list[tuple[list, list | None, list | None, str]]:
+    """(paths, include, exclude, collection) per run: the paths given, or kenning.toml's collections."""
+    if args.paths:
+        return [(args.paths, args.include, args.exclude, args.collection)]
+    config = load_config(find_config())
+    if not config.collections:
+        raise ConfigError("give paths to index, or define [collections.NAME] paths = [...] in kenning.toml")
+    return [
+        (c.paths, (args.include or []) + c.include or None, (args.exclude or []) + c.exclude or None, c.name)
+        for c in config.collections.values()
+    ]
+
+
 def cmd_index(args) -> int:
-    with (
-        _open(args, create=True, rebuild_outdated=args.force) as index,
-        _progress(not args.quiet and not args.json, "indexing") as cb,
-    ):
-        report = index.add(
-            args.paths,
-            include=args.include,
-            exclude=args.exclude,
-            force=args.force,
-            stem=False if args.no_stem else None,
-            progress=cb,
-            collection=args.collection,
-        )
+    jobs = _index_jobs(args)
+    reports = []
+    with _open(args, create=True, rebuild_outdated=args.force) as index:
+        for paths, include, exclude, collection in jobs:
+            with _progress(not args.quiet and not args.json, f"indexing {collection}") as cb:
+                reports.append(
+                    index.add(
+                        paths,
+                        include=include,
+                        exclude=exclude,
+                        force=args.force,
+                        stem=False if args.no_stem else None,
+                        progress=cb,
+                        collection=collection,
+                    )
+                )
+    report = reports[0]
+    for extra in reports[1:]:
+        report.merge(extra)
     if args.json:
         _emit_json(report.to_dict())
     else:
@@ -261,15 +280,16 @@ def _print_plan(response) -> None:
 
 
 def cmd_search(args) -> int:
-    params = _params(args)  # bad knobs and filters are refused before the index is touched
+    settings = _settings(args)
+    params = _params(settings)  # bad knobs and filters are refused before the index is touched
     filters = _filters(args)
     with _open(args) as index:
         response = index.search(
             args.query,
-            limit=args.limit,
+            limit=settings.get("limit", 10),
             params=params,
             explain=args.explain,
-            strict=args.strict,
+            strict=bool(settings.get("strict", False)),
             filters=filters,
             spell=args.spell,
         )
@@ -351,7 +371,11 @@ def cmd_status(args) -> int:
 def cmd_eval(args) -> int:
     with _progress(not args.quiet and not args.json, "indexing corpus") as cb:
         report = evaluate(
-            args.dataset, params=_params(args), index_dir=args.index, stem=not args.no_stem, progress=cb
+            args.dataset,
+            params=_params(_settings(args)),
+            index_dir=args.index,
+            stem=not args.no_stem,
+            progress=cb,
         )
     if args.json:
         _emit_json(report.to_dict(per_query=args.per_query))
@@ -372,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (StorageError, DatasetError, ValueError) as exc:
+    except (StorageError, DatasetError, ConfigError, ValueError) as exc:
         print(f"kenning: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

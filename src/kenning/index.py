@@ -64,6 +64,17 @@ class IndexReport:
     seconds: float = 0.0
     generation: int = 0
 
+    def merge(self, other: IndexReport) -> None:
+        """Add another run's counts to this one (several collections indexed by one command)."""
+        for name, value in other.__dict__.items():
+            if isinstance(value, bool):
+                setattr(self, name, getattr(self, name) or value)
+            elif isinstance(value, int | float) and name != "generation":
+                setattr(self, name, getattr(self, name) + value)
+            elif isinstance(value, list):
+                getattr(self, name).extend(value)
+        self.generation = other.generation
+
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]

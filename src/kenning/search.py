@@ -531,6 +531,10 @@ def _why_empty(plan: QueryPlan, funnel: Funnel, found, filters: Filters, ctx: Se
     before = funnel.gathered
     for step in funnel.constraints:
         if step["remaining"] == 0:
+            if step["kind"] == "filter":
+                required = [c.label for c in plan.clauses if c.required]
+                what = required[0] if required else ", ".join(plan.terms)
+                return f"{what} has no postings{scope} ({before} candidate(s) outside it)"
             if step["kind"] == "required" and not filters.is_empty():
                 return f"{step['constraint']} has no postings{scope}"
             return f"nothing left after {step['constraint']} ({before} candidate(s) before)"

@@ -1,0 +1,135 @@
+"""Project configuration: `kenning.toml`, found by walking up from the working directory.
+
+    index = ".kenning"                 # relative to the file
+    [search]                           # defaults for `kenning search` and `kenning eval`
+    limit = 10
+    k1 = 0.9
+    strict = false
+    [collections.notes]                # `kenning index` with no paths indexes every collection
+    paths = ["notes"]
+    include = ["*.md"]
+    exclude = ["drafts/*"]
+    [glossary]
+    scope = "notes"                    # default scope of `kenning glossary add`
+
+Precedence, highest first: command-line flags, then environment (KENNING_INDEX, and KENNING_<KNOB>
+such as KENNING_K1 or KENNING_STRICT), then this file, then kenning's defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from kenning.signals.lexical import Bm25Params
+
+CONFIG_NAME = "kenning.toml"
+SEARCH_KEYS = {f.name: f.type for f in fields(Bm25Params)} | {"limit": "int", "strict": "bool"}
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; names the file and the key."""
+
+
+@dataclass
+class CollectionConfig:
+    name: str
+    paths: list[Path]
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Config:
+    path: Path | None = None
+    index: Path | None = None
+    search: dict = field(default_factory=dict)
+    collections: dict[str, CollectionConfig] = field(default_factory=dict)
+    glossary_scope: str | None = None
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _convert(value, kind: str, where: str):
+    kind = str(kind)
+    try:
+        if "bool" in kind:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if "int" in kind:
+            return int(value)
+        if "float" in kind:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {value!r} is not a valid {kind}") from exc
+
+
+def load_config(path: Path | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    base = path.parent
+    config = Config(path=path)
+    unknown = set(data) - {"index", "search", "collections", "glossary"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    if "index" in data:
+        config.index = (base / str(data["index"])).resolve()
+    for key, value in (data.get("search") or {}).items():
+        if key not in SEARCH_KEYS:
+            raise ConfigError(f"{path}: [search] {key} is not a search setting ({', '.join(SEARCH_KEYS)})")
+        config.search[key] = _convert(value, SEARCH_KEYS[key], f"{path}: [search] {key}")
+    for name, spec in (data.get("collections") or {}).items():
+        if not isinstance(spec, dict) or not spec.get("paths"):
+            raise ConfigError(f"{path}: [collections.{name}] needs paths = [...]")
+        config.collections[name] = CollectionConfig(
+            name,
+            [(base / str(p)).resolve() for p in spec["paths"]],
+            [str(g) for g in spec.get("include", [])],
+            [str(g) for g in spec.get("exclude", [])],
+        )
+    scope = (data.get("glossary") or {}).get("scope")
+    config.glossary_scope = str(scope) if scope is not None else None
+    return config
+
+
+def resolve_index_dir(flag: str | None, config: Config) -> Path:
+    if flag:
+        return Path(flag)
+    if os.environ.get("KENNING_INDEX"):
+        return Path(os.environ["KENNING_INDEX"])
+    if config.index is not None:
+        return config.index
+    return Path(".kenning")
+
+
+def resolve_search(flags: dict, config: Config) -> dict:
+    """Each search setting from the first place that sets it: flag, environment, file, default."""
+    out = {}
+    for key, kind in SEARCH_KEYS.items():
+        if flags.get(key) is not None:
+            out[key] = flags[key]
+        elif (env := os.environ.get(f"KENNING_{key.upper()}")) is not None:
+            out[key] = _convert(env, kind, f"KENNING_{key.upper()}")
+        elif key in config.search:
+            out[key] = config.search[key]
+    return out

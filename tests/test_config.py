@@ -1,0 +1,76 @@
+"""kenning.toml: found by walking up, collections indexed with no paths, and precedence
+flags > environment > file > defaults."""
+
+import json
+
+import pytest
+
+from kenning.cli import main
+from kenning.config import ConfigError, find_config, load_config
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nalpha bravo charlie\n")
+    (tmp_path / "notes" / "skip.txt").write_text("alpha in a text file\n")
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "b.py").write_text("def alpha():\n    return 'bravo'\n")
+    (tmp_path / "kenning.toml").write_text(
+        'index = "idx"\n'
+        "[search]\nlimit = 1\ncoord_floor = 0.7\n"
+        '[collections.notes]\npaths = ["notes"]\ninclude = ["*.md"]\n'
+        '[collections.code]\npaths = ["code"]\n'
+        '[glossary]\nscope = "notes"\n'
+    )
+    deeper = tmp_path / "notes" / "sub"
+    deeper.mkdir()
+    monkeypatch.chdir(deeper)
+    monkeypatch.delenv("KENNING_INDEX", raising=False)
+    return tmp_path
+
+
+def test_found_by_walking_up(project):
+    path = find_config()
+    assert path == project / "kenning.toml"
+    config = load_config(path)
+    assert config.index == project / "idx" and config.search == {"limit": 1, "coord_floor": 0.7}
+    assert set(config.collections) == {"notes", "code"} and config.glossary_scope == "notes"
+
+
+def test_index_without_paths_uses_collections_and_search_uses_file_defaults(project, capsys, monkeypatch):
+    assert main(["index", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["files_indexed"] == 2  # skip.txt is outside the notes include glob
+    assert (project / "idx" / "index.db").is_file()
+    main(["search", "alpha", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["hits"]) == 1 and data["params"]["coord_floor"] == 0.7  # file: limit 1
+    main(["search", "alpha", "--json", "-n", "5"])
+    assert len(json.loads(capsys.readouterr().out)["hits"]) == 2  # flag beats file
+    monkeypatch.setenv("KENNING_COORD_FLOOR", "0.9")
+    main(["search", "alpha", "--json"])
+    assert json.loads(capsys.readouterr().out)["params"]["coord_floor"] == 0.9  # environment beats file
+    main(["search", "alpha", "--json", "--coord-floor", "0.2"])
+    assert json.loads(capsys.readouterr().out)["params"]["coord_floor"] == 0.2  # flag beats environment
+    main(["search", "alpha", "-c", "code", "--json"])
+    assert [h["title"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["b.py > def alpha"]
+
+
+def test_environment_index_beats_file(project, monkeypatch, capsys):
+    monkeypatch.setenv("KENNING_INDEX", str(project / "other"))
+    assert main(["index", "-q"]) == 0
+    assert (project / "other" / "index.db").is_file() and not (project / "idx").exists()
+
+
+def test_bad_config_names_file_and_key(project, capsys):
+    (project / "kenning.toml").write_text("[search]\nk2 = 3\n")
+    assert main(["search", "alpha"]) == 2
+    err = capsys.readouterr().err
+    assert "kenning.toml" in err and "k2 is not a search setting" in err
+    (project / "kenning.toml").write_text("[search]\nlimit = 'many'\n")
+    with pytest.raises(ConfigError, match=r"\[search\] limit"):
+        load_config(project / "kenning.toml")
+    (project / "kenning.toml").write_text("[collections.x]\n")
+    with pytest.raises(ConfigError, match="needs paths"):
+        load_config(project / "kenning.toml")
