@@ -12,9 +12,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 
-from kenning.eval import DatasetError, evaluate
 from kenning.config import (
     SEARCH_KEYS,
     ConfigError,
@@ -23,8 +21,9 @@ from kenning.config import (
     resolve_index_dir,
     resolve_search,
 )
+from kenning.eval import DatasetError, evaluate
 from kenning.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
-from kenning.index import Index, default_index_dir, display_path
+from kenning.index import Index, display_path
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.storage import StorageError
 
