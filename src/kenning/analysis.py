@@ -16,8 +16,9 @@ import Stemmer
 
 from kenning.stopwords import ENGLISH_QUERY_STOPWORDS
 
-# A token is a run of letters/digits/underscores; apostrophes split it ("don't" -> don, t).
-TOKEN_RE = re.compile(r"\w+")
+# A token is a run of letters and digits, joined by inner underscores (snake_case stays one token,
+# but Markdown _emphasis_ does not keep its underscores); apostrophes split it ("don't" -> don, t).
+TOKEN_RE = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _COMBINING_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 # lowerUpper, UPPERLower and letter/digit boundaries inside identifiers.
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -73,6 +74,7 @@ class Analyzer:
         self._stemmer = Stemmer.Stemmer(self.config.language) if self.config.stem else None
         self._cache: dict[str, tuple] = {}
         self._stopword_cache: dict[str, bool] = {}
+        self._distinct_cache: dict[str, tuple[str, ...]] = {}
         self._vocab_cache: dict[str, tuple[str, ...]] = {}
 
     def normalize_token(self, folded: str) -> str:
@@ -107,7 +109,12 @@ class Analyzer:
 
     def token_terms(self, raw: str) -> tuple[str, ...]:
         """All distinct index terms of one raw token, the whole token first."""
-        return tuple(dict.fromkeys(self.token_analysis(raw)[0]))
+        terms = self._distinct_cache.get(raw)
+        if terms is None:
+            terms = tuple(dict.fromkeys(self.token_analysis(raw)[0]))
+            if len(self._distinct_cache) < 500_000:
+                self._distinct_cache[raw] = terms
+        return terms
 
     def vocabulary_words(self, raws) -> set[str]:
         """Folded surface words (letters only, 2+ characters, identifier parts too) of some raw tokens:

@@ -13,6 +13,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict
 
+from kenning.cli_glossary import add_glossary_parser, cmd_glossary
 from kenning.config import (
     SEARCH_KEYS,
     ConfigError,
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json")
     _add_common(p)
     _add_knobs(p)
+    add_glossary_parser(sub, _add_common)
     return parser
 
 
@@ -388,7 +390,14 @@ def cmd_eval(args) -> int:
     return 0
 
 
-COMMANDS = {"index": cmd_index, "search": cmd_search, "get": cmd_get, "status": cmd_status, "eval": cmd_eval}
+COMMANDS = {
+    "index": cmd_index,
+    "search": cmd_search,
+    "get": cmd_get,
+    "status": cmd_status,
+    "eval": cmd_eval,
+    "glossary": cmd_glossary,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from pyroaring import BitMap
 
 from kenning.analysis import Analyzer, AnalyzerConfig
 from kenning.filters import DEFAULT_COLLECTION, Filters, resolve
+from kenning.glossary import Glossary
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.query import ParsedQuery, parse_query
 from kenning.search import SearchContext, SearchResponse, run_search
@@ -306,7 +307,7 @@ class Index:
                 view=view,
                 storage=self.storage,
                 analyzer=self.analyzer,
-                glossary=self.glossary,
+                glossary=None if self.glossary.is_empty() else self.glossary,
                 speller=self._speller() if (spell or detail == "full") else None,
                 resolve_filters=self._resolve_filters,
             )
@@ -316,10 +317,6 @@ class Index:
     def glossary(self):
         """The glossary stored in this index (alias groups used to expand queries)."""
         if self._glossary is None:
-            try:  # TEMPORARY until kenning.glossary lands
-                from kenning.glossary import Glossary
-            except ModuleNotFoundError:
-                return None
             self._glossary = Glossary(self.storage, self.analyzer)
         return self._glossary
 
@@ -333,7 +330,7 @@ class Index:
     def _speller(self) -> Speller:
         cache = self._cached()
         if "speller" not in cache:
-            cache["speller"] = Speller(self.storage.vocabulary())
+            cache["speller"] = Speller(self.storage.vocabulary)
         return cache["speller"]
 
     def _resolve_filters(self, filters: Filters) -> BitMap:

@@ -19,6 +19,7 @@ Documented best readings, so no input ever crashes the parser:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 FIELDS = ("title", "body")
@@ -134,8 +135,8 @@ _SCAN = re.compile(
 
 
 def _clean(text: str) -> str:
-    """Control characters count as spaces; over-long input is cut (with a notice by the caller)."""
-    return text[:MAX_QUERY_CHARS].translate(_CONTROL_TO_SPACE)
+    """Unicode NFC; control characters count as spaces; over-long input is cut (with a notice)."""
+    return unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS].translate(_CONTROL_TO_SPACE))
 
 
 def _tokens(q: str, notices: list[str]) -> tuple[list[_Token], list[int]]:

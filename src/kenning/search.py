@@ -295,7 +295,7 @@ def analyze(parsed: ParsedQuery, ctx: SearchContext, spell: bool, scopes) -> Que
                 continue
             raws = content_raws[id(clause)] if clause.alternatives[0] is word else TOKEN_RE.findall(word.text)
             for raw in raws:  # one soft clause per distinct term: plain queries rank as plain BM25
-                for term in analyzer.token_terms(unicodedata.normalize("NFC", raw)):
+                for term in analyzer.token_terms(raw):  # the parser already NFC-normalised the query
                     if term not in seen_terms:
                         seen_terms.add(term)
                         plan.clauses.append(

@@ -38,22 +38,32 @@ def _edits1(word: str, letters: str) -> set[str]:
 
 
 class Speller:
-    """Corrections from one snapshot's vocabulary (load once, ask many times)."""
+    """Corrections from one snapshot's vocabulary. The vocabulary is read on the first correction,
+    so searches whose words all match pay nothing for spelling."""
 
-    def __init__(self, vocabulary: dict[str, int]):
-        self.vocabulary = vocabulary
-        counts = Counter(c for w in vocabulary for c in w)
-        self.letters = "".join(c for c, _ in counts.most_common(40))
+    def __init__(self, vocabulary):
+        self._source = vocabulary  # a dict, or a callable returning one
+        self._vocabulary: dict[str, int] | None = None
+        self._letters = ""
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        if self._vocabulary is None:
+            self._vocabulary = self._source() if callable(self._source) else self._source
+            counts = Counter(c for w in self._vocabulary for c in w)
+            self._letters = "".join(c for c, _ in counts.most_common(40))
+        return self._vocabulary
 
     def correct(self, word: str) -> str | None:
         """The best correction for a word, or None when it is known or nothing is close enough."""
         w = fold(word)
-        if not w.isalpha() or w in self.vocabulary or not self.vocabulary:
+        vocabulary = self.vocabulary
+        if not w.isalpha() or w in vocabulary or not vocabulary:
             return None
-        first = _edits1(w, self.letters)
-        best = [e for e in first if e in self.vocabulary]
+        first = _edits1(w, self._letters)
+        best = [e for e in first if e in vocabulary]
         if not best and len(w) > 4:
-            best = [e2 for e1 in first for e2 in _edits1(e1, self.letters) if e2 in self.vocabulary]
+            best = [e2 for e1 in first for e2 in _edits1(e1, self._letters) if e2 in vocabulary]
         if not best:
             return None
-        return max(best, key=lambda c: (self.vocabulary[c], c))
+        return max(best, key=lambda c: (vocabulary[c], c))

@@ -226,7 +226,8 @@ class LexicalView:
         """The candidates in which every (term, offset) occurs at one common start position.
 
         Terms must be adjacent as the offsets say, inside one field (title or body; `field` picks one).
-        Reads token positions, never the raw text.
+        Reads token positions, never the raw text. Each occurrence becomes the key
+        chunk_id * 2^32 + (position - offset); a phrase match is a key that every term shares.
         """
         terms = list(dict.fromkeys(t for t, _ in words))
         found = self.postings(terms)
@@ -237,29 +238,27 @@ class LexicalView:
             docs &= found[t].bitmap
         if len(words) == 1 or not docs:
             return docs if field is None else docs & self.field_docs(words[0][0], field)
-        fields = [field] if field else ["title", "body"]
+        wanted = self.mask(docs)
         matched = BitMap()
-        for seg_id in self.snapshot.segment_ids:
-            per_field = {f: {t: self._field_positions(seg_id, t, f) for t in terms} for f in fields}
-            for table in per_field.values():
-                if any(v is None for v in table.values()):
-                    continue
-                for doc in docs:
-                    if doc in matched:
+        for f in [field] if field else ["title", "body"]:
+            shared = None
+            for term, offset in words:
+                keys = []
+                for seg_id in self.snapshot.segment_ids:
+                    entry = self._field_positions(seg_id, term, f)
+                    if entry is None:
                         continue
-                    starts = None
-                    for term, offset in words:
-                        ids, begin, positions = table[term]
-                        i = int(np.searchsorted(ids, doc))
-                        if i >= len(ids) or ids[i] != doc:
-                            starts = None
-                            break
-                        here = positions[begin[i] : begin[i + 1]].astype(np.int64) - offset
-                        starts = here if starts is None else np.intersect1d(starts, here)
-                        if len(starts) == 0:
-                            break
-                    if starts is not None and len(starts):
-                        matched.add(doc)
+                    ids, starts, positions = entry
+                    counts = np.diff(starts)
+                    owner = np.repeat(ids.astype(np.int64), counts)
+                    keep = wanted[np.minimum(owner, self.max_id)] & (owner <= self.max_id)
+                    keys.append((owner[keep] << 32) + positions[keep].astype(np.int64) - offset)
+                here = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+                shared = here if shared is None else np.intersect1d(shared, here, assume_unique=True)
+                if len(shared) == 0:
+                    break
+            if shared is not None and len(shared):
+                matched |= BitMap(np.unique(shared >> 32).astype(np.uint32))
         return matched
 
     # ------------------------------------------------------------------ scoring
