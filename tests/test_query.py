@@ -240,3 +240,38 @@ def test_any_string_parses_or_fails_cleanly_and_results_obey_it(index, text):
     assert oracle_ok(index, response), (text, response.plan.to_dict())
     for word in (c.alternatives[0] for c in parsed.clauses if c.kind == "plain"):
         assert isinstance(word, Word)
+
+
+# ------------------------------------------------------------------------------------------ glossary
+
+
+def test_glossary_lifecycle_through_search(tmp_path):
+    """suggest -> pending -> approve -> expansion -> match reasons, and reject keeps it out."""
+    (tmp_path / "a.md").write_text("# Auth\n\nRequests carry a JSON Web Token (JWT) in a header.\n")
+    (tmp_path / "b.md").write_text("# Tokens\n\nEvery JSON Web Token expires after an hour.\n")
+    (tmp_path / "c.md").write_text("# Keys\n\nThe JWT signing keys rotate monthly.\n")
+    ix = Index(tmp_path / "ix")
+    ix.add([tmp_path])
+    assert keys(ix, "jwt") == {str(tmp_path / "a.md"), str(tmp_path / "c.md")}
+    proposed = ix.glossary.suggest()
+    assert any({p["term"], p["canonical"]} == {"JWT", "JSON Web Token"} for p in proposed), proposed
+    assert any(p["term"] in ("JWT", "JSON Web Token") for p in ix.glossary.pending())
+    ix.glossary.approve("JWT")
+
+    response = ix.search("jwt expires")
+    assert {h.doc_key for h in response.hits} == {str(tmp_path / n) for n in ("a.md", "b.md", "c.md")}
+    b = next(h for h in response.hits if h.doc_key.endswith("b.md"))
+    assert {
+        "clause": "jwt (glossary)",
+        "matched": '"JSON Web Token"',
+        "via_glossary": "JSON Web Token",
+        "fields": ["body"],
+    } in b.match_reasons
+    assert response.plan.expansions[0]["alternatives"] == ["JSON Web Token"]
+    # phrases and exclusions are literal: no expansion there
+    assert keys(ix, '"jwt"') == {str(tmp_path / "a.md"), str(tmp_path / "c.md")}
+    assert keys(ix, "header OR expires -jwt") == {str(tmp_path / "b.md")}  # the exclusion is not expanded
+    assert keys(ix, "expires -jwt") == {str(tmp_path / "b.md")}
+    ix.glossary.reject("JWT")
+    assert keys(ix, "jwt") == {str(tmp_path / "a.md"), str(tmp_path / "c.md")}
+    assert not any(p["term"] == "JWT" for p in ix.glossary.suggest())  # rejected: never proposed again

@@ -498,12 +498,18 @@ def _match_reasons(chunk_id: int, plan: QueryPlan, found, view) -> list[dict]:
             if item.docs is not None and chunk_id not in item.docs:
                 continue
             fields = set()
-            for term in item.terms:
-                tf_title, tf_body = view._tf(found.get(term), chunk_id)
-                if tf_title and item.item.field != "body":
-                    fields.add("title")
-                if tf_body and item.item.field != "title":
-                    fields.add("body")
+            if len(item.spec) > 1:  # a phrase: the fields where the words line up
+                this = BitMap([chunk_id])
+                for f in [item.item.field] if item.item.field else ["title", "body"]:
+                    if view.phrase_docs(item.spec, this, f):
+                        fields.add(f)
+            else:
+                for term in item.terms:
+                    tf_title, tf_body = view._tf(found.get(term), chunk_id)
+                    if tf_title and item.item.field != "body":
+                        fields.add("title")
+                    if tf_body and item.item.field != "title":
+                        fields.add("body")
             if fields:
                 reasons.append(
                     {
