@@ -17,16 +17,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis import Analyzer, AnalyzerConfig
 from kenning.filters import DEFAULT_COLLECTION, Filters, resolve
+from kenning.fusion import FusionParams
 from kenning.glossary import Glossary
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.query import ParsedQuery, parse_query
 from kenning.search import SearchContext, SearchResponse, run_search
 from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_segments, needs_merge
+from kenning.signals.dense import DenseView
 from kenning.signals.lexical import Bm25Params, LexicalIndex
+from kenning.signals.substring import SubstringView
 from kenning.spelling import Speller, vocabulary_delta
 from kenning.storage import ChunkRow, Storage, StorageError
 
@@ -87,6 +91,21 @@ ProgressCallback = Callable[[str, int, int], None]
 
 
 @dataclass
+class EmbedReport:
+    """What one `Index.embed` run did."""
+
+    model: str = ""
+    backend: str = ""
+    total: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+    per_second: float = 0.0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
 class _VocabularyChanges:
     """Texts of chunks added and removed in one run, to keep the spelling vocabulary exact."""
 
@@ -107,6 +126,7 @@ class Index:
         self.lexical = LexicalIndex(self.storage)
         self._per_generation: dict = {"generation": None}
         self._glossary = None
+        self._embedders: dict[str, object] = {}
 
     def __enter__(self) -> Index:
         return self
@@ -164,6 +184,8 @@ class Index:
             if report.chunks_added or report.chunks_removed or force:
                 builder.flush(self.storage)
                 self.storage.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
+                if report.chunks_removed:
+                    self.storage.drop_orphan_vectors()
                 self.storage.set_live(live)
                 if needs_merge(self.storage, live):
                     merge_segments(self.storage, live)
@@ -294,11 +316,16 @@ class Index:
         strict: bool = False,
         filters: Filters | None = None,
         spell: bool = False,
+        mode: str = "lexical",
+        fusion: FusionParams | None = None,
+        embedder: str | None = None,
     ) -> SearchResponse:
         """Rank chunks for a query in kenning's dialect. See kenning.search for the stages.
 
         detail="full" returns snippets, metadata and match reasons; "heads" only ids, scores, titles
         and locations. `strict` makes every plain word required; `spell` corrects words no chunk holds.
+        mode "lexical", "dense" or "hybrid" (channels fused as `fusion` says); a hybrid search on an
+        index without vectors runs lexically and says so.
         """
         parsed = query if isinstance(query, ParsedQuery) else parse_query(query, strict=strict)
         with self.storage.reading():
@@ -311,7 +338,126 @@ class Index:
                 speller=self._speller() if (spell or detail == "full") else None,
                 resolve_filters=self._resolve_filters,
             )
-            return run_search(ctx, parsed, limit, params or Bm25Params(), explain, detail, filters, spell)
+            notice = None
+            if mode != "lexical":
+                notice = self._attach_vectors(ctx, mode, embedder)
+                if notice:
+                    mode = "lexical"
+            response = run_search(
+                ctx, parsed, limit, params or Bm25Params(), explain, detail, filters, spell, mode, fusion
+            )
+            if notice:
+                response.notices.append(notice)
+            return response
+
+    # ------------------------------------------------------------------------------------ vectors
+    def embedding_model(self) -> dict | None:
+        """The embedder that made this index's vectors: backend, model, dim, fingerprint, spec."""
+        recorded = self.storage.get_meta("embedder")
+        return json.loads(recorded) if recorded else None
+
+    def embedder(self, spec: str | None = None):
+        """An embedder: `spec` if given, else the one this index records, else the default (minilm)."""
+        recorded = self.embedding_model()
+        wanted = spec or (recorded or {}).get("spec") or "minilm"
+        if wanted not in self._embedders:
+            from kenning.embed import make_embedder  # loads model code only when vectors are used
+
+            self._embedders[wanted] = make_embedder(wanted)
+        return self._embedders[wanted]
+
+    def _attach_vectors(self, ctx: SearchContext, mode: str, spec: str | None) -> str | None:
+        """Give the search its dense view and query embedder; a notice when there are no vectors."""
+        recorded = self.embedding_model()
+        if recorded is None:
+            if mode == "dense":
+                raise StorageError(
+                    "this index has no vectors: run `kenning embed` (or index without --no-embed)"
+                )
+            return "this index has no vectors yet (run `kenning embed`): searched lexically"
+        embedder = self.embedder(spec)
+        if embedder.fingerprint() != recorded["fingerprint"]:
+            raise StorageError(
+                f"this index's vectors come from {recorded['model']} ({recorded['backend']}, {recorded['dim']}-d); "
+                f"a query embedded with {embedder.model} ({embedder.backend}) cannot be compared with them"
+            )
+        cache = self._cached()
+        key = ("dense", recorded["fingerprint"])
+        if key not in cache:
+            cache[key] = DenseView(self.storage, recorded["fingerprint"], ctx.view.live_mask)
+        ctx.dense = cache[key]
+        ctx.embed_query = lambda text: embedder.embed([text], kind="query")[0]
+
+        def substring_view():
+            if "substring" not in cache:
+                cache["substring"] = SubstringView(
+                    self.storage, np.frombuffer(ctx.view.live.to_array(), np.uint32)
+                )
+            return cache["substring"]
+
+        ctx.substring = substring_view
+        return None
+
+    def embed(
+        self,
+        embedder=None,
+        batch_size: int = 32,
+        commit_every: int = 512,
+        progress: Callable[[int, int, float], None] | None = None,
+        replace: bool = False,
+    ) -> EmbedReport:
+        """Embed every chunk whose text has no vector from this embedder yet.
+
+        Texts are embedded shortest first (less padding) and committed every `commit_every`, so an
+        interrupted run keeps what it finished and the next run resumes. Vectors from another model are
+        refused unless `replace`, which re-embeds everything with the new one.
+        """
+        spec = embedder if isinstance(embedder, str) or embedder is None else None
+        embedder = self.embedder(spec) if spec is not None or embedder is None else embedder
+        fingerprint = embedder.fingerprint()
+        recorded = self.embedding_model()
+        if recorded and recorded["fingerprint"] != fingerprint and not replace:
+            raise StorageError(
+                f"this index holds vectors from {recorded['model']} ({recorded['backend']}); embedding with "
+                f"{embedder.model} ({embedder.backend}) would mix models: use --replace to re-embed everything"
+            )
+        with self.storage.reading():
+            missing = self.storage.chunks_missing_vectors(fingerprint)
+        missing.sort(key=lambda pair: len(pair[1]))
+        report = EmbedReport(model=embedder.model, backend=embedder.backend, total=len(missing))
+        started = time.perf_counter()
+        description = {
+            **embedder.describe(),
+            "spec": spec or (recorded or {}).get("spec") or embedder.backend,
+        }
+        if not missing and (recorded is None or replace) and recorded != description:
+            with self.storage.transaction():
+                self._record_embedder(description, replace)
+        for start in range(0, len(missing), commit_every):
+            block = missing[start : start + commit_every]
+            vectors = []
+            for i in range(0, len(block), batch_size):
+                vectors.append(
+                    embedder.embed([text for _, text in block[i : i + batch_size]], kind="document")
+                )
+                if progress:
+                    done = start + i + len(vectors[-1])
+                    progress(done, len(missing), done / max(time.perf_counter() - started, 1e-9))
+            with self.storage.transaction():
+                if start == 0:
+                    self._record_embedder(description, replace)
+                self.storage.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
+            report.embedded += len(block)
+        report.seconds = time.perf_counter() - started
+        report.per_second = report.embedded / report.seconds if report.seconds > 0 else 0.0
+        return report
+
+    def _record_embedder(self, description: dict, replace: bool) -> None:
+        if replace:
+            self.storage.conn.execute(
+                "DELETE FROM embeddings WHERE fingerprint != ?", (description["fingerprint"],)
+            )
+        self.storage.set_meta("embedder", json.dumps(description))
 
     @property
     def glossary(self):
@@ -371,4 +517,12 @@ class Index:
                 "last_commit": snapshot.last_commit,
                 "analyzer": self.analyzer.config.to_dict(),
                 "collections": self.storage.collections(),
+                "embedder": self._vector_status(),
             }
+
+    def _vector_status(self) -> dict | None:
+        recorded = self.embedding_model()
+        if recorded is None:
+            return None
+        have = self.storage.count_vectors(recorded["fingerprint"])
+        return {**recorded, "vectors": have, "missing": self.storage.counts()["chunks"] - have}

@@ -24,11 +24,14 @@ from pyroaring import BitMap
 
 from kenning.analysis import TOKEN_RE
 from kenning.filters import Filters
+from kenning.fusion import Channel, FusionParams, fuse
 from kenning.query import Clause, Item, ParsedQuery, Phrase, Word
 from kenning.signals.lexical import Bm25Params, ScoringClause, ScoringTerm
+from kenning.signals.substring import substring_words, top_scores
 from kenning.snippets import make_snippet
 
 DETAILS = ("full", "heads")
+MODES = ("lexical", "dense", "hybrid")
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Funnel:
     scored: int = 0
     returned: int = 0
     constraints: list[dict] = field(default_factory=list)
+    channels: dict[str, dict] = field(default_factory=dict)  # per channel: method, candidates returned
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -58,6 +62,7 @@ class Hit:
     meta: dict = field(default_factory=dict)
     snippet: str = ""
     match_reasons: list[dict] = field(default_factory=list)
+    channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
     explain: dict | None = None
 
     def location(self) -> str:
@@ -200,6 +205,9 @@ class SearchContext:
     glossary: object | None = None
     speller: object | None = None
     resolve_filters: object | None = None  # Filters -> BitMap, cached by the index
+    dense: object | None = None  # DenseView of this generation, when the index has vectors
+    embed_query: object | None = None  # text -> unit vector, with the index's embedder
+    substring: object | None = None  # () -> SubstringView of this generation (built on first use)
 
 
 # ------------------------------------------------------------------------------------------ analyze
@@ -344,6 +352,106 @@ def _clause_docs(clause: PlannedClause, view, within: BitMap) -> BitMap:
     return docs
 
 
+# ------------------------------------------------------------------------------------------ channels
+def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (ids, scores), ties broken by id."""
+    k = min(k, len(ids))
+    if not k:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    top = np.argpartition(-scores, k - 1)[:k] if k < len(ids) else np.arange(k)
+    order = top[np.lexsort((ids[top], -scores[top]))]
+    return ids[order], scores[order]
+
+
+def semantic_text(parsed: ParsedQuery, plan: QueryPlan) -> str:
+    """What the embedder reads: the whole question for plain queries (function words help a sentence
+    embedding), else the positive words and phrases without operators."""
+    if parsed.is_plain:
+        return parsed.text
+    return " ".join(i.item.text for c in plan.clauses for i in c.items if i.via is None)
+
+
+def _dense_allowed(ctx: SearchContext, plan: QueryPlan, filters: Filters, survivors: BitMap) -> np.ndarray:
+    """Chunks a dense or substring hit may be: with a required clause, only lexical survivors (they
+    hold its terms); else every live chunk that passes the filters and no exclusion."""
+    view = ctx.view
+    if any(c.required for c in plan.clauses):
+        return view.mask(survivors)
+    allowed = view.live_mask.copy()
+    if not filters.is_empty():
+        allowed &= view.mask(ctx.resolve_filters(filters))
+    for item in plan.exclusions:
+        allowed &= ~view.mask(_item_docs(item, view, view.live))
+    return allowed
+
+
+def _other_channels(
+    ctx,
+    plan,
+    parsed,
+    filters,
+    survivors,
+    lexical_all,
+    lexical_ids,
+    lexical_scores,
+    limit,
+    mode,
+    fusion,
+    funnel,
+    clock,
+):
+    """The dense and substring channels, then the fusion: returns ranked (id, score) and per-hit parts."""
+    depth = max(limit, fusion.depth)
+    allowed = _dense_allowed(ctx, plan, filters, survivors)
+    text = semantic_text(parsed, plan).strip()
+    query_vec = ctx.embed_query(text) if text else None
+    if query_vec is not None:
+        dense_ids, dense_scores = ctx.dense.search(query_vec, depth, allowed)
+    else:
+        dense_ids, dense_scores = np.zeros(0, dtype=np.int64), np.zeros(0)
+    funnel.channels["dense"] = {
+        "method": ctx.dense.method,
+        "vectors": len(ctx.dense),
+        "returned": len(dense_ids),
+    }
+    clock.lap("dense")
+
+    def cosine(ids):
+        return ctx.dense.similarity(query_vec, ids) if query_vec is not None else np.zeros(len(ids))
+
+    def lexical_of(ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.where(ids < len(lexical_all), lexical_all[np.minimum(ids, len(lexical_all) - 1)], 0.0)
+
+    if mode == "dense":
+        ranked = list(zip(dense_ids.tolist(), dense_scores.tolist(), strict=True))
+        parts = {
+            c: {"dense": {"score": s, "rank": r, "contribution": s}} for r, (c, s) in enumerate(ranked, 1)
+        }
+        return ranked, parts
+
+    channels = {
+        "lexical": Channel("lexical", lexical_ids, lexical_scores, lexical_of),
+        "dense": Channel("dense", dense_ids, dense_scores, cosine),
+    }
+    if fusion.w_substring > 0 and fusion.mode in ("rrf", "norm"):
+        words = substring_words([a.text for c in parsed.clauses for a in c.alternatives], ctx.analyzer)
+        every = ctx.substring().score_all(words) if words else {}
+        sub_ids, sub_scores = top_scores(every, depth, allowed)
+
+        def substring_of(ids, every=every):
+            return np.array([every.get(c, 0.0) for c in np.asarray(ids).tolist()])
+
+        channels["substring"] = Channel("substring", sub_ids, sub_scores, substring_of)
+        funnel.channels["substring"] = {"words": words, "returned": len(sub_ids)}
+        clock.lap("substring")
+    result = fuse(channels, fusion)
+    funnel.channels["fusion"] = {"mode": fusion.mode, "pool": len(result.ids)}
+    clock.lap("fuse")
+    ranked = list(zip(result.ids, result.scores, strict=True))
+    return ranked, result.explain
+
+
 # ------------------------------------------------------------------------------------------ run
 def run_search(
     ctx: SearchContext,
@@ -354,10 +462,21 @@ def run_search(
     detail: str = "full",
     filters: Filters | None = None,
     spell: bool = False,
+    mode: str = "lexical",
+    fusion: FusionParams | None = None,
 ) -> SearchResponse:
-    """Run every stage for one query against one committed snapshot (`ctx.view`)."""
+    """Run every stage for one query against one committed snapshot (`ctx.view`).
+
+    mode "lexical" ranks by BM25 alone; "dense" by cosine alone; "hybrid" fuses the channels.
+    Filters, required clauses and exclusions bind every channel.
+    """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode != "lexical" and ctx.dense is None:
+        raise ValueError(f"mode {mode!r} needs vectors: this index has none (run `kenning embed`)")
+    fusion = fusion or FusionParams()
     if detail not in DETAILS:
         raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     filters = filters or Filters()
@@ -418,19 +537,37 @@ def run_search(
     funnel.scored = len(survivor_ids)
     clock.lap("score")
 
-    # rank
-    k = min(limit, len(survivor_ids))
-    if k:
-        top = np.argpartition(-survivor_scores, k - 1)[:k] if k < len(survivor_ids) else np.arange(k)
-        order = top[np.lexsort((survivor_ids[top], -survivor_scores[top]))]
-        ranked = list(zip(survivor_ids[order].tolist(), survivor_scores[order].tolist(), strict=True))
-    else:
-        ranked = []
-    funnel.returned = len(ranked)
+    # rank (the lexical list; with other channels it is one input of the fusion)
+    lexical_ids, lexical_scores = _top(
+        survivor_ids, survivor_scores, limit if mode == "lexical" else max(limit, fusion.depth)
+    )
+    ranked = list(zip(lexical_ids.tolist(), lexical_scores.tolist(), strict=True))
     clock.lap("rank")
+
+    channels_of: dict[int, dict] = {}
+    if mode != "lexical":
+        ranked, channels_of = _other_channels(
+            ctx,
+            plan,
+            parsed,
+            filters,
+            survivors,
+            scores,
+            lexical_ids,
+            lexical_scores,
+            limit,
+            mode,
+            fusion,
+            funnel,
+            clock,
+        )
+    ranked = ranked[:limit]
+    funnel.returned = len(ranked)
 
     # present
     hits = _present(ranked, ctx, plan, found, scoring, params, detail, explain)
+    for hit in hits:
+        hit.channels = channels_of.get(hit.id, {})
     response = SearchResponse(parsed.text, plan, hits, funnel, params, filters)
     response.missing_terms = [t for t in plan.terms if found.get(t) is None]
     response.notices = list(parsed.notices) + [

@@ -11,12 +11,15 @@ Layout:
   segment; deleting a chunk only removes it from the `live` bitmap, and segments are merged (dropping
   dead postings) when there are too many. Because a segment never changes, readers cache its postings
   by segment id without ever invalidating them.
+- `embeddings`: one vector per (hash of the embedded text, embedder fingerprint), so re-indexing embeds
+  only new text and a section that moved, or reappears in another file, is never embedded again.
 - `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
 - `meta`: schema version, analyzer settings, the `live` bitmap, the commit generation and time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -29,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "index.db"
 
 _SCHEMA = """
@@ -57,7 +60,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     page INTEGER,
     time REAL,
     meta TEXT NOT NULL,
-    content_hash TEXT NOT NULL
+    content_hash TEXT NOT NULL,
+    text_hash TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_key);
@@ -69,6 +73,12 @@ CREATE TABLE IF NOT EXISTS segments (
     title_lens BLOB NOT NULL,
     body_lens BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS embeddings (
+    text_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (text_hash, fingerprint)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vocabulary (word TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS postings (
     segment_id INTEGER NOT NULL,
@@ -84,6 +94,15 @@ CREATE TABLE IF NOT EXISTS postings (
 
 
 _SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
+
+
+def embedding_text(title: str, body: str) -> str:
+    """What an embedder sees for a chunk: its heading path, then its text."""
+    return f"{title}\n{body}" if title else body
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class StorageError(Exception):
@@ -392,7 +411,7 @@ class Storage:
         self._require_txn()
         cur = self.conn.execute(
             "INSERT INTO chunks(source_id, ordinal, doc_key, title, body, start_line, end_line, page, time,"
-            " meta, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " meta, content_hash, text_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 source_id,
                 ordinal,
@@ -405,6 +424,7 @@ class Storage:
                 chunk.time,
                 json.dumps(chunk.meta, default=str),
                 content_hash,
+                text_hash(embedding_text(chunk.title, chunk.body)),
             ),
         )
         return int(cur.lastrowid)
@@ -540,6 +560,58 @@ class Storage:
 
     def vocabulary(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT word, df FROM vocabulary"))
+
+    # ----------------------------------------------------------------------------- embeddings
+    def chunks_missing_vectors(self, fingerprint: str) -> list[tuple[str, str]]:
+        """(text_hash, text) of live chunks whose text has no vector from this embedder yet."""
+        rows = self.conn.execute(
+            "SELECT c.text_hash, c.title, c.body FROM chunks c WHERE NOT EXISTS ("
+            " SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.fingerprint = ?)"
+            " GROUP BY c.text_hash",
+            (fingerprint,),
+        )
+        return [(h, embedding_text(t, b)) for h, t, b in rows]
+
+    def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
+        self._require_txn()
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embeddings(text_hash, fingerprint, vector) VALUES (?,?,?)",
+            [
+                (h, fingerprint, np.asarray(v, dtype=np.float32).tobytes())
+                for h, v in zip(hashes, vectors, strict=True)
+            ],
+        )
+
+    def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, float32 matrix) of every chunk that has a vector from this embedder."""
+        ids, blobs = [], []
+        for cid, blob in self.conn.execute(
+            "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
+            " ON e.text_hash = c.text_hash AND e.fingerprint = ? ORDER BY c.id",
+            (fingerprint,),
+        ):
+            ids.append(cid)
+            blobs.append(blob)
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), -1)
+        return np.array(ids, dtype=np.int64), matrix
+
+    def drop_orphan_vectors(self) -> int:
+        """Vectors whose text no chunk holds any more (after deletions)."""
+        self._require_txn()
+        cur = self.conn.execute(
+            "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM chunks)"
+        )
+        return cur.rowcount
+
+    def count_vectors(self, fingerprint: str) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = ?",
+                (fingerprint,),
+            ).fetchone()[0]
+        )
 
     def count_terms(self) -> int:
         return int(self.conn.execute("SELECT COUNT(DISTINCT term) FROM postings").fetchone()[0])

@@ -1,0 +1,149 @@
+"""Fusion: one ranking from independent channels (lexical BM25, dense cosine, substring).
+
+Modes:
+- rrf:    sum over channels of w_c / (k + rank_c), ranks 1-based within each channel's top `depth`
+          (a chunk absent from a channel gets nothing from it).
+- norm:   each channel's raw scores min-max normalised to [0, 1] over the candidate pool (the union of
+          every channel's top `depth`), then a weighted sum. Every candidate's score in every channel is
+          known (lexical and cosine are computed for the whole pool), so no guess fills a gap.
+- blend:  Lume's line: bm25 * (1 + alpha * cosine + beta * graph); a chunk with no lexical match is
+          admitted with cosine + beta * graph, so semantic-only hits rank below lexical ones. The graph
+          signal arrives with a later issue; beta keeps its slot (graph = 0 today).
+- rerank: luplo's rule: vectors only reorder the lexical candidates, by cosine; they never add any,
+          and an empty lexical result stays empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+FUSIONS = ("rrf", "norm", "blend", "rerank")
+CHANNELS = ("lexical", "dense", "substring")
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    """Every fusion knob, with defaults chosen by `kenning eval` (see benchmarks/tune_hybrid.py)."""
+
+    mode: str = "norm"
+    depth: int = 100
+    rrf_k: float = 60.0
+    w_lexical: float = 1.0
+    w_dense: float = 1.0
+    w_substring: float = 0.0
+    alpha: float = 0.5
+    beta: float = 0.0
+
+    def __post_init__(self):
+        if self.mode not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.mode!r}: choose one of {', '.join(FUSIONS)}")
+        if self.depth < 1:
+            raise ValueError(f"depth must be at least 1, got {self.depth}")
+        if self.rrf_k <= 0:
+            raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")
+        for name in ("w_lexical", "w_dense", "w_substring", "alpha", "beta"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+    def weight(self, channel: str) -> float:
+        return getattr(self, f"w_{channel}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Channel:
+    """One channel's ranked list (best first) and a way to score any chunk in it."""
+
+    name: str
+    ids: np.ndarray
+    scores: np.ndarray
+    score_of: object = None  # callable(ids) -> raw scores, for chunks beyond the list
+
+    def ranks(self) -> dict[int, int]:
+        return {int(c): r for r, c in enumerate(self.ids.tolist(), 1)}
+
+
+@dataclass
+class Fused:
+    ids: list[int]
+    scores: list[float]
+    explain: dict[int, dict] = field(default_factory=dict)
+
+
+def _sorted(scores: dict[int, float]) -> tuple[list[int], list[float]]:
+    order = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [c for c, _ in order], [s for _, s in order]
+
+
+def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
+    """Combine channels into one ranked list, recording each channel's part for every chunk."""
+    lists = {name: ch for name, ch in channels.items() if ch is not None}
+    ranks = {name: ch.ranks() for name, ch in lists.items()}
+    explain: dict[int, dict] = {}
+
+    def note(cid: int, name: str, raw: float, part: float) -> None:
+        explain.setdefault(cid, {})[name] = {"score": raw, "rank": ranks[name].get(cid), "contribution": part}
+
+    if params.mode == "rrf":
+        fused: dict[int, float] = {}
+        for name, ch in lists.items():
+            w = params.weight(name)
+            for r, (cid, raw) in enumerate(
+                zip(ch.ids[: params.depth].tolist(), ch.scores.tolist(), strict=False), 1
+            ):
+                part = w / (params.rrf_k + r)
+                fused[cid] = fused.get(cid, 0.0) + part
+                note(cid, name, raw, part)
+        ids, scores = _sorted(fused)
+        return Fused(ids, scores, explain)
+
+    if params.mode == "rerank":
+        lexical = lists.get("lexical")
+        dense = lists.get("dense")
+        if lexical is None or not len(lexical.ids):
+            return Fused([], [], {})
+        pool = lexical.ids[: params.depth]
+        cos = dense.score_of(pool) if dense is not None else np.zeros(len(pool))
+        fused = {}
+        for cid, raw, c in zip(pool.tolist(), lexical.scores.tolist(), cos.tolist(), strict=False):
+            fused[cid] = c
+            note(cid, "lexical", raw, 0.0)
+            explain[cid]["dense"] = {"score": c, "rank": None, "contribution": c}
+        ids, scores = _sorted(fused)
+        return Fused(ids, scores, explain)
+
+    # norm and blend work on the pool: every channel's top `depth`, each scored in every channel
+    pool = np.array(
+        sorted({int(c) for ch in lists.values() for c in ch.ids[: params.depth].tolist()}), dtype=np.int64
+    )
+    if not len(pool):
+        return Fused([], [], {})
+    raw = {name: np.asarray(ch.score_of(pool), dtype=np.float64) for name, ch in lists.items()}
+
+    if params.mode == "blend":
+        bm25 = raw.get("lexical", np.zeros(len(pool)))
+        sem = np.clip(raw.get("dense", np.zeros(len(pool))), 0.0, None)
+        graph = np.zeros(len(pool))
+        scores = np.where(
+            bm25 > 0, bm25 * (1 + params.alpha * sem + params.beta * graph), sem + params.beta * graph
+        )
+        for i, cid in enumerate(pool.tolist()):
+            note(cid, "lexical", float(bm25[i]), float(bm25[i]))
+            note(cid, "dense", float(sem[i]), float(scores[i] - bm25[i]) if bm25[i] > 0 else float(sem[i]))
+        ids, fused_scores = _sorted(dict(zip(pool.tolist(), scores.tolist(), strict=True)))
+        return Fused(ids, fused_scores, explain)
+
+    total = np.zeros(len(pool))
+    for name, values in raw.items():
+        lo, hi = float(values.min()), float(values.max())
+        normalised = (values - lo) / (hi - lo) if hi > lo else np.zeros(len(values))
+        part = params.weight(name) * normalised
+        total += part
+        for i, cid in enumerate(pool.tolist()):
+            note(cid, name, float(values[i]), float(part[i]))
+    ids, scores = _sorted(dict(zip(pool.tolist(), total.tolist(), strict=True)))
+    return Fused(ids, scores, explain)

@@ -1,0 +1,101 @@
+"""The dense signal: cosine similarity between the query's embedding and every live chunk's.
+
+Exact search (one matrix product) is fast and perfect up to tens of thousands of chunks; above
+`HNSW_THRESHOLD` live vectors an HNSW graph (usearch) answers instead. The method used is reported in
+every search. HNSW cannot filter while it walks, so it over-fetches and filters afterwards, falling back
+to exact search over the allowed chunks when too few survive.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+HNSW_THRESHOLD = 50_000
+
+
+class DenseView:
+    """The vectors of one committed generation for one embedder fingerprint."""
+
+    def __init__(
+        self, storage, fingerprint: str, live_mask: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD
+    ):
+        ids, matrix = storage.chunk_vectors(fingerprint)
+        keep = (
+            (ids < len(live_mask)) & live_mask[np.minimum(ids, len(live_mask) - 1)] if len(ids) else ids > 0
+        )
+        self.ids = ids[keep]
+        self.matrix = np.ascontiguousarray(matrix[keep]) if len(ids) else matrix
+        self.position = {int(cid): i for i, cid in enumerate(self.ids)}
+        self.method = "hnsw" if len(self.ids) >= hnsw_threshold else "exact"
+        self._hnsw = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _graph(self):
+        if self._hnsw is None:
+            from usearch.index import Index as HnswIndex
+
+            graph = HnswIndex(
+                ndim=self.matrix.shape[1],
+                metric="cos",
+                dtype="f32",
+                connectivity=16,
+                expansion_add=128,
+                expansion_search=96,
+            )
+            graph.add(self.ids, self.matrix, threads=0)
+            self._hnsw = graph
+        return self._hnsw
+
+    def search(
+        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (chunk ids, cosine similarities), best first. `allowed`: boolean mask over chunk ids."""
+        if not len(self.ids) or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        if self.method == "hnsw":
+            found = self._search_hnsw(query, k, allowed)
+            if found is not None:
+                return found
+        return self._search_exact(query, k, allowed)
+
+    def _search_exact(self, query, k, allowed):
+        ids, sims = self.ids, self.matrix @ query.astype(np.float32)
+        if allowed is not None:
+            keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
+            ids, sims = ids[keep], sims[keep]
+        k = min(k, len(ids))
+        if k == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+        order = top[np.lexsort((ids[top], -sims[top]))]
+        return ids[order], sims[order].astype(np.float64)
+
+    def _search_hnsw(self, query, k, allowed):
+        fetch = min(len(self.ids), k * 4 if allowed is not None else k)
+        matches = self._graph().search(query.astype(np.float32), fetch)
+        ids = np.asarray(matches.keys, dtype=np.int64)
+        sims = 1.0 - np.asarray(matches.distances, dtype=np.float64)
+        if allowed is not None:
+            keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
+            ids, sims = ids[keep], sims[keep]
+            if len(ids) < k and len(ids) < int(allowed.sum()):
+                return None  # the filter is too tight for the graph: let exact search answer
+        order = np.lexsort((ids, -sims))[:k]
+        return ids[order], sims[order]
+
+    def similarity(self, query: np.ndarray, chunk_ids) -> np.ndarray:
+        """Cosine similarity for given chunks (0 for chunks without a vector)."""
+        out = np.zeros(len(chunk_ids))
+        rows = [(i, self.position.get(int(c))) for i, c in enumerate(chunk_ids)]
+        have = [(i, p) for i, p in rows if p is not None]
+        if have:
+            idx = np.array([i for i, _ in have])
+            pos = np.array([p for _, p in have])
+            out[idx] = self.matrix[pos] @ query.astype(np.float32)
+        return out
+
+    def vector(self, chunk_id: int) -> np.ndarray | None:
+        p = self.position.get(int(chunk_id))
+        return None if p is None else self.matrix[p]

@@ -1,0 +1,92 @@
+"""The substring signal: query words found verbatim (case-insensitively) in chunks' raw text.
+
+It catches what analysis changes: version strings, error codes, numbers, identifiers and words that
+stemming conflates. Each chunk scores the fraction of the query's words it contains, plus a small
+bonus that grows with how often they occur, so a chunk containing every word ranks first.
+
+The raw texts of one generation are joined into one casefolded string, so each word is located by
+C-level `str.find` scans and mapped back to chunks by offset.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+MIN_WORD = 2
+_WORD = re.compile(r"\S+")
+_TRIM = "\"'`.,;:!?()[]{}<>"
+
+
+def substring_words(texts: list[str], analyzer) -> list[str]:
+    """The words to look for: whitespace-separated, trimmed of outer punctuation, no stopwords."""
+    words: dict[str, None] = {}
+    for text in texts:
+        for raw in _WORD.findall(text):
+            word = raw.strip(_TRIM).casefold()
+            if len(word) >= MIN_WORD and not analyzer.is_stopword(word):
+                words.setdefault(word, None)
+    return list(words)
+
+
+class SubstringView:
+    """Casefolded raw text of one generation's live chunks, searchable by substring."""
+
+    def __init__(self, storage, live_ids: np.ndarray):
+        parts, starts, ids = [], [], []
+        offset = 0
+        wanted = set(live_ids.tolist())
+        for cid, title, body in storage.conn.execute("SELECT id, title, body FROM chunks ORDER BY id"):
+            if cid not in wanted:
+                continue
+            text = f"{title}\n{body}".casefold()
+            ids.append(cid)
+            starts.append(offset)
+            parts.append(text)
+            offset += len(text) + 1
+        self.text = "\x00".join(parts)
+        self.starts = np.array(starts, dtype=np.int64)
+        self.ids = np.array(ids, dtype=np.int64)
+
+    def counts(self, word: str, cap: int = 10_000) -> dict[int, int]:
+        """Occurrences of `word` per chunk id (scanning stops after `cap` occurrences)."""
+        hits = []
+        find = self.text.find
+        at = find(word)
+        while at != -1 and len(hits) < cap:
+            hits.append(at)
+            at = find(word, at + 1)
+        if not hits:
+            return {}
+        owners = self.ids[np.searchsorted(self.starts, np.array(hits), side="right") - 1]
+        unique, counts = np.unique(owners, return_counts=True)
+        return dict(zip(unique.tolist(), counts.tolist(), strict=True))
+
+    def score_all(self, words: list[str]) -> dict[int, float]:
+        """Every chunk holding any of the words: fraction of words present, plus up to 0.01 for how often."""
+        present: dict[int, int] = {}
+        total: dict[int, int] = {}
+        for word in words:
+            for cid, n in self.counts(word).items():
+                present[cid] = present.get(cid, 0) + 1
+                total[cid] = total.get(cid, 0) + n
+        return {c: present[c] / len(words) + 0.01 * min(total[c], 10) / 10 for c in present}
+
+    def search(
+        self, words: list[str], k: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (chunk ids, scores), best first, among `allowed` chunks (a boolean mask over ids)."""
+        if not words or not len(self.ids):
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return top_scores(self.score_all(words), k, allowed)
+
+
+def top_scores(scores: dict[int, float], k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array(list(scores), dtype=np.int64)
+    values = np.array(list(scores.values()), dtype=np.float64)
+    if allowed is not None and len(ids):
+        keep = (ids < len(allowed)) & allowed[np.minimum(ids, len(allowed) - 1)]
+        ids, values = ids[keep], values[keep]
+    order = np.lexsort((ids, -values))[:k]
+    return ids[order], values[order]

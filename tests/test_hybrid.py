@@ -1,0 +1,293 @@
+"""Dense vectors, fusion modes and the hybrid pipeline, with a deterministic fake embedder.
+
+The fake embedder hashes words into 1024 dimensions and maps a few synonyms to one dimension, so
+"automobile" is close to "car" although they share no letters: a vocabulary gap lexical search
+cannot bridge.
+"""
+
+import json
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+from kenning import Index
+from kenning.filters import Filters
+from kenning.fusion import Channel, FusionParams, fuse
+from kenning.signals.dense import DenseView
+from kenning.storage import StorageError
+
+SYNONYMS = {"automobile": "car", "vehicle": "car", "physician": "doctor"}
+
+
+class FakeEmbedder:
+    backend = "fake"
+    dim = 1024
+
+    def __init__(self, model="bag-of-words", fail_after=None):
+        self.model = model
+        self.calls = 0
+        self.embedded = 0
+        self.fail_after = fail_after
+
+    def fingerprint(self):
+        return f"fake:{self.model}"
+
+    def describe(self):
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "dim": self.dim,
+            "fingerprint": self.fingerprint(),
+        }
+
+    def embed(self, texts, kind="document"):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-run
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().replace(".", " ").split():
+                word = SYNONYMS.get(word, word)
+                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        self.embedded += len(texts)
+        return out
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    write(tmp_path / "docs" / "cars.md", "# Cars\n\nThe car needs new tyres and an oil change.\n")
+    write(tmp_path / "docs" / "clinic.md", "# Clinic\n\nThe doctor sees patients on Monday.\n")
+    write(tmp_path / "docs" / "release.md", "# Release\n\nVersion v2.3.1 fixes the oil gauge.\n")
+    write(tmp_path / "docs" / "misc.md", "# Misc\n\nNothing about engines here, only gardens.\n")
+    return tmp_path
+
+
+@pytest.fixture
+def index(corpus):
+    ix = Index(corpus / "ix")
+    ix.add([corpus / "docs"])
+    ix._embedders["fake"] = FakeEmbedder()
+    ix.embed("fake")
+    yield ix
+    ix.close()
+
+
+def titles(response):
+    return [h.title for h in response.hits]
+
+
+# ------------------------------------------------------------------------------------------ embedding
+
+
+def test_embed_records_model_and_is_incremental(corpus, index):
+    status = index.status()["embedder"]
+    assert status["model"] == "bag-of-words" and status["vectors"] == 4 and status["missing"] == 0
+    fake = index._embedders["fake"]
+    assert index.embed("fake").embedded == 0  # nothing new
+    write(corpus / "docs" / "clinic.md", "# Clinic\n\nThe doctor sees patients on Tuesday.\n")
+    write(corpus / "docs" / "moved.md", "# Cars\n\nThe car needs new tyres and an oil change.\n")
+    index.add([corpus / "docs"])
+    before = fake.embedded
+    report = index.embed("fake")
+    assert report.embedded == 1 and fake.embedded - before == 1  # the same text elsewhere is not re-embedded
+    assert index.status()["embedder"]["vectors"] == 5
+
+
+def test_embedding_resumes_after_interruption(corpus):
+    for i in range(40):
+        write(corpus / "many" / f"n{i}.md", f"# Note {i}\n\nword{i} text\n")
+    ix = Index(corpus / "ix2")
+    ix.add([corpus / "many"])
+    ix._embedders["fake"] = FakeEmbedder(fail_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        ix.embed("fake", batch_size=4, commit_every=8)
+    kept = ix.status()["embedder"]["vectors"]
+    assert kept == 8  # the first committed block survived; the half-done one did not
+    ix._embedders["fake"] = FakeEmbedder()
+    assert ix.embed("fake", batch_size=4, commit_every=8).embedded == 32
+
+
+def test_model_mismatch_is_refused(index):
+    index._embedders["other"] = FakeEmbedder(model="another-model")
+    with pytest.raises(StorageError, match="cannot be compared"):
+        index.search("car", mode="hybrid", embedder="other")
+    with pytest.raises(StorageError, match="would mix models"):
+        index.embed("other")
+    index.embed("other", replace=True)
+    assert index.embedding_model()["model"] == "another-model"
+    assert index.search("car", mode="dense", embedder="other").hits
+
+
+def test_no_vectors_degrades_with_notice(corpus):
+    ix = Index(corpus / "plain")
+    ix.add([corpus / "docs"])
+    response = ix.search("car", mode="hybrid")
+    assert "no vectors" in response.notices[-1] and titles(response) == ["Cars"]
+    with pytest.raises(StorageError, match="no vectors"):
+        ix.search("car", mode="dense")
+
+
+# ------------------------------------------------------------------------------------------ modes
+
+
+def test_dense_bridges_the_vocabulary_gap(index):
+    assert index.search("automobile", mode="lexical").hits == []
+    dense = index.search("automobile", mode="dense")
+    assert titles(dense)[0] == "Cars" and dense.funnel.channels["dense"]["method"] == "exact"
+    hybrid = index.search("automobile", mode="hybrid")
+    assert titles(hybrid)[0] == "Cars"
+    assert hybrid.hits[0].channels["dense"]["rank"] == 1
+
+
+def test_rerank_fusion_never_adds_candidates(index):
+    fusion = FusionParams(mode="rerank")
+    assert index.search("automobile", mode="hybrid", fusion=fusion).hits == []  # honesty rule
+    response = index.search("oil", mode="hybrid", fusion=fusion)
+    assert set(titles(response)) == {"Cars", "Release"}
+
+
+def test_blend_ranks_semantic_only_hits_below_lexical(index):
+    response = index.search("physician oil", mode="hybrid", fusion=FusionParams(mode="blend"), limit=10)
+    names = titles(response)
+    assert names.index("Clinic") > max(names.index("Cars"), names.index("Release"))
+
+
+def test_constraints_bind_every_channel(index):
+    response = index.search("automobile -car", mode="hybrid")
+    assert "Cars" not in titles(response)
+    response = index.search("automobile", mode="dense", filters=Filters(paths=("*clinic*",)))
+    assert titles(response) == ["Clinic"]
+    response = index.search("+oil automobile", mode="hybrid")
+    assert set(titles(response)) <= {"Cars", "Release"}
+
+
+def test_substring_channel_finds_verbatim_codes(index):
+    fusion = FusionParams(mode="rrf", w_substring=1.0)
+    response = index.search("v2.3.1", mode="hybrid", fusion=fusion)
+    assert titles(response)[0] == "Release"
+    assert response.hits[0].channels["substring"]["rank"] == 1
+    assert response.funnel.channels["substring"]["words"] == ["v2.3.1"]
+
+
+def test_hybrid_explain_and_json(index):
+    response = index.search("oil change", mode="hybrid", explain=True)
+    data = json.loads(json.dumps(response.to_dict(), default=str))
+    first = data["hits"][0]
+    assert set(first["channels"]) == {"lexical", "dense"}
+    assert "dense" in data["funnel"]["timings_ms"] and "fuse" in data["funnel"]["timings_ms"]
+
+
+# ------------------------------------------------------------------------------------------ fusion by hand
+
+
+def channel(name, pairs, score_of=None):
+    ids = np.array([c for c, _ in pairs], dtype=np.int64)
+    scores = np.array([s for _, s in pairs])
+    lookup = dict(pairs)
+    return Channel(
+        name, ids, scores, score_of or (lambda q: np.array([lookup.get(c, 0.0) for c in np.asarray(q)]))
+    )
+
+
+def test_rrf_by_hand():
+    # The seed's worked example: ranks (sem, bm25, ilike) per chunk, k = 60.
+    lex = channel("lexical", [(2, 9), (3, 8), (1, 7)])
+    dense = channel("dense", [(1, 0.9), (2, 0.8)])
+    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="rrf", rrf_k=60))
+    expected = {1: 1 / 63 + 1 / 61, 2: 1 / 61 + 1 / 62, 3: 1 / 62}
+    assert fused.ids == [2, 1, 3]
+    assert fused.scores == pytest.approx([expected[2], expected[1], expected[3]])
+    weighted = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="rrf", w_dense=3.0))
+    assert weighted.ids[0] == 1  # 1/63 + 3/61 beats 1/61 + 3/62
+
+
+def test_norm_by_hand():
+    lex = channel("lexical", [(1, 10.0), (2, 5.0)])
+    dense = channel(
+        "dense", [(3, 0.9), (2, 0.5)], lambda q: np.array([{1: 0.1, 2: 0.5, 3: 0.9}[c] for c in q])
+    )
+    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="norm", w_lexical=1.0, w_dense=2.0))
+    # pool {1,2,3}; lexical raw (10, 5, 0) -> (1, .5, 0); dense raw (.1, .5, .9) -> (0, .5, 1)
+    expected = {1: 1.0, 2: 0.5 + 1.0, 3: 2.0}
+    assert fused.ids == [3, 2, 1] and fused.scores == pytest.approx([expected[3], expected[2], expected[1]])
+
+
+def test_blend_by_hand():
+    lex = channel("lexical", [(1, 4.0), (2, 2.0)])
+    dense = channel(
+        "dense", [(3, 0.8), (2, 0.5)], lambda q: np.array([{1: -0.2, 2: 0.5, 3: 0.8}[c] for c in q])
+    )
+    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="blend", alpha=1.0))
+    # 1: 4 * (1 + 0) (negative cosine clipped); 2: 2 * (1 + 0.5) = 3; 3: semantic only = 0.8
+    assert fused.ids == [1, 2, 3] and fused.scores == pytest.approx([4.0, 3.0, 0.8])
+
+
+def test_rerank_by_hand():
+    lex = channel("lexical", [(1, 4.0), (2, 2.0)])
+    dense = channel(
+        "dense", [(3, 0.9), (2, 0.6)], lambda q: np.array([{1: 0.1, 2: 0.6, 3: 0.9}[c] for c in q])
+    )
+    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="rerank"))
+    assert fused.ids == [2, 1] and 3 not in fused.ids
+    empty = fuse({"lexical": channel("lexical", []), "dense": dense}, FusionParams(mode="rerank"))
+    assert empty.ids == []
+
+
+def test_bad_fusion_params():
+    with pytest.raises(ValueError, match="unknown fusion"):
+        FusionParams(mode="magic")
+    with pytest.raises(ValueError, match="w_dense"):
+        FusionParams(w_dense=-1)
+
+
+# ------------------------------------------------------------------------------------------ HNSW
+
+
+class _Vectors:
+    def __init__(self, ids, matrix):
+        self.ids, self.matrix = ids, matrix
+
+    def chunk_vectors(self, fingerprint):
+        return self.ids, self.matrix
+
+
+def test_hnsw_recall_against_exact():
+    rng = np.random.default_rng(7)
+    n, dim = 4000, 32
+    matrix = rng.normal(size=(n, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = np.arange(1, n + 1, dtype=np.int64)
+    live = np.ones(n + 1, dtype=bool)
+    exact = DenseView(_Vectors(ids, matrix), "f", live, hnsw_threshold=10**9)
+    graph = DenseView(_Vectors(ids, matrix), "f", live, hnsw_threshold=1000)
+    assert exact.method == "exact" and graph.method == "hnsw"
+    recall = []
+    for _ in range(50):
+        q = rng.normal(size=dim).astype(np.float32)
+        q /= np.linalg.norm(q)
+        truth = set(exact.search(q, 10)[0].tolist())
+        found = set(graph.search(q, 10)[0].tolist())
+        recall.append(len(truth & found) / 10)
+    assert np.mean(recall) >= 0.95
+    allowed = np.zeros(n + 1, dtype=bool)
+    allowed[ids[::50]] = True  # a tight filter falls back to exact search over the allowed chunks
+    q = matrix[0]
+    got, _ = graph.search(q, 10, allowed)
+    want, _ = exact.search(q, 10, allowed)
+    assert got.tolist() == want.tolist()
+
+
+def test_cosine_scores_are_cosines(index):
+    response = index.search("doctor", mode="dense")
+    assert math.isclose(response.hits[0].score, response.hits[0].channels["dense"]["score"])
+    assert -1.0 <= response.hits[-1].score <= 1.0
