@@ -378,7 +378,8 @@ class Index:
         embedder = self.embedder(spec)
         if embedder.fingerprint() != recorded["fingerprint"]:
             raise StorageError(
-                f"this index's vectors come from {recorded['model']} ({recorded['backend']}, {recorded['dim']}-d); "
+                f"this index's vectors come from {recorded['model']} "
+                f"({recorded['backend']}, {recorded['dim']}-d); "
                 f"a query embedded with {embedder.model} ({embedder.backend}) cannot be compared with them"
             )
         cache = self._cached()
@@ -419,7 +420,8 @@ class Index:
         if recorded and recorded["fingerprint"] != fingerprint and not replace:
             raise StorageError(
                 f"this index holds vectors from {recorded['model']} ({recorded['backend']}); embedding with "
-                f"{embedder.model} ({embedder.backend}) would mix models: use --replace to re-embed everything"
+                f"{embedder.model} ({embedder.backend}) would mix models: "
+                "use --replace to re-embed everything"
             )
         with self.storage.reading():
             missing = self.storage.chunks_missing_vectors(fingerprint)

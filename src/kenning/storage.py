@@ -608,7 +608,8 @@ class Storage:
     def count_vectors(self, fingerprint: str) -> int:
         return int(
             self.conn.execute(
-                "SELECT COUNT(*) FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = ?",
+                "SELECT COUNT(*) FROM chunks c JOIN embeddings e"
+                " ON e.text_hash = c.text_hash AND e.fingerprint = ?",
                 (fingerprint,),
             ).fetchone()[0]
         )
