@@ -97,7 +97,14 @@ def test_no_results_says_why(tmp_path, notes, capsys):
 def test_books_sections_and_explained_search(tmp_path, capsys):
     ix = str(tmp_path / "ix")
     code, out, _ = run(
-        capsys, "index", str(BOOKS / "monte-cristo.md"), str(BOOKS / "dracula.md"), "--index", ix, "--json"
+        capsys,
+        "index",
+        str(BOOKS / "monte-cristo.md"),
+        str(BOOKS / "dracula.md"),
+        "--index",
+        ix,
+        "--json",
+        "--no-embed",
     )
     assert code == 0 and json.loads(out)["errors"] == []
     from kenning import Index

@@ -103,7 +103,7 @@ def test_empty_result_names_the_filter(index):
     _, response = titles(index, "+plan rotation", collections=("code",))
     assert response.empty_reason == "+plan has no postings in collection code"
     _, response = titles(index, "rotation", collections=("code",), meta=(("status", "draft"),))
-    assert response.empty_reason.startswith("rotat has no postings in collection code; status=draft")
+    assert response.empty_reason.startswith("rotation has no postings in collection code; status=draft")
 
 
 def test_bad_filter_values_are_named():

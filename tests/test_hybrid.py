@@ -149,6 +149,16 @@ def test_dense_bridges_the_vocabulary_gap(index):
     assert hybrid.hits[0].channels["dense"]["rank"] == 1
 
 
+def test_vector_only_hits_need_min_similarity_and_are_flagged(index):
+    response = index.search("kubernetes", mode="hybrid")
+    assert response.hits == [] and response.funnel.channels["dense"]["below_min_similarity"] == 4
+    assert "no indexed chunk contains kubernetes" in response.empty_reason
+    response = index.search("automobile", mode="hybrid")  # cosine with the car document is high
+    assert titles(response) == ["Cars"]
+    assert "only semantically similar" in response.notices[-1]
+    assert index.search("oil", mode="hybrid").notices == []
+
+
 def test_rerank_fusion_never_adds_candidates(index):
     fusion = FusionParams(mode="rerank")
     assert index.search("automobile", mode="hybrid", fusion=fusion).hits == []  # honesty rule
@@ -157,17 +167,19 @@ def test_rerank_fusion_never_adds_candidates(index):
 
 
 def test_blend_ranks_semantic_only_hits_below_lexical(index):
-    response = index.search("physician oil", mode="hybrid", fusion=FusionParams(mode="blend"), limit=10)
+    blend = FusionParams(mode="blend", min_similarity=0.0)
+    response = index.search("physician oil", mode="hybrid", fusion=blend, limit=10)
     names = titles(response)
     assert names.index("Clinic") > max(names.index("Cars"), names.index("Release"))
 
 
 def test_constraints_bind_every_channel(index):
-    response = index.search("automobile -car", mode="hybrid")
+    anything = FusionParams(min_similarity=-1.0)
+    response = index.search("automobile -car", mode="hybrid", fusion=anything)
     assert "Cars" not in titles(response)
-    response = index.search("automobile", mode="dense", filters=Filters(paths=("*clinic*",)))
+    response = index.search("automobile", mode="dense", filters=Filters(paths=("*clinic*",)), fusion=anything)
     assert titles(response) == ["Clinic"]
-    response = index.search("+oil automobile", mode="hybrid")
+    response = index.search("+oil automobile", mode="hybrid", fusion=anything)
     assert set(titles(response)) <= {"Cars", "Release"}
 
 

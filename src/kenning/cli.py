@@ -24,7 +24,9 @@ from kenning.config import (
 )
 from kenning.eval import DatasetError, evaluate
 from kenning.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
-from kenning.index import Index, display_path
+from kenning.fusion import FUSIONS, FusionParams
+from kenning.index import SEARCH_MODES, Index, display_path
+from kenning.postprocess import PostprocessOptions, describe
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.storage import StorageError
 
@@ -56,6 +58,89 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
         g.add_argument(
             f"--{name.replace('_', '-')}", default=None, help=f"{text} (default {default})", **kind
         )
+
+
+FUSION_HELP = {
+    "depth": "results each channel contributes to the fusion",
+    "rrf_k": "RRF smoothing constant",
+    "w_lexical": "weight of the lexical channel (rrf, norm)",
+    "w_dense": "weight of the dense channel (rrf, norm)",
+    "w_substring": "weight of the substring channel (rrf, norm; 0 turns it off)",
+    "alpha": "blend: weight of cosine similarity",
+    "beta": "blend: weight of the graph signal (kept for the entity graph)",
+    "min_similarity": "cosine a chunk found only by vectors must reach",
+}
+
+
+def _add_fusion(p: argparse.ArgumentParser) -> None:
+    """Search mode, fusion mode and every fusion knob; unset flags fall back like the BM25 knobs."""
+    defaults = FusionParams()
+    g = p.add_argument_group("channels and fusion")
+    g.add_argument(
+        "--mode",
+        choices=SEARCH_MODES,
+        default=None,
+        help="lexical, dense or hybrid (default auto: hybrid when the index has vectors)",
+    )
+    g.add_argument(
+        "--fusion", choices=FUSIONS, default=None, help=f"how channels combine (default {defaults.mode})"
+    )
+    for name, text in FUSION_HELP.items():
+        kind = int if name == "depth" else float
+        g.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=kind,
+            default=None,
+            help=f"{text} (default {getattr(defaults, name)})",
+        )
+    g.add_argument("--embedder", metavar="SPEC", help="query embedder (must match the index's vectors)")
+
+
+def _add_post(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("after fusion (each optional, each explained)")
+    g.add_argument(
+        "--recency", type=float, metavar="LAMBDA", help="multiply scores by 1/(1 + LAMBDA * age_days)"
+    )
+    g.add_argument("--mmr", type=float, metavar="LAMBDA", help="maximal marginal relevance (0.7 is typical)")
+    g.add_argument(
+        "--dedup",
+        type=float,
+        default=0.5,
+        metavar="SHARE",
+        help="drop a chunk whose lines or messages are this share already shown (default 0.5)",
+    )
+    g.add_argument("--no-dedup", action="store_true", help="keep overlapping chunks")
+    g.add_argument(
+        "--diversity",
+        type=float,
+        metavar="PENALTY",
+        help="multiply each further result from the same file or conversation by PENALTY (after 2)",
+    )
+    g.add_argument("--cap", type=int, metavar="N", help="at most N results per document")
+    g.add_argument(
+        "--rerank",
+        metavar="SPEC",
+        help="rerank a pool of max(3 x limit, 30): cross-encoder:DIR, openai:MODEL@URL, ollama:MODEL@URL",
+    )
+
+
+def _post(args) -> PostprocessOptions:
+    if args.dedup is not None and not 0 < args.dedup <= 1:
+        raise ValueError(f"--dedup must be between 0 and 1, got {args.dedup}")
+    return PostprocessOptions(
+        recency_lambda=args.recency,
+        mmr_lambda=args.mmr,
+        dedup_threshold=None if args.no_dedup else args.dedup,
+        diversity_penalty=args.diversity,
+        cap=args.cap,
+    )
+
+
+def _fusion(settings: dict) -> FusionParams:
+    values = {k: v for k, v in settings.items() if k in FUSION_HELP}
+    if settings.get("fusion"):
+        values["mode"] = settings["fusion"]
+    return FusionParams(**values)
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -124,6 +209,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-c", "--collection", default=DEFAULT_COLLECTION, help="collection to index into (default 'default')"
     )
+    p.add_argument("--no-embed", action="store_true", help="skip embedding (run `kenning embed` later)")
+    p.add_argument(
+        "--embedder", metavar="SPEC", help="embedder for new vectors (default: the index's, else minilm)"
+    )
+    _add_common(p)
+
+    p = sub.add_parser("embed", help="embed chunks that have no vector yet (resumable)")
+    p.add_argument(
+        "--embedder", metavar="SPEC", help="minilm (default), st:DIR, openai:MODEL@URL, ollama:MODEL@URL"
+    )
+    p.add_argument(
+        "--replace", action="store_true", help="switch the index to another embedder, re-embedding all"
+    )
+    p.add_argument("--batch-size", type=int, default=32, help="texts per embedder call (default 32)")
     _add_common(p)
 
     p = sub.add_parser("search", help="search the index")
@@ -135,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_filters(p)
     _add_common(p)
     _add_knobs(p)
+    _add_fusion(p)
+    _add_post(p)
 
     p = sub.add_parser("get", help="print a chunk (by id) or a whole document (by path or document id)")
     p.add_argument("ref")
@@ -149,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json")
     _add_common(p)
     _add_knobs(p)
+    _add_fusion(p)
     add_glossary_parser(sub, _add_common)
     return parser
 
@@ -215,12 +317,16 @@ def cmd_index(args) -> int:
                         collection=collection,
                     )
                 )
-    report = reports[0]
-    for extra in reports[1:]:
-        report.merge(extra)
+        report = reports[0]
+        for extra in reports[1:]:
+            report.merge(extra)
+        embedded = None if args.no_embed else _run_embed(index, args, args.embedder, replace=False)
     if args.json:
-        _emit_json(report.to_dict())
+        _emit_json({**report.to_dict(), "embedding": embedded.to_dict() if embedded else None})
     else:
+        if embedded is not None and embedded.total:
+            rate = f"{embedded.per_second:.1f} chunks/s"
+            print(f"embedded {embedded.embedded} chunk(s) with {embedded.model} at {rate}")
         print(
             f"indexed {report.files_indexed} file(s): {report.chunks_added} chunks added, "
             f"{report.chunks_kept} kept, {report.chunks_removed} removed; "
@@ -280,9 +386,35 @@ def _print_plan(response) -> None:
         print(f"  exclude {item.describe()}")
 
 
+def _run_embed(index, args, spec, replace: bool, batch_size: int = 32):
+    """Embed what has no vector yet, with a progress bar that shows chunks per second."""
+    with _progress(not args.quiet and not args.json, "embedding") as bar:
+
+        def update(done: int, total: int, rate: float) -> None:
+            if bar:
+                bar(f"{rate:.1f} chunks/s", done, total)
+
+        return index.embed(spec, batch_size=batch_size, progress=update, replace=replace)
+
+
+def cmd_embed(args) -> int:
+    with _open(args) as index:
+        report = _run_embed(index, args, args.embedder, args.replace, args.batch_size)
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(
+            f"embedded {report.embedded} of {report.total} chunk(s) needing vectors with {report.model} "
+            f"({report.backend}) in {report.seconds:.1f} s, {report.per_second:.1f} chunks/s"
+        )
+    return 0
+
+
 def cmd_search(args) -> int:
     settings = _settings(args)
     params = _params(settings)  # bad knobs and filters are refused before the index is touched
+    fusion = _fusion(settings)
+    post = _post(args)
     filters = _filters(args)
     with _open(args) as index:
         response = index.search(
@@ -293,6 +425,11 @@ def cmd_search(args) -> int:
             strict=bool(settings.get("strict", False)),
             filters=filters,
             spell=args.spell,
+            mode=settings.get("mode", "auto"),
+            fusion=fusion,
+            embedder=args.embedder,
+            post=post,
+            rerank=args.rerank,
         )
     if args.json:
         _emit_json(response.to_dict())
@@ -307,6 +444,8 @@ def cmd_search(args) -> int:
     if not response.hits:
         print(f"no results for {response.query!r}: {response.empty_reason}")
         return 0
+    for gone in response.dropped if args.explain else []:
+        print(f"  #{gone['id']} {gone['why']}")
     for rank, hit in enumerate(response.hits, 1):
         hit.path = display_path(hit.path)
         print(f"{rank:>2}. {hit.score:8.4f}  {hit.title or '(untitled)'}  [#{hit.id}]")
@@ -319,6 +458,14 @@ def cmd_search(args) -> int:
                 f"     matched {reason['matched']} via glossary group {reason['via_glossary']!r} "
                 f"in {', '.join(reason['fields'])}"
             )
+        if hit.channels and args.explain:
+            parts = ", ".join(
+                f"{name} {c['score']:.3f} (rank {c['rank']}) → {c['contribution']:.4f}"
+                for name, c in hit.channels.items()
+            )
+            print(f"     channels: {parts}")
+        for adjustment in hit.adjustments if args.explain else []:
+            print(f"     {describe(adjustment)}")
         if hit.explain:
             _print_explain(hit.explain)
     return 0
@@ -370,18 +517,35 @@ def cmd_status(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    with _progress(not args.quiet and not args.json, "indexing corpus") as cb:
+    settings = _settings(args)
+    mode = settings.get("mode") or "lexical"
+    if mode == "auto":
+        mode = "lexical"
+    with (
+        _progress(not args.quiet and not args.json, "indexing corpus") as cb,
+        _progress(not args.quiet and not args.json, "embedding corpus") as embed_bar,
+    ):
+
+        def embed_progress(done: int, total: int, rate: float) -> None:
+            if embed_bar:
+                embed_bar(f"{rate:.1f} chunks/s", done, total)
+
         report = evaluate(
             args.dataset,
-            params=_params(_settings(args)),
+            params=_params(settings),
             index_dir=args.index,
             stem=not args.no_stem,
             progress=cb,
+            mode=mode,
+            fusion=_fusion(settings),
+            embedder=args.embedder,
+            embed_progress=embed_progress,
         )
     if args.json:
         _emit_json(report.to_dict(per_query=args.per_query))
         return 0
-    print(f"dataset      {report.dataset}  ({report.queries} judged queries)")
+    fusion = f", fusion {report.fusion['mode']}" if report.fusion else ""
+    print(f"dataset      {report.dataset}  ({report.queries} judged queries, mode {report.mode}{fusion})")
     print(f"nDCG@10      {report.ndcg_at_10:.4f}")
     print(f"Recall@100   {report.recall_at_100:.4f}")
     print(f"MRR@10       {report.mrr_at_10:.4f}")
@@ -396,6 +560,7 @@ COMMANDS = {
     "get": cmd_get,
     "status": cmd_status,
     "eval": cmd_eval,
+    "embed": cmd_embed,
     "glossary": cmd_glossary,
 }
 

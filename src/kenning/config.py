@@ -5,6 +5,8 @@
     limit = 10
     k1 = 0.9
     strict = false
+    mode = "hybrid"                    # lexical, dense, hybrid
+    fusion = "norm"                    # rrf, norm, blend, rerank; w_dense = 1.0, ...
     [collections.notes]                # `kenning index` with no paths indexes every collection
     paths = ["notes"]
     include = ["*.md"]
@@ -23,10 +25,15 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from kenning.fusion import FusionParams
 from kenning.signals.lexical import Bm25Params
 
 CONFIG_NAME = "kenning.toml"
-SEARCH_KEYS = {f.name: f.type for f in fields(Bm25Params)} | {"limit": "int", "strict": "bool"}
+SEARCH_KEYS = (
+    {f.name: f.type for f in fields(Bm25Params)}
+    | {f.name: f.type for f in fields(FusionParams) if f.name != "mode"}
+    | {"limit": "int", "strict": "bool", "mode": "str", "fusion": "str"}
+)
 
 
 class ConfigError(ValueError):

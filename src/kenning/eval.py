@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kenning.fusion import FusionParams
 from kenning.index import Index
 from kenning.signals.lexical import Bm25Params
 
@@ -95,6 +96,9 @@ class EvalReport:
     mrr_at_10: float
     qps: float
     index_seconds: float
+    embed_seconds: float
+    mode: str
+    fusion: dict | None
     params: dict
     index_dir: str
     per_query: dict[str, dict] = field(default_factory=dict)
@@ -113,9 +117,19 @@ def default_eval_index(dataset_dir: Path, stem: bool) -> Path:
     return base / f"{dataset_dir.resolve().name}-{digest}"
 
 
-def ranked_doc_keys(index: Index, query: str, depth: int, params: Bm25Params) -> list[str]:
+def ranked_doc_keys(
+    index: Index,
+    query: str,
+    depth: int,
+    params: Bm25Params,
+    mode: str = "lexical",
+    fusion=None,
+    embedder=None,
+) -> list[str]:
     """Document ids in rank order, each document once (at its best chunk)."""
-    response = index.search(query, limit=depth, params=params, detail="heads")
+    response = index.search(
+        query, limit=depth, params=params, detail="heads", mode=mode, fusion=fusion, embedder=embedder
+    )
     seen: dict[str, None] = {}
     for hit in response.hits:
         seen.setdefault(hit.doc_key, None)
@@ -129,8 +143,15 @@ def evaluate(
     stem: bool = True,
     depth: int = 100,
     progress: Callable[[str, int, int], None] | None = None,
+    mode: str = "lexical",
+    fusion: FusionParams | None = None,
+    embedder: str | None = None,
+    embed_progress: Callable[[int, int, float], None] | None = None,
 ) -> EvalReport:
-    """Build (or reuse) an index of the corpus, run every judged query, and score the rankings."""
+    """Build (or reuse) an index of the corpus, run every judged query, and score the rankings.
+
+    Modes other than lexical embed the corpus first (only what has no vector yet).
+    """
     params = params or Bm25Params()
     dataset = load_beir(dataset_dir)
     directory = Path(index_dir) if index_dir else default_eval_index(Path(dataset_dir), stem)
@@ -140,10 +161,13 @@ def evaluate(
         )
         if report.errors:
             raise DatasetError(f"{report.errors[0][0]}: {report.errors[0][1]}")
+        embed_seconds = 0.0
+        if mode != "lexical":
+            embed_seconds = index.embed(embedder, progress=embed_progress).seconds
         runs: dict[str, list[str]] = {}
         started = time.perf_counter()
         for qid, text in dataset.queries.items():
-            runs[qid] = ranked_doc_keys(index, text, depth, params)
+            runs[qid] = ranked_doc_keys(index, text, depth, params, mode, fusion, embedder)
         elapsed = time.perf_counter() - started
     per_query = {
         qid: {
@@ -162,6 +186,9 @@ def evaluate(
         mrr_at_10=sum(m["mrr@10"] for m in per_query.values()) / n,
         qps=len(per_query) / elapsed if elapsed > 0 else float("inf"),
         index_seconds=report.seconds,
+        embed_seconds=embed_seconds,
+        mode=mode,
+        fusion=(fusion or FusionParams()).to_dict() if mode == "hybrid" else None,
         params=params.to_dict(),
         index_dir=str(directory),
         per_query=per_query,

@@ -35,6 +35,7 @@ class FusionParams:
     w_substring: float = 0.0
     alpha: float = 0.5
     beta: float = 0.0
+    min_similarity: float = 0.3  # a chunk found only by vectors needs at least this cosine
 
     def __post_init__(self):
         if self.mode not in FUSIONS:
@@ -43,6 +44,8 @@ class FusionParams:
             raise ValueError(f"depth must be at least 1, got {self.depth}")
         if self.rrf_k <= 0:
             raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")
+        if not -1.0 <= self.min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be between -1 and 1, got {self.min_similarity}")
         for name in ("w_lexical", "w_dense", "w_substring", "alpha", "beta"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

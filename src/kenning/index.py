@@ -25,7 +25,9 @@ from kenning.filters import DEFAULT_COLLECTION, Filters, resolve
 from kenning.fusion import FusionParams
 from kenning.glossary import Glossary
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
+from kenning.postprocess import PostprocessOptions
 from kenning.query import ParsedQuery, parse_query
+from kenning.rerank import make_reranker
 from kenning.search import SearchContext, SearchResponse, run_search
 from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_segments, needs_merge
 from kenning.signals.dense import DenseView
@@ -35,6 +37,7 @@ from kenning.spelling import Speller, vocabulary_delta
 from kenning.storage import ChunkRow, Storage, StorageError
 
 DEFAULT_INDEX_DIR = ".kenning"
+SEARCH_MODES = ("auto", "lexical", "dense", "hybrid")
 
 
 def default_index_dir() -> Path:
@@ -127,6 +130,7 @@ class Index:
         self._per_generation: dict = {"generation": None}
         self._glossary = None
         self._embedders: dict[str, object] = {}
+        self._rerankers: dict[str, object] = {}
 
     def __enter__(self) -> Index:
         return self
@@ -319,13 +323,17 @@ class Index:
         mode: str = "lexical",
         fusion: FusionParams | None = None,
         embedder: str | None = None,
+        post: PostprocessOptions | None = None,
+        rerank: str | None = None,
     ) -> SearchResponse:
         """Rank chunks for a query in kenning's dialect. See kenning.search for the stages.
 
         detail="full" returns snippets, metadata and match reasons; "heads" only ids, scores, titles
         and locations. `strict` makes every plain word required; `spell` corrects words no chunk holds.
         mode "lexical", "dense" or "hybrid" (channels fused as `fusion` says); a hybrid search on an
-        index without vectors runs lexically and says so.
+        index without vectors runs lexically and says so. `post` switches the post-fusion stages
+        (overlap dedup is on by default); `rerank` names a reranker (e.g. cross-encoder:DIR) that
+        reorders an over-fetched pool.
         """
         parsed = query if isinstance(query, ParsedQuery) else parse_query(query, strict=strict)
         with self.storage.reading():
@@ -338,17 +346,39 @@ class Index:
                 speller=self._speller() if (spell or detail == "full") else None,
                 resolve_filters=self._resolve_filters,
             )
+            if mode not in SEARCH_MODES:
+                raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+            if mode == "auto":
+                mode = "hybrid" if self.embedding_model() else "lexical"
             notice = None
             if mode != "lexical":
                 notice = self._attach_vectors(ctx, mode, embedder)
                 if notice:
                     mode = "lexical"
             response = run_search(
-                ctx, parsed, limit, params or Bm25Params(), explain, detail, filters, spell, mode, fusion
+                ctx,
+                parsed,
+                limit,
+                params or Bm25Params(),
+                explain,
+                detail,
+                filters,
+                spell,
+                mode,
+                fusion,
+                post,
+                self._reranker(rerank),
             )
             if notice:
                 response.notices.append(notice)
             return response
+
+    def _reranker(self, spec: str | None):
+        if not spec or spec == "none":
+            return None
+        if spec not in self._rerankers:
+            self._rerankers[spec] = make_reranker(spec)
+        return self._rerankers[spec]
 
     # ------------------------------------------------------------------------------------ vectors
     def embedding_model(self) -> dict | None:

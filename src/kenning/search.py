@@ -25,7 +25,9 @@ from pyroaring import BitMap
 from kenning.analysis import TOKEN_RE
 from kenning.filters import Filters
 from kenning.fusion import Channel, FusionParams, fuse
+from kenning.postprocess import Candidate, PostprocessOptions, describe, run_stages
 from kenning.query import Clause, Item, ParsedQuery, Phrase, Word
+from kenning.rerank import pool_size, rerank
 from kenning.signals.lexical import Bm25Params, ScoringClause, ScoringTerm
 from kenning.signals.substring import substring_words, top_scores
 from kenning.snippets import make_snippet
@@ -63,6 +65,7 @@ class Hit:
     snippet: str = ""
     match_reasons: list[dict] = field(default_factory=list)
     channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
+    adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
     explain: dict | None = None
 
     def location(self) -> str:
@@ -158,6 +161,7 @@ class SearchResponse:
     notices: list[str] = field(default_factory=list)
     suggestions: list[dict] = field(default_factory=list)
     empty_reason: str | None = None
+    dropped: list[dict] = field(default_factory=list)  # chunks post-fusion stages removed, and why
 
     @property
     def terms(self) -> list[str]:
@@ -177,6 +181,7 @@ class SearchResponse:
             "notices": self.notices,
             "suggestions": self.suggestions,
             "empty_reason": self.empty_reason,
+            "dropped": self.dropped,
             "filters": self.filters.to_dict(),
             "params": self.params.to_dict(),
             "funnel": asdict(self.funnel),
@@ -409,10 +414,22 @@ def _other_channels(
         dense_ids, dense_scores = ctx.dense.search(query_vec, depth, allowed)
     else:
         dense_ids, dense_scores = np.zeros(0, dtype=np.int64), np.zeros(0)
+    # Nearest neighbours always exist; a chunk that only vectors found must be close enough to count.
+    close = np.array(
+        [
+            s >= fusion.min_similarity or int(c) in survivors
+            for c, s in zip(dense_ids.tolist(), dense_scores.tolist(), strict=True)
+        ],
+        dtype=bool,
+    )
+    dropped = int(len(close) - close.sum())
+    if dropped:
+        dense_ids, dense_scores = dense_ids[close], dense_scores[close]
     funnel.channels["dense"] = {
         "method": ctx.dense.method,
         "vectors": len(ctx.dense),
         "returned": len(dense_ids),
+        "below_min_similarity": dropped,
     }
     clock.lap("dense")
 
@@ -452,6 +469,66 @@ def _other_channels(
     return ranked, result.explain
 
 
+# ------------------------------------------------------------------------------------------ refine
+def _post_active(post: PostprocessOptions) -> bool:
+    return any(
+        v is not None
+        for v in (
+            post.recency_lambda,
+            post.diversity_penalty,
+            post.mmr_lambda,
+            post.dedup_threshold,
+            post.cap,
+        )
+    )
+
+
+def _refine(ctx, query_text, ranked, limit, post, reranker, funnel, clock):
+    """Post-fusion stages, then the reranker, over the pool: returns ranked pairs, per-hit
+    adjustments and the dropped chunks with the reason each was dropped."""
+    ids = [cid for cid, _ in ranked]
+    heads = ctx.storage.chunk_heads(ids)
+    extras = ctx.storage.chunk_groups(ids)
+    cands = []
+    for cid, score in ranked:
+        doc_key, _title, path, start, end, _page, when = heads[cid]
+        conversation, message_ids = extras.get(cid, (None, None))
+        cands.append(
+            Candidate(
+                id=cid,
+                score=score,
+                doc_key=doc_key,
+                group=conversation or path,
+                time=when,
+                lines=(start, end) if start is not None and end is not None else None,
+                message_ids=message_ids,
+                vector=ctx.dense.vector(cid)
+                if ctx.dense is not None and post.mmr_lambda is not None
+                else None,
+            )
+        )
+    result = run_stages(cands, post)
+    funnel.channels["post"] = {"stages": result.funnel}
+    clock.lap("post")
+    kept = result.kept
+    if reranker is not None:
+        rows = ctx.storage.chunks_by_ids([c.id for c in kept])
+        texts = {cid: f"{row.title}\n{row.body}" if row.title else row.body for cid, row in rows.items()}
+        kept = rerank(kept, query_text, texts, reranker, limit)
+        funnel.channels["rerank"] = {"reranker": reranker.name, "pool": len(result.kept)}
+        clock.lap("rerank")
+    dropped = [
+        {
+            "id": c.id,
+            "doc_key": c.doc_key,
+            "why": describe(c.adjustments[-1]),
+            "adjustment": c.adjustments[-1],
+        }
+        for c in result.dropped
+    ]
+    return [(c.id, c.score) for c in kept], {c.id: c.adjustments for c in kept}, dropped
+
+
 # ------------------------------------------------------------------------------------------ run
 def run_search(
     ctx: SearchContext,
@@ -464,6 +541,8 @@ def run_search(
     spell: bool = False,
     mode: str = "lexical",
     fusion: FusionParams | None = None,
+    post: PostprocessOptions | None = None,
+    reranker=None,
 ) -> SearchResponse:
     """Run every stage for one query against one committed snapshot (`ctx.view`).
 
@@ -477,6 +556,8 @@ def run_search(
     if mode != "lexical" and ctx.dense is None:
         raise ValueError(f"mode {mode!r} needs vectors: this index has none (run `kenning embed`)")
     fusion = fusion or FusionParams()
+    post = post if post is not None else PostprocessOptions()
+    pool = pool_size(limit) if reranker is not None else (2 * limit if _post_active(post) else limit)
     if detail not in DETAILS:
         raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     filters = filters or Filters()
@@ -539,7 +620,7 @@ def run_search(
 
     # rank (the lexical list; with other channels it is one input of the fusion)
     lexical_ids, lexical_scores = _top(
-        survivor_ids, survivor_scores, limit if mode == "lexical" else max(limit, fusion.depth)
+        survivor_ids, survivor_scores, pool if mode == "lexical" else max(pool, fusion.depth)
     )
     ranked = list(zip(lexical_ids.tolist(), lexical_scores.tolist(), strict=True))
     clock.lap("rank")
@@ -561,14 +642,23 @@ def run_search(
             funnel,
             clock,
         )
+    ranked = ranked[:pool]
+    adjustments: dict[int, list[dict]] = {}
+    dropped: list[dict] = []
+    if _post_active(post) or reranker is not None:
+        query_text = semantic_text(parsed, plan)
+        ranked, adjustments, dropped = _refine(ctx, query_text, ranked, limit, post, reranker, funnel, clock)
     ranked = ranked[:limit]
     funnel.returned = len(ranked)
+    semantic_only = mode != "lexical" and bool(ranked) and not any(int(c) in survivors for c, _ in ranked)
 
     # present
     hits = _present(ranked, ctx, plan, found, scoring, params, detail, explain)
     for hit in hits:
         hit.channels = channels_of.get(hit.id, {})
+        hit.adjustments = adjustments.get(hit.id, [])
     response = SearchResponse(parsed.text, plan, hits, funnel, params, filters)
+    response.dropped = dropped
     response.missing_terms = [t for t in plan.terms if found.get(t) is None]
     response.notices = list(parsed.notices) + [
         f"searched for {c['to']!r} instead of {c['from']!r}" for c in plan.corrections
@@ -580,6 +670,10 @@ def run_search(
             guess = ctx.speller.correct(word)
             if guess and guess != word:
                 response.suggestions.append({"word": word, "did_you_mean": guess})
+    if semantic_only:
+        response.notices.append(
+            "no chunk contains the query's words; these results are only semantically similar"
+        )
     if not hits:
         response.empty_reason = _why_empty(plan, funnel, found, filters, ctx)
     clock.lap("present")
@@ -669,14 +763,15 @@ def _why_empty(plan: QueryPlan, funnel: Funnel, found, filters: Filters, ctx: Se
     for clause in plan.clauses:
         if clause.required and not any(found.get(t) is not None for i in clause.items for t in i.terms):
             return f"{clause.label} has no postings: no indexed chunk contains it"
+    words = ", ".join(dict.fromkeys(i.describe() for c in plan.clauses for i in c.items))
     if funnel.gathered == 0:
-        return f"no indexed chunk contains {', '.join(plan.terms)}"
+        return f"no indexed chunk contains {words}"
     before = funnel.gathered
     for step in funnel.constraints:
         if step["remaining"] == 0:
             if step["kind"] == "filter":
                 required = [c.label for c in plan.clauses if c.required]
-                what = required[0] if required else ", ".join(plan.terms)
+                what = required[0] if required else words
                 return f"{what} has no postings{scope} ({before} candidate(s) outside it)"
             if step["kind"] == "required" and not filters.is_empty():
                 return f"{step['constraint']} has no postings{scope}"

@@ -478,6 +478,20 @@ class Storage:
                 out[row[0]] = row[1:]
         return out
 
+    def chunk_groups(self, ids: list[int]) -> dict[int, tuple[str | None, list | None]]:
+        """(conversation, message ids) of message-log chunks among `ids`; other chunks are absent."""
+        out: dict[int, tuple] = {}
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for cid, conversation, messages in self.conn.execute(
+                "SELECT id, json_extract(meta, '$.conversation'), json_extract(meta, '$.message_ids')"
+                f" FROM chunks WHERE id IN ({marks}) AND json_extract(meta, '$.message_ids') IS NOT NULL",
+                batch,
+            ):
+                out[cid] = (conversation, json.loads(messages))
+        return out
+
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
         return self._chunk_rows("c.doc_key=? ORDER BY c.source_id, c.ordinal", (doc_key,))
 

