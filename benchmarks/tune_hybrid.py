@@ -108,7 +108,7 @@ def main() -> int:
         mark = "  <- default" if fusion == default else ""
         print(" ".join(f"{s:>11.4f}" for s in scores), f"{margin:>+10.4f} ", what + mark)
     if default not in [r[1] for r in hybrid_rows[: args.top]]:
-        for label, fusion, scores, margin in hybrid_rows:
+        for _label, fusion, scores, margin in hybrid_rows:
             if fusion == default:
                 print(" ".join(f"{s:>11.4f}" for s in scores), f"{margin:>+10.4f} ", "default")
     return 0
