@@ -126,3 +126,36 @@ def test_missing_files_are_named(tmp_path):
         MiniLMEmbedder(model_path=tmp_path / "nope.onnx").embed(["x"])
     with pytest.raises(EmbedderError, match="tokenizer file not found: .*missing.json"):
         MiniLMEmbedder(tokenizer_path=tmp_path / "missing.json").embed(["x"])
+
+
+def test_nan_guard_rewrite_gives_identical_vectors():
+    """The in-memory graph rewrite is for speed only: same vectors as the model file as shipped."""
+    texts = [
+        "",
+        "a",
+        "short text",
+        "a somewhat longer sentence about Count Dracula's castle " * 4,
+        "word " * 300,
+    ]
+    fast = MiniLMEmbedder(batch_size=5)
+    plain = MiniLMEmbedder(batch_size=5, optimise_graph=False)
+    np.testing.assert_array_equal(fast.embed(texts), plain.embed(texts))
+    assert fast.fingerprint() == plain.fingerprint()
+    rewritten = [v[2] for k, v in minilm_module._CACHE.items() if k[0] == "session"]
+    assert 6 in rewritten and 0 in rewritten  # six layers' guards removed in one, none in the other
+
+
+def test_nan_guard_rewrite_counts_and_falls_back(tmp_path, monkeypatch):
+    from kenning.embed._onnx_graph import drop_softmax_nan_guards
+
+    original = minilm_module.default_model_path()
+    data, removed = drop_softmax_nan_guards(original.read_bytes())
+    assert removed == 6 and len(data) < original.stat().st_size
+    assert drop_softmax_nan_guards(data) == (data, 0)  # nothing left to remove
+    assert minilm_module._model_bytes(original, optimise=True) == (data, 6)
+    assert minilm_module._model_bytes(original, optimise=False) == (str(original), 0)
+    other = tmp_path / "other.onnx"
+    other.write_bytes(b"not the verified model")
+    assert minilm_module._model_bytes(other, optimise=True) == (str(other), 0)  # other sha: left alone
+    monkeypatch.setattr(minilm_module, "REWRITE_VERIFIED_SHA256", minilm_module.file_sha256(other))
+    assert minilm_module._model_bytes(other, optimise=True) == (str(other), 0)  # parse error: left alone

@@ -153,10 +153,23 @@ def test_vector_only_hits_need_min_similarity_and_are_flagged(index):
     response = index.search("kubernetes", mode="hybrid")
     assert response.hits == [] and response.funnel.channels["dense"]["below_min_similarity"] == 4
     assert "no indexed chunk contains kubernetes" in response.empty_reason
-    response = index.search("automobile", mode="hybrid")  # cosine with the car document is high
+    no_feedback = FusionParams(feedback_k=0)
+    response = index.search("automobile", mode="hybrid", fusion=no_feedback)  # close to the car document
     assert titles(response) == ["Cars"]
     assert "only semantically similar" in response.notices[-1]
     assert index.search("oil", mode="hybrid").notices == []
+
+
+def test_feedback_learns_from_the_first_pass(index):
+    response = index.search("automobile", mode="hybrid")
+    feedback = response.funnel.channels["feedback"]
+    cars = index.search("automobile", mode="hybrid", fusion=FusionParams(feedback_k=0)).hits[0].id
+    assert feedback["from"][0] == cars and feedback["terms"] == ["oil"]  # "tyre" is in one chunk only
+    assert "Release" in titles(response)  # it shares "oil" with the car document
+    assert (
+        "feedback"
+        not in index.search("automobile", mode="hybrid", fusion=FusionParams(feedback_k=0)).funnel.channels
+    )
 
 
 def test_rerank_fusion_never_adds_candidates(index):
@@ -215,7 +228,7 @@ def test_rrf_by_hand():
     # The seed's worked example: ranks (sem, bm25, ilike) per chunk, k = 60.
     lex = channel("lexical", [(2, 9), (3, 8), (1, 7)])
     dense = channel("dense", [(1, 0.9), (2, 0.8)])
-    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="rrf", rrf_k=60))
+    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="rrf", rrf_k=60, w_dense=1.0))
     expected = {1: 1 / 63 + 1 / 61, 2: 1 / 61 + 1 / 62, 3: 1 / 62}
     assert fused.ids == [2, 1, 3]
     assert fused.scores == pytest.approx([expected[2], expected[1], expected[3]])

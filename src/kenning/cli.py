@@ -69,6 +69,10 @@ FUSION_HELP = {
     "alpha": "blend: weight of cosine similarity",
     "beta": "blend: weight of the graph signal (kept for the entity graph)",
     "min_similarity": "cosine a chunk found only by vectors must reach",
+    "feedback_k": "pseudo-relevance feedback: top chunks of the first pass to learn from (0 = off)",
+    "feedback_beta": "feedback: weight of their mean vector added to the query's",
+    "feedback_gamma": "feedback: weight of their expansion terms in the lexical channel",
+    "feedback_terms": "feedback: how many expansion terms",
 }
 
 
@@ -86,7 +90,7 @@ def _add_fusion(p: argparse.ArgumentParser) -> None:
         "--fusion", choices=FUSIONS, default=None, help=f"how channels combine (default {defaults.mode})"
     )
     for name, text in FUSION_HELP.items():
-        kind = int if name == "depth" else float
+        kind = int if name in ("depth", "feedback_k", "feedback_terms") else float
         g.add_argument(
             f"--{name.replace('_', '-')}",
             type=kind,

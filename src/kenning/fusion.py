@@ -11,6 +11,9 @@ Modes:
           signal arrives with a later issue; beta keeps its slot (graph = 0 today).
 - rerank: luplo's rule: vectors only reorder the lexical candidates, by cosine; they never add any,
           and an empty lexical result stays empty.
+
+After a norm or rrf fusion, pseudo-relevance feedback (on by default) runs a second pass: see
+kenning.search._feedback.
 """
 
 from __future__ import annotations
@@ -31,11 +34,15 @@ class FusionParams:
     depth: int = 100
     rrf_k: float = 60.0
     w_lexical: float = 1.0
-    w_dense: float = 1.0
+    w_dense: float = 3.0
     w_substring: float = 0.0
     alpha: float = 0.5
     beta: float = 0.0
     min_similarity: float = 0.3  # a chunk found only by vectors needs at least this cosine
+    feedback_k: int = 3  # pseudo-relevance feedback from the first pass's top chunks (0 = off)
+    feedback_beta: float = 1.0  # Rocchio weight of their mean vector
+    feedback_gamma: float = 0.2  # weight of their expansion terms in the lexical channel
+    feedback_terms: int = 10
 
     def __post_init__(self):
         if self.mode not in FUSIONS:
@@ -46,7 +53,17 @@ class FusionParams:
             raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")
         if not -1.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be between -1 and 1, got {self.min_similarity}")
-        for name in ("w_lexical", "w_dense", "w_substring", "alpha", "beta"):
+        if self.feedback_k < 0 or self.feedback_terms < 0:
+            raise ValueError("feedback_k and feedback_terms must be >= 0")
+        for name in (
+            "w_lexical",
+            "w_dense",
+            "w_substring",
+            "alpha",
+            "beta",
+            "feedback_beta",
+            "feedback_gamma",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -465,8 +466,91 @@ def _other_channels(
     result = fuse(channels, fusion)
     funnel.channels["fusion"] = {"mode": fusion.mode, "pool": len(result.ids)}
     clock.lap("fuse")
+    if fusion.feedback_k > 0 and fusion.mode in ("norm", "rrf") and query_vec is not None and result.ids:
+        result = _feedback(
+            ctx, plan, result, channels, query_vec, lexical_all, survivors, allowed, depth, fusion, funnel
+        )
+        clock.lap("feedback")
     ranked = list(zip(result.ids, result.scores, strict=True))
     return ranked, result.explain
+
+
+def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, allowed, depth, fusion, funnel):
+    """Pseudo-relevance feedback from the first fused pass, then a second fusion.
+
+    The top `feedback_k` chunks move the query vector towards their mean (Rocchio, weight
+    `feedback_beta`) and lend their most distinctive terms (tf x idf, up to `feedback_terms`) to the
+    lexical channel with weight `feedback_gamma`. Constraints still bind: only allowed chunks score.
+    """
+    top = first.ids[: fusion.feedback_k]
+    vectors = [v for v in (ctx.dense.vector(c) for c in top) if v is not None]
+    moved = query_vec
+    if vectors and fusion.feedback_beta > 0:
+        moved = query_vec + fusion.feedback_beta * np.mean(vectors, axis=0)
+        moved = moved / np.linalg.norm(moved)
+    dense_ids, dense_scores = ctx.dense.search(moved, depth, allowed)
+    keep = np.array(
+        [
+            s >= fusion.min_similarity or int(c) in survivors
+            for c, s in zip(dense_ids.tolist(), dense_scores.tolist(), strict=True)
+        ],
+        dtype=bool,
+    )
+    if len(keep):
+        dense_ids, dense_scores = dense_ids[keep], dense_scores[keep]
+    terms = _expansion_terms(ctx, plan, top, fusion.feedback_terms)
+    combined = lexical_all
+    if terms and fusion.feedback_gamma > 0:
+        view = ctx.view
+        found = view.postings(terms)
+        extra = view.score(
+            [ScoringClause([ScoringTerm(t)]) for t in terms], found, Bm25Params(coord_floor=1.0), allowed
+        )
+        combined = lexical_all + fusion.feedback_gamma * extra
+    candidates = np.flatnonzero((combined > 0) & allowed[: len(combined)]).astype(np.int64)
+    lexical_ids, lexical_scores = _top(candidates, combined[candidates], depth)
+
+    def lexical_of(ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.where(ids < len(combined), combined[np.minimum(ids, len(combined) - 1)], 0.0)
+
+    def cosine(ids):
+        return ctx.dense.similarity(moved, ids)
+
+    second = dict(channels)
+    second["lexical"] = Channel("lexical", lexical_ids, lexical_scores, lexical_of)
+    second["dense"] = Channel("dense", dense_ids, dense_scores, cosine)
+    funnel.channels["feedback"] = {
+        "from": [int(c) for c in top],
+        "terms": terms,
+        "beta": fusion.feedback_beta,
+        "gamma": fusion.feedback_gamma,
+    }
+    return fuse(second, fusion)
+
+
+def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[str]:
+    """The terms that best characterise the feedback chunks: summed relative frequency x idf, leaving
+    out query terms, stopwords, very short terms and terms held by a single chunk."""
+    if n_terms <= 0:
+        return []
+    analyzer, view = ctx.analyzer, ctx.view
+    weight: dict[str, float] = {}
+    for row in ctx.storage.chunks_by_ids(list(chunk_ids)).values():
+        terms = analyzer.terms(f"{row.title}\n{row.body}")
+        for term, n in Counter(terms).items():
+            weight[term] = weight.get(term, 0.0) + n / max(len(terms), 1)
+    skip = set(plan.terms) | {t for i in plan.exclusions for t in i.terms}
+    scored = []
+    for term, w in weight.items():
+        if term in skip or len(term) < 3 or analyzer.is_stopword(term):
+            continue
+        postings = view.postings([term])[term]
+        if postings is None or postings.df < 2:
+            continue
+        scored.append((w * view.idf(term), term))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    return [t for _, t in scored[:n_terms]]
 
 
 # ------------------------------------------------------------------------------------------ refine
