@@ -21,15 +21,12 @@ from kenning.eval import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
 from kenning.fusion import FusionParams
 
 GRID = [
-    *(
-        FusionParams(mode="rrf", w_dense=w, rrf_k=k, w_substring=s)
-        for w, k, s in itertools.product([0.5, 1.0, 1.5, 2.0, 3.0], [20.0, 60.0], [0.0, 0.5])
-    ),
-    *(
-        FusionParams(mode="norm", w_dense=w, w_substring=s)
-        for w, s in itertools.product([0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0], [0.0, 0.25])
-    ),
-    *(FusionParams(mode="blend", alpha=a) for a in [0.5, 1.0, 2.0, 4.0, 8.0]),
+    *(FusionParams(mode="rrf", w_dense=w, feedback_k=0) for w in [1.0, 2.0, 3.0]),
+    *(FusionParams(mode="norm", w_dense=w, feedback_k=0) for w in [1.0, 2.0, 3.0, 4.0]),
+    *(FusionParams(mode="norm", w_dense=w, feedback_k=k, feedback_beta=b, feedback_gamma=g)
+      for w, k, b, g in itertools.product([2.0, 3.0], [3, 5], [1.0, 2.0], [0.0, 0.2, 0.4])),
+    FusionParams(mode="rrf", w_dense=2.0, feedback_k=3),
+    FusionParams(mode="blend", alpha=2.0),
     FusionParams(mode="rerank"),
 ]
 

@@ -316,3 +316,27 @@ def test_cosine_scores_are_cosines(index):
     response = index.search("doctor", mode="dense")
     assert math.isclose(response.hits[0].score, response.hits[0].channels["dense"]["score"])
     assert -1.0 <= response.hits[-1].score <= 1.0
+
+
+def test_mmr_and_diversity_run_through_search(corpus, index):
+    from kenning.postprocess import PostprocessOptions
+
+    write(corpus / "docs" / "cars2.md", "# Cars again\n\nThe car needs new tyres and an oil change soon.\n")
+    index.add([corpus / "docs"])
+    index.embed("fake")
+    anything = FusionParams(min_similarity=-1.0, feedback_k=0)
+    plain = index.search("car oil", mode="hybrid", fusion=anything, limit=3)
+    diverse = index.search(
+        "car oil", mode="hybrid", fusion=anything, limit=3, post=PostprocessOptions(mmr_lambda=0.3)
+    )
+    assert {h.title for h in plain.hits[:2]} == {"Cars", "Cars again"}  # near-duplicates lead
+    assert diverse.hits[1].title not in ("Cars", "Cars again")  # MMR spreads the top
+    assert any(a["stage"] == "mmr" for a in diverse.hits[1].adjustments)
+    penalised = index.search(
+        "car oil",
+        mode="hybrid",
+        fusion=anything,
+        limit=5,
+        post=PostprocessOptions(diversity_penalty=0.5, diversity_free=0),
+    )
+    assert any(a["stage"] == "diversity" for h in penalised.hits for a in h.adjustments)
