@@ -9,8 +9,9 @@ embeds for each chunk (heading path, newline, body), and embeds the same texts w
 
 Prints load seconds and chunks/s for each (load apart from embedding), kenning's throughput as a ratio
 to the baseline, and the mean and minimum cosine between the two systems' vectors for the first 200
-texts. With --repeat N each system embeds everything N times, the order rotating every round, and its
-best round counts (useful on a machine that other work shares).
+texts. The systems take turns slice by slice (256 texts per call, the order rotating), so a burst of
+other work on a shared machine hits them alike; with --repeat N every slice is embedded N times by
+each system and its fastest time counts.
 
 The baseline needs bench-only packages (torch first and pinned, or pip pulls CUDA builds):
 
@@ -81,7 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="embed only the first N chunks (default: all)")
     parser.add_argument("--agree", type=int, default=200, help="texts compared for cosine agreement (200)")
     parser.add_argument("--batch-size", type=int, default=0, help="kenning's batch size (default: its own)")
-    parser.add_argument("--repeat", type=int, default=1, help="timed rounds per system; the best counts (1)")
+    parser.add_argument("--repeat", type=int, default=1, help="timed rounds; each slice's best counts (1)")
+    parser.add_argument(
+        "--slice",
+        type=int,
+        default=256,
+        help="texts per timed call; systems take turns per slice (256, 0: all)",
+    )
     parser.add_argument("--skip-baseline", action="store_true", help="time kenning only")
     parser.add_argument(
         "--plain-graph",
@@ -110,14 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         loaded[name] = (encode, info, time.perf_counter() - started)
 
     names = list(loaded)
-    best: dict[str, float] = {}
-    vectors: dict[str, np.ndarray] = {}
-    for round_ in range(max(1, args.repeat)):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
-            started = time.perf_counter()
-            vectors[name] = loaded[name][0](texts)
-            best[name] = min(time.perf_counter() - started, best.get(name, float("inf")))
+    step = args.slice or len(texts)
+    slices = [texts[i : i + step] for i in range(0, len(texts), step)]
+    fastest: dict[tuple[str, int], float] = {}
+    parts: dict[str, list[np.ndarray]] = {name: [None] * len(slices) for name in names}
+    turn = 0
+    for _ in range(max(1, args.repeat)):
+        for s, part in enumerate(slices):
+            turn += 1
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                started = time.perf_counter()
+                parts[name][s] = loaded[name][0](part)
+                elapsed = time.perf_counter() - started
+                fastest[name, s] = min(elapsed, fastest.get((name, s), float("inf")))
+    best = {name: sum(fastest[name, s] for s in range(len(slices))) for name in names}
+    vectors = {name: np.concatenate(parts[name]) for name in names}
 
     print(f"{'system':<22} {'load s':>7} {'embed s':>8} {'chunks/s':>9}  {'threads':>7} {'batch':>5}")
     for name, (_, info, load_seconds) in loaded.items():

@@ -44,6 +44,9 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                if server.mode == "drop":  # hang up without an answer
+                    self.close_connection = True
+                    return
                 status, payload = server.answer(self.path, body)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
@@ -58,7 +61,7 @@ class FakeServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 
     def answer(self, path, body):
         texts = body["input"]
@@ -225,6 +228,14 @@ def test_wrong_vector_count(server, make):
     server.mode = "too-few"
     with pytest.raises(EmbedderError, match="sent 2 texts but got 1 vectors back"):
         make(server).embed(["a", "b"])
+
+
+def test_server_hangs_up(server):
+    server.mode = "drop"
+    embedder = openai(server)
+    with pytest.raises(EmbedderError, match="connection failed .RemoteDisconnected") as info:
+        embedder.embed(["x"])
+    assert embedder.url in str(info.value)
 
 
 def test_timeout(server):

@@ -14,6 +14,7 @@ is not JSON or has the wrong shape) raises EmbedderError naming the backend and 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -128,8 +129,8 @@ class HttpEmbedder:
             raise EmbedderError(f"{where}: cannot connect ({reason})") from None
         except TimeoutError:
             raise EmbedderError(f"{where}: no answer within {self.timeout:g} s") from None
-        except (ConnectionError, OSError) as exc:
-            raise EmbedderError(f"{where}: connection failed ({exc})") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise EmbedderError(f"{where}: connection failed ({type(exc).__name__}: {exc})") from None
         try:
             return json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

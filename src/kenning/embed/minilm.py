@@ -8,7 +8,11 @@ cosine of about 0.999.
 
 Texts are tokenized in one call, sorted by token length and run in batches (default 32) padded only to
 the longest text of their batch, then put back in the caller's order. The tokenizer and the
-onnxruntime session load on the first `embed` and are shared by every MiniLMEmbedder in the process.
+onnxruntime session (intra-op threads = the CPUs this process may use) load on the first `embed` and
+are shared by every MiniLMEmbedder in the process.
+
+For the shipped model file, the session runs a copy of the graph without the exporter's per-layer
+softmax NaN guards (see _onnx_graph.py): identical vectors, about 20% faster on 256-token texts.
 """
 
 from __future__ import annotations
