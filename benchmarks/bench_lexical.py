@@ -2,6 +2,8 @@
 
 Each system indexes the corpus (title + text), then answers every judged query one at a time on one
 thread, returning its top 10 document ids. Query time includes each system's own query analysis.
+Importing kenning sets single-threaded BLAS (OPENBLAS_NUM_THREADS=1) for the whole process, so every
+system here runs its numpy work on one thread, as the one-thread method intends.
 Prints nDCG@10 (kenning's trec_eval-style metric, same for all), index seconds, QPS, and kenning's
 QPS as a ratio to each peer.
 

@@ -214,6 +214,7 @@ class SearchContext:
     dense: object | None = None  # DenseView of this generation, when the index has vectors
     embed_query: object | None = None  # text -> unit vector, with the index's embedder
     substring: object | None = None  # () -> SubstringView of this generation (built on first use)
+    heads: dict | None = None  # chunk heads already read by this search
 
 
 # ------------------------------------------------------------------------------------------ analyze
@@ -572,6 +573,18 @@ def _refine(ctx, query_text, ranked, limit, post, reranker, funnel, clock):
     adjustments and the dropped chunks with the reason each was dropped."""
     ids = [cid for cid, _ in ranked]
     heads = ctx.storage.chunk_heads(ids)
+    ctx.heads = heads  # the present stage reuses them
+    only_dedup = (
+        reranker is None
+        and post.dedup_threshold is not None
+        and not any(
+            v is not None for v in (post.recency_lambda, post.diversity_penalty, post.mmr_lambda, post.cap)
+        )
+    )
+    if only_dedup and len({heads[c][0] for c in ids}) == len(ids):
+        funnel.channels["post"] = {"stages": [], "skipped": "every candidate is from a different document"}
+        clock.lap("post")
+        return ranked, {}, []  # dedup compares chunks of one document: nothing to do
     extras = ctx.storage.chunk_groups(ids)
     cands = []
     for cid, score in ranked:
@@ -774,7 +787,8 @@ def _present(ranked, ctx: SearchContext, plan: QueryPlan, found, scoring, params
     ids = [cid for cid, _ in ranked]
     hits = []
     if detail == "heads":
-        heads = ctx.storage.chunk_heads(ids)
+        cached = ctx.heads or {}
+        heads = cached if all(c in cached for c in ids) else ctx.storage.chunk_heads(ids)
         for cid, score in ranked:
             doc_key, title, path, start, end, page, when = heads[cid]
             hits.append(Hit(cid, score, title, path, doc_key, start, end, page, when))
