@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 FUSIONS = ("rrf", "norm", "blend", "rerank")
-CHANNELS = ("lexical", "dense", "substring")
 
 
 @dataclass(frozen=True)

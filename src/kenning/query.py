@@ -22,7 +22,6 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-FIELDS = ("title", "body")
 _WORD_CHARS = re.compile(r"\w")
 MAX_QUERY_CHARS = 10_000
 

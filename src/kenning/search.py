@@ -834,7 +834,7 @@ def _match_reasons(chunk_id: int, plan: QueryPlan, found, view) -> list[dict]:
                         fields.add(f)
             else:
                 for term in item.terms:
-                    tf_title, tf_body = view._tf(found.get(term), chunk_id)
+                    tf_title, tf_body = view.term_frequencies(found.get(term), chunk_id)
                     if tf_title and item.item.field != "body":
                         fields.add("title")
                     if tf_body and item.item.field != "title":

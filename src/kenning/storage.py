@@ -495,14 +495,6 @@ class Storage:
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
         return self._chunk_rows("c.doc_key=? ORDER BY c.source_id, c.ordinal", (doc_key,))
 
-    def doc_keys(self, ids: list[int]) -> dict[int, str]:
-        out = {}
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            out.update(self.conn.execute(f"SELECT id, doc_key FROM chunks WHERE id IN ({marks})", batch))
-        return out
-
     # ----------------------------------------------------------------------------- segments
     def write_segment(self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows) -> int:
         """Write one immutable segment.

@@ -20,7 +20,7 @@ path recomputes every number from the raw term frequencies, and tests hold both 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from pyroaring import BitMap
@@ -61,10 +61,6 @@ class Bm25Params:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def knob_names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
 
 
 def idf(n_docs: int, df: int) -> float:
@@ -373,7 +369,8 @@ class LexicalView:
             scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(clauses))
         return scores
 
-    def _tf(self, postings: TermPostings | None, chunk_id: int) -> tuple[float, float]:
+    def term_frequencies(self, postings: TermPostings | None, chunk_id: int) -> tuple[float, float]:
+        """(title tf, body tf) of one chunk in a term's postings."""
         if postings is None:
             return 0.0, 0.0
         pos = int(np.searchsorted(postings.ids, chunk_id))
@@ -399,7 +396,7 @@ class LexicalView:
                 postings = found.get(st.term)
                 df = postings.df if postings is not None else 0
                 term_idf = idf(self.n_docs, df)
-                tf_t, tf_b = self._tf(postings, chunk_id)
+                tf_t, tf_b = self.term_frequencies(postings, chunk_id)
                 counts = st.docs is None or chunk_id in st.docs
                 s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
                 s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
@@ -421,7 +418,9 @@ class LexicalView:
             if clause.docs is not None:
                 matched += chunk_id in clause.docs
             else:
-                matched += any(self._tf(found.get(st.term), chunk_id) != (0.0, 0.0) for st in clause.terms)
+                matched += any(
+                    self.term_frequencies(found.get(st.term), chunk_id) != (0.0, 0.0) for st in clause.terms
+                )
         use_coord = params.coord_floor < 1.0 and len(clauses) > 1
         coord = params.coord_floor + (1.0 - params.coord_floor) * matched / len(clauses) if use_coord else 1.0
         return {

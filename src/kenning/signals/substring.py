@@ -73,16 +73,9 @@ class SubstringView:
                 total[cid] = total.get(cid, 0) + n
         return {c: present[c] / len(words) + 0.01 * min(total[c], 10) / 10 for c in present}
 
-    def search(
-        self, words: list[str], k: int, allowed: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (chunk ids, scores), best first, among `allowed` chunks (a boolean mask over ids)."""
-        if not words or not len(self.ids):
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        return top_scores(self.score_all(words), k, allowed)
-
 
 def top_scores(scores: dict[int, float], k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k (chunk ids, scores), best first, among `allowed` chunks (a boolean mask over ids)."""
     ids = np.array(list(scores), dtype=np.int64)
     values = np.array(list(scores.values()), dtype=np.float64)
     if allowed is not None and len(ids):
