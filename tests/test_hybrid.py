@@ -8,6 +8,7 @@ cannot bridge.
 import json
 import math
 import zlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -158,6 +159,9 @@ def test_vector_only_hits_need_min_similarity_and_are_flagged(index):
     assert titles(response) == ["Cars"]
     assert "only semantically similar" in response.notices[-1]
     assert index.search("oil", mode="hybrid").notices == []
+    partly = index.search("oil zeppelin", mode="hybrid")
+    assert partly.notices == ["no chunk contains 'zeppelin'; the results match the other words"]
+    assert set(titles(partly)) == {"Cars", "Release"}
 
 
 def test_feedback_learns_from_the_first_pass(index):
@@ -165,7 +169,17 @@ def test_feedback_learns_from_the_first_pass(index):
     feedback = response.funnel.channels["feedback"]
     cars = index.search("automobile", mode="hybrid", fusion=FusionParams(feedback_k=0)).hits[0].id
     assert feedback["from"][0] == cars and feedback["terms"] == ["oil"]  # "tyre" is in one chunk only
-    assert "Release" in titles(response)  # it shares "oil" with the car document
+    # "Release" shares "oil" with the car document, but the query itself did not find it: feedback
+    # reorders what the query found and never admits a chunk on borrowed evidence
+    assert titles(response) == ["Cars"]
+    anything = FusionParams(min_similarity=-1.0, feedback_k=1)  # the query itself admits every chunk
+    without = titles(index.search("automobile", mode="hybrid", fusion=replace(anything, feedback_k=0)))
+    with_feedback = index.search("automobile", mode="hybrid", fusion=anything)
+    assert without[0] == "Cars" and without.index("Release") > 1
+    assert titles(with_feedback)[:2] == ["Cars", "Release"]  # promoted by what it shares with "Cars"
+    release = next(h for h in with_feedback.hits if h.title == "Release")
+    assert release.channels["lexical"]["query_score"] == 0.0 < release.channels["lexical"]["score"]
+    assert release.channels["dense"]["query_cosine"] < release.channels["dense"]["score"]
     assert (
         "feedback"
         not in index.search("automobile", mode="hybrid", fusion=FusionParams(feedback_k=0)).funnel.channels

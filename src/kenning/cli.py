@@ -390,6 +390,13 @@ def _print_plan(response) -> None:
         print(f"  exclude {item.describe()}")
 
 
+def _channel_part(name: str, part: dict) -> str:
+    """One channel of a hit for --explain; after feedback, also its score for the query as asked."""
+    asked = part.get("query_cosine", part.get("query_score"))
+    rank = f"rank {part['rank']}" + (f"; as asked {asked:.3f}" if asked is not None else "")
+    return f"{name} {part['score']:.3f} ({rank}) → {part['contribution']:.4f}"
+
+
 def _run_embed(index, args, spec, replace: bool, batch_size: int = 32):
     """Embed what has no vector yet, with a progress bar that shows chunks per second."""
     with _progress(not args.quiet and not args.json, "embedding") as bar:
@@ -463,10 +470,7 @@ def cmd_search(args) -> int:
                 f"in {', '.join(reason['fields'])}"
             )
         if hit.channels and args.explain:
-            parts = ", ".join(
-                f"{name} {c['score']:.3f} (rank {c['rank']}) → {c['contribution']:.4f}"
-                for name, c in hit.channels.items()
-            )
+            parts = ", ".join(_channel_part(name, c) for name, c in hit.channels.items())
             print(f"     channels: {parts}")
         for adjustment in hit.adjustments if args.explain else []:
             print(f"     {describe(adjustment)}")

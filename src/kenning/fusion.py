@@ -159,7 +159,10 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
     total = np.zeros(len(pool))
     for name, values in raw.items():
         lo, hi = float(values.min()), float(values.max())
-        normalised = (values - lo) / (hi - lo) if hi > lo else np.zeros(len(values))
+        if hi > lo:
+            normalised = (values - lo) / (hi - lo)
+        else:  # one chunk, or all tied: full marks if the channel found them at all
+            normalised = np.full(len(values), 1.0 if hi > 0 else 0.0)
         part = params.weight(name) * normalised
         total += part
         for i, cid in enumerate(pool.tolist()):

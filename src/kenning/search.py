@@ -482,6 +482,11 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, all
     The top `feedback_k` chunks move the query vector towards their mean (Rocchio, weight
     `feedback_beta`) and lend their most distinctive terms (tf x idf, up to `feedback_terms`) to the
     lexical channel with weight `feedback_gamma`. Constraints still bind: only allowed chunks score.
+
+    Feedback reorders evidence; it never creates it. A chunk may enter the second pass only if the
+    query itself found it: it holds a query word (a lexical survivor) or its cosine with the query as
+    asked clears `min_similarity`. Without this, one weak match would pull in its neighbours and
+    their words, and a query about nothing in the index would come back with confident results.
     """
     top = first.ids[: fusion.feedback_k]
     vectors = [v for v in (ctx.dense.vector(c) for c in top) if v is not None]
@@ -489,16 +494,18 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, all
     if vectors and fusion.feedback_beta > 0:
         moved = query_vec + fusion.feedback_beta * np.mean(vectors, axis=0)
         moved = moved / np.linalg.norm(moved)
+    held_query_word = ctx.view.mask(survivors)
+
+    def found_by_query(ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        word = np.zeros(len(ids), dtype=bool)
+        inside = ids < len(held_query_word)
+        word[inside] = held_query_word[ids[inside]]
+        return word | (ctx.dense.similarity(query_vec, ids) >= fusion.min_similarity)
+
     dense_ids, dense_scores = ctx.dense.search(moved, depth, allowed)
-    keep = np.array(
-        [
-            s >= fusion.min_similarity or int(c) in survivors
-            for c, s in zip(dense_ids.tolist(), dense_scores.tolist(), strict=True)
-        ],
-        dtype=bool,
-    )
-    if len(keep):
-        dense_ids, dense_scores = dense_ids[keep], dense_scores[keep]
+    keep = found_by_query(dense_ids)
+    dense_ids, dense_scores = dense_ids[keep], dense_scores[keep]
     terms = _expansion_terms(ctx, plan, top, fusion.feedback_terms)
     combined = lexical_all
     if terms and fusion.feedback_gamma > 0:
@@ -509,6 +516,7 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, all
         )
         combined = lexical_all + fusion.feedback_gamma * extra
     candidates = np.flatnonzero((combined > 0) & allowed[: len(combined)]).astype(np.int64)
+    candidates = candidates[found_by_query(candidates)]
     lexical_ids, lexical_scores = _top(candidates, combined[candidates], depth)
 
     def lexical_of(ids):
@@ -527,7 +535,16 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, all
         "beta": fusion.feedback_beta,
         "gamma": fusion.feedback_gamma,
     }
-    return fuse(second, fusion)
+    fused = fuse(second, fusion)
+    # the second pass scores against the moved query; --explain also shows the query as asked
+    ids = np.asarray(fused.ids, dtype=np.int64)
+    asked = dict(zip(fused.ids, ctx.dense.similarity(query_vec, ids).tolist(), strict=True))
+    for cid, parts in fused.explain.items():
+        if "dense" in parts:
+            parts["dense"]["query_cosine"] = asked.get(cid)
+        if "lexical" in parts and cid < len(lexical_all):
+            parts["lexical"]["query_score"] = float(lexical_all[cid])
+    return fused
 
 
 def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[str]:
@@ -771,6 +788,12 @@ def run_search(
         response.notices.append(
             "no chunk contains the query's words; these results are only semantically similar"
         )
+    else:
+        corrected = {c["from"] for c in plan.corrections}
+        absent = [w for w in dict.fromkeys(plan.zero_hit_words) if w not in corrected]
+        if hits and absent:
+            missing = " or ".join(repr(w) for w in absent)
+            response.notices.append(f"no chunk contains {missing}; the results match the other words")
     if not hits:
         response.empty_reason = _why_empty(plan, funnel, found, filters, ctx)
     clock.lap("present")
