@@ -55,6 +55,18 @@ def test_index_search_get_status(tmp_path, notes, capsys):
     )
 
 
+def test_embed_later_in_slices(tmp_path, notes, capsys):
+    ix = str(tmp_path / "ix")
+    run(capsys, "index", str(notes), "--index", ix, "--no-embed", "-q")
+    code, out, _ = run(capsys, "embed", "--index", ix, "--limit", "1", "-q")
+    assert code == 0 and "embedded 1 of 2 chunk(s)" in out and "1 chunk(s) still need vectors" in out
+    code, out, _ = run(capsys, "embed", "--index", ix, "--json")
+    report = json.loads(out)
+    assert (report["embedded"], report["remaining"], report["model"]) == (1, 0, "all-MiniLM-L6-v2")
+    code, _, err = run(capsys, "embed", "--index", ix, "--limit", "-1")
+    assert code == 2 and "limit must be 0 or more" in err
+
+
 def test_search_knobs_and_explain_text(tmp_path, notes, capsys):
     ix = str(tmp_path / "ix")
     run(capsys, "index", str(notes), "--index", ix, "-q")

@@ -118,6 +118,21 @@ def test_embedding_resumes_after_interruption(corpus):
     assert ix.embed("fake", batch_size=4, commit_every=8).embedded == 32
 
 
+def test_embedding_in_slices_with_a_limit(corpus):
+    for i in range(10):
+        write(corpus / "many" / f"n{i}.md", f"# Note {i}\n\n{'word ' * i}text\n")
+    ix = Index(corpus / "ix3")
+    ix.add([corpus / "many"])
+    ix._embedders["fake"] = FakeEmbedder()
+    first = ix.embed("fake", limit=4)
+    assert (first.total, first.embedded, first.remaining) == (10, 4, 6)
+    assert ix.status()["embedder"]["missing"] == 6
+    second = ix.embed("fake")
+    assert (second.total, second.embedded, second.remaining) == (6, 6, 0)
+    with pytest.raises(ValueError, match="limit"):
+        ix.embed("fake", limit=-1)
+
+
 def test_model_mismatch_is_refused(index):
     index._embedders["other"] = FakeEmbedder(model="another-model")
     with pytest.raises(StorageError, match="cannot be compared"):

@@ -227,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--replace", action="store_true", help="switch the index to another embedder, re-embedding all"
     )
     p.add_argument("--batch-size", type=int, default=32, help="texts per embedder call (default 32)")
+    p.add_argument(
+        "--limit", type=int, default=None, help="embed at most N chunks, shortest first; rerun for the rest"
+    )
     _add_common(p)
 
     p = sub.add_parser("search", help="search the index")
@@ -397,7 +400,7 @@ def _channel_part(name: str, part: dict) -> str:
     return f"{name} {part['score']:.3f} ({rank}) → {part['contribution']:.4f}"
 
 
-def _run_embed(index, args, spec, replace: bool, batch_size: int = 32):
+def _run_embed(index, args, spec, replace: bool, batch_size: int = 32, limit: int | None = None):
     """Embed what has no vector yet, with a progress bar that shows chunks per second."""
     with _progress(not args.quiet and not args.json, "embedding") as bar:
 
@@ -405,12 +408,12 @@ def _run_embed(index, args, spec, replace: bool, batch_size: int = 32):
             if bar:
                 bar(f"{rate:.1f} chunks/s", done, total)
 
-        return index.embed(spec, batch_size=batch_size, progress=update, replace=replace)
+        return index.embed(spec, batch_size=batch_size, progress=update, replace=replace, limit=limit)
 
 
 def cmd_embed(args) -> int:
     with _open(args) as index:
-        report = _run_embed(index, args, args.embedder, args.replace, args.batch_size)
+        report = _run_embed(index, args, args.embedder, args.replace, args.batch_size, args.limit)
     if args.json:
         _emit_json(report.to_dict())
     else:
@@ -418,6 +421,8 @@ def cmd_embed(args) -> int:
             f"embedded {report.embedded} of {report.total} chunk(s) needing vectors with {report.model} "
             f"({report.backend}) in {report.seconds:.1f} s, {report.per_second:.1f} chunks/s"
         )
+        if report.remaining:
+            print(f"{report.remaining} chunk(s) still need vectors: run `kenning embed` again")
     return 0
 
 

@@ -101,6 +101,7 @@ class EmbedReport:
     backend: str = ""
     total: int = 0
     embedded: int = 0
+    remaining: int = 0  # still without a vector (a run with `limit` leaves the rest for the next)
     seconds: float = 0.0
     per_second: float = 0.0
 
@@ -436,13 +437,16 @@ class Index:
         commit_every: int = 512,
         progress: Callable[[int, int, float], None] | None = None,
         replace: bool = False,
+        limit: int | None = None,
     ) -> EmbedReport:
-        """Embed every chunk whose text has no vector from this embedder yet.
+        """Embed every chunk whose text has no vector from this embedder yet (at most `limit`).
 
         Texts are embedded shortest first (less padding) and committed every `commit_every`, so an
         interrupted run keeps what it finished and the next run resumes. Vectors from another model are
         refused unless `replace`, which re-embeds everything with the new one.
         """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be 0 or more, got {limit}")
         spec = embedder if isinstance(embedder, str) or embedder is None else None
         embedder = self.embedder(spec) if spec is not None or embedder is None else embedder
         fingerprint = embedder.fingerprint()
@@ -457,6 +461,8 @@ class Index:
             missing = self.storage.chunks_missing_vectors(fingerprint)
         missing.sort(key=lambda pair: len(pair[1]))
         report = EmbedReport(model=embedder.model, backend=embedder.backend, total=len(missing))
+        if limit is not None:
+            missing = missing[:limit]
         started = time.perf_counter()
         description = {
             **embedder.describe(),
@@ -480,6 +486,7 @@ class Index:
                     self._record_embedder(description, replace)
                 self.storage.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
             report.embedded += len(block)
+        report.remaining = report.total - report.embedded
         report.seconds = time.perf_counter() - started
         report.per_second = report.embedded / report.seconds if report.seconds > 0 else 0.0
         return report
