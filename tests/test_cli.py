@@ -65,6 +65,9 @@ def test_embed_later_in_slices(tmp_path, notes, capsys):
     assert (report["embedded"], report["remaining"], report["model"]) == (1, 0, "all-MiniLM-L6-v2")
     code, _, err = run(capsys, "embed", "--index", ix, "--limit", "-1")
     assert code == 2 and "limit must be 0 or more" in err
+    code, out, _ = run(capsys, "search", "rotate keys zeppelin", "--index", ix)
+    assert "note: no chunk contains 'zeppelin'" in out
+    assert "Auth > Tokens  [#1]  (2 of 3 words)" in out
 
 
 def test_search_knobs_and_explain_text(tmp_path, notes, capsys):

@@ -177,6 +177,9 @@ def test_vector_only_hits_need_min_similarity_and_are_flagged(index):
     partly = index.search("oil zeppelin", mode="hybrid")
     assert partly.notices == ["no chunk contains 'zeppelin'; the results match the other words"]
     assert set(titles(partly)) == {"Cars", "Release"}
+    assert all(h.evidence["clauses_matched"] == 1 and h.evidence["clauses"] == 2 for h in partly.hits)
+    alone = index.search("automobile", mode="hybrid", fusion=no_feedback).hits[0]
+    assert alone.evidence["clauses_matched"] == 0 and alone.evidence["query_cosine"] >= 0.3
 
 
 def test_feedback_learns_from_the_first_pass(index):

@@ -393,6 +393,17 @@ def _print_plan(response) -> None:
         print(f"  exclude {item.describe()}")
 
 
+def _evidence_tag(hit) -> str:
+    """A plain word on weak evidence: a hit holding only some query words, or none of them."""
+    evidence = hit.evidence
+    if not evidence or evidence["clauses"] < 1:
+        return ""
+    matched, clauses, cosine = evidence["clauses_matched"], evidence["clauses"], evidence["query_cosine"]
+    if matched == 0:
+        return "  (no query word" + (f"; cosine {cosine:.2f})" if cosine is not None else ")")
+    return f"  ({matched} of {clauses} words)" if matched < clauses else ""
+
+
 def _channel_part(name: str, part: dict) -> str:
     """One channel of a hit for --explain; after feedback, also its score for the query as asked."""
     asked = part.get("query_cosine", part.get("query_score"))
@@ -464,7 +475,7 @@ def cmd_search(args) -> int:
         print(f"  #{gone['id']} {gone['why']}")
     for rank, hit in enumerate(response.hits, 1):
         hit.path = display_path(hit.path)
-        print(f"{rank:>2}. {hit.score:8.4f}  {hit.title or '(untitled)'}  [#{hit.id}]")
+        print(f"{rank:>2}. {hit.score:8.4f}  {hit.title or '(untitled)'}  [#{hit.id}]{_evidence_tag(hit)}")
         print(f"     {hit.location()}")
         if hit.snippet:
             print(f"     {hit.snippet}")

@@ -67,6 +67,9 @@ class Hit:
     match_reasons: list[dict] = field(default_factory=list)
     channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
     adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
+    # how much of the query this hit holds, whatever its fused score: clauses matched of all clauses,
+    # and the cosine with the query as asked (None without vectors)
+    evidence: dict = field(default_factory=dict)
     explain: dict | None = None
 
     def location(self) -> str:
@@ -771,6 +774,8 @@ def run_search(
     for hit in hits:
         hit.channels = channels_of.get(hit.id, {})
         hit.adjustments = adjustments.get(hit.id, [])
+        if detail == "full":
+            hit.evidence = _evidence(hit, plan)
     response = SearchResponse(parsed.text, plan, hits, funnel, params, filters)
     response.dropped = dropped
     response.missing_terms = [t for t in plan.terms if found.get(t) is None]
@@ -841,6 +846,16 @@ def _present(ranked, ctx: SearchContext, plan: QueryPlan, found, scoring, params
         for hit in hits:
             hit.explain = {"lexical": ctx.view.explain(hit.id, scoring, found, params)}
     return hits
+
+
+def _evidence(hit: Hit, plan: QueryPlan) -> dict:
+    dense = hit.channels.get("dense") or {}
+    cosine = dense.get("query_cosine", dense.get("score"))
+    return {
+        "clauses_matched": len({reason["clause"] for reason in hit.match_reasons}),
+        "clauses": len(plan.clauses),
+        "query_cosine": None if cosine is None else float(cosine),
+    }
 
 
 def _match_reasons(chunk_id: int, plan: QueryPlan, found, view) -> list[dict]:
