@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from kenning.analysis import TOKEN_RE, fold
 
 
@@ -28,31 +30,69 @@ def vocabulary_delta(analyzer, added_raws: Counter, removed_texts) -> Counter:
     return delta
 
 
-def _edits1(word: str, letters: str) -> set[str]:
-    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-    deletes = {a + b[1:] for a, b in splits if b}
-    transposes = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
-    replaces = {a + c + b[1:] for a, b in splits if b for c in letters}
-    inserts = {a + c + b for a, b in splits for c in letters}
-    return deletes | transposes | replaces | inserts
+BUCKETS = 32  # letters hash into this many counters for the candidate filter
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal string alignment distance (insertions, deletions, substitutions, adjacent
+    transpositions), or limit + 1 as soon as it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] | None = None
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            best = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if before is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                best = min(best, before[j - 2] + 1)
+            current[j] = best
+        if min(current) > limit:
+            return limit + 1
+        before, previous = previous, current
+    return previous[-1]
+
+
+def _letter_counts(word: str) -> np.ndarray:
+    counts = np.zeros(BUCKETS, dtype=np.int16)
+    for ch in word:
+        counts[ord(ch) % BUCKETS] += 1
+    return counts
 
 
 class Speller:
     """Corrections from one snapshot's vocabulary. The vocabulary is read on the first correction,
-    so searches whose words all match pay nothing for spelling."""
+    so searches whose words all match pay nothing for spelling.
+
+    Candidates are filtered before any edit distance is computed: k edits change a word's letter
+    counts by at most k in each direction, so a word whose counts differ by more cannot be within k
+    (the bag distance is a lower bound on the edit distance; hashing letters into buckets only
+    lowers it further, so the filter never drops a true candidate). One vectorised pass over the
+    vocabulary leaves a handful of words, and the exact distance decides among them.
+    """
 
     def __init__(self, vocabulary):
         self._source = vocabulary  # a dict, or a callable returning one
         self._vocabulary: dict[str, int] | None = None
-        self._letters = ""
+        self._words: list[str] = []
+        self._counts: np.ndarray | None = None
 
     @property
     def vocabulary(self) -> dict[str, int]:
         if self._vocabulary is None:
             self._vocabulary = self._source() if callable(self._source) else self._source
-            counts = Counter(c for w in self._vocabulary for c in w)
-            self._letters = "".join(c for c, _ in counts.most_common(40))
         return self._vocabulary
+
+    def _letter_matrix(self) -> np.ndarray:
+        if self._counts is None:
+            self._words = list(self.vocabulary)
+            counts = np.zeros((len(self._words), BUCKETS), dtype=np.int16)
+            for row, word in enumerate(self._words):
+                for ch in word:
+                    counts[row, ord(ch) % BUCKETS] += 1
+            self._counts = counts
+        return self._counts
 
     def correct(self, word: str) -> str | None:
         """The best correction for a word, or None when it is known or nothing is close enough."""
@@ -60,10 +100,14 @@ class Speller:
         vocabulary = self.vocabulary
         if not w.isalpha() or w in vocabulary or not vocabulary:
             return None
-        first = _edits1(w, self._letters)
-        best = [e for e in first if e in vocabulary]
-        if not best and len(w) > 4:
-            best = [e2 for e1 in first for e2 in _edits1(e1, self._letters) if e2 in vocabulary]
-        if not best:
-            return None
-        return max(best, key=lambda c: (vocabulary[c], c))
+        limit = 1 if len(w) <= 4 else 2
+        diff = self._letter_matrix() - _letter_counts(w)
+        bag = np.maximum(np.clip(diff, 0, None).sum(axis=1), np.clip(-diff, 0, None).sum(axis=1))
+        best: tuple[int, int, str] | None = None  # (distance, -frequency, word): smallest wins
+        for row in np.flatnonzero(bag <= limit).tolist():
+            candidate = self._words[row]
+            distance = edit_distance(w, candidate, limit)
+            if distance <= limit:
+                key = (distance, -vocabulary[candidate], candidate)
+                best = key if best is None or key < best else best
+        return best[2] if best is not None else None
