@@ -10,8 +10,8 @@ segment order keeps every posting list sorted by chunk id.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
-from itertools import chain
 
 import numpy as np
 from pyroaring import BitMap
@@ -23,19 +23,15 @@ FLUSH_CHUNKS = 20_000
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
 
 
-def _positions_by_term(terms: list[str], positions: list[int]) -> dict[str, list[int]]:
-    by_term: dict[str, list[int]] = {}
-    for term, pos in zip(terms, positions, strict=True):
-        found = by_term.get(term)
-        if found is None:
-            by_term[term] = [pos]
-        else:
-            found.append(pos)
-    return by_term
-
-
 class SegmentBuilder:
-    """Accumulates per-chunk field positions for title and body, then writes one segment."""
+    """Accumulates the positioned terms of new chunks, then writes them as one segment.
+
+    Every token goes into four flat arrays (term id, chunk id, field, position) in the order it was
+    read; `flush` groups them into posting lists with one stable sort by term id. Chunks arrive in
+    ascending id order with title before body and positions ascending, so the sort leaves each
+    term's tokens ordered by chunk, then field, then position, which is the storage layout. Per
+    token this costs a dict lookup and array appends; there is no per-posting Python work.
+    """
 
     def __init__(self, analyzer: Analyzer):
         self.analyzer = analyzer
@@ -45,43 +41,83 @@ class SegmentBuilder:
         self.doc_ids: list[int] = []
         self.title_lens: list[int] = []
         self.body_lens: list[int] = []
-        # term -> (ids, title positions per posting, body positions per posting)
-        self.postings: dict[str, tuple[list, list, list]] = defaultdict(lambda: ([], [], []))
+        self.term_ids: dict[str, int] = {}
+        self.token_term = array("I")
+        self.token_doc = array("I")
+        self.token_field = array("B")  # 0 title, 1 body
+        self.token_pos = array("I")
 
     def __len__(self) -> int:
         return len(self.doc_ids)
 
     def add(self, chunk_id: int, title: str, body: str) -> set[str]:
-        """Collect one chunk's postings; returns its distinct raw tokens (for the spelling vocabulary)."""
+        """Collect one chunk's tokens; returns its distinct raw tokens (for the spelling vocabulary)."""
         raws: set[str] = set()
-        title_terms, title_pos = self.analyzer.positioned_terms(title, raws)
-        body_terms, body_pos = self.analyzer.positioned_terms(body, raws)
         self.doc_ids.append(chunk_id)
-        self.title_lens.append(len(title_terms))
-        self.body_lens.append(len(body_terms))
-        in_title = _positions_by_term(title_terms, title_pos)
-        in_body = _positions_by_term(body_terms, body_pos)
-        empty: list[int] = []
-        for term in in_title.keys() | in_body.keys():
-            ids, pt, pb = self.postings[term]
-            ids.append(chunk_id)
-            title_positions = in_title.get(term, empty)
-            body_positions = in_body.get(term, empty)
-            pt.append(title_positions if len(title_positions) <= MAX_TF else title_positions[:MAX_TF])
-            pb.append(body_positions if len(body_positions) <= MAX_TF else body_positions[:MAX_TF])
+        number = self.term_ids.setdefault
+        for field, text, lengths in ((0, title, self.title_lens), (1, body, self.body_lens)):
+            terms, positions = self.analyzer.positioned_terms(text, raws)
+            lengths.append(len(terms))
+            self.token_term.extend([number(t, len(self.term_ids)) for t in terms])
+            self.token_pos.extend(positions)
+            self.token_doc.extend(array("I", [chunk_id]) * len(terms))
+            self.token_field.extend(array("B", [field]) * len(terms))
         return raws
 
     def _rows(self):
-        for term, (ids, pt, pb) in self.postings.items():
-            tf_title = [len(p) for p in pt]
-            tf_body = [len(p) for p in pb]
+        """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, from the flat token arrays."""
+        term = np.frombuffer(self.token_term, dtype=np.uint32)
+        if not len(term):
+            return
+        order = np.argsort(term, kind="stable")
+        term, doc = term[order], np.frombuffer(self.token_doc, dtype=np.uint32)[order]
+        field = np.frombuffer(self.token_field, dtype=np.uint8)[order]
+        pos = np.frombuffer(self.token_pos, dtype=np.uint32)[order]
+        # at most MAX_TF positions per (term, chunk, field): tf is stored as uint16
+        group = np.flatnonzero(
+            np.concatenate(
+                ([True], (term[1:] != term[:-1]) | (doc[1:] != doc[:-1]) | (field[1:] != field[:-1]))
+            )
+        )
+        sizes = np.diff(np.append(group, len(term)))
+        if sizes.max() > MAX_TF:
+            rank = np.arange(len(term)) - np.repeat(group, sizes)
+            keep = rank < MAX_TF
+            term, doc, field, pos = term[keep], doc[keep], field[keep], pos[keep]
+        # one posting per (term, chunk)
+        starts = np.flatnonzero(np.concatenate(([True], (term[1:] != term[:-1]) | (doc[1:] != doc[:-1]))))
+        in_title = (field == 0).astype(np.int64)
+        tf_title = np.add.reduceat(in_title, starts).astype(np.uint16)
+        tf_body = (np.diff(np.append(starts, len(term))) - tf_title).astype(np.uint16)
+        posting_doc, posting_term = doc[starts], term[starts]
+        title_term, title_pos = term[field == 0], pos[field == 0]
+        body_term, body_pos = term[field == 1], pos[field == 1]
+        names = list(self.term_ids)
+        present = np.unique(posting_term)
+        bounds = {
+            "posting": np.searchsorted(posting_term, present),
+            "title": np.searchsorted(title_term, present),
+            "body": np.searchsorted(body_term, present),
+        }
+        ends = {
+            key: np.append(b[1:], n)
+            for key, b, n in (
+                ("posting", bounds["posting"], len(posting_term)),
+                ("title", bounds["title"], len(title_term)),
+                ("body", bounds["body"], len(body_term)),
+            )
+        }
+        for i, tid in enumerate(present.tolist()):
+            p0, p1 = bounds["posting"][i], ends["posting"][i]
+            t0, t1 = bounds["title"][i], ends["title"][i]
+            b0, b1 = bounds["body"][i], ends["body"][i]
             yield (
-                term,
-                ids,
-                tf_title,
-                tf_body,
-                np.fromiter(chain.from_iterable(pt), dtype=np.uint32, count=sum(tf_title)),
-                np.fromiter(chain.from_iterable(pb), dtype=np.uint32, count=sum(tf_body)),
+                names[tid],
+                posting_doc[p0:p1],
+                tf_title[p0:p1],
+                tf_body[p0:p1],
+                title_pos[t0:t1],
+                body_pos[b0:b1],
             )
 
     def flush(self, storage) -> int | None:

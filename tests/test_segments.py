@@ -1,0 +1,61 @@
+"""The segment builder's posting lists against a direct, per-chunk reference."""
+
+import numpy as np
+
+from kenning import segments
+from kenning.analysis import Analyzer
+from kenning.segments import SegmentBuilder
+
+CHUNKS = [
+    (3, "Parsing", "def parseQueryString(raw): parse the query string, then parse it again"),
+    (4, "", "東京都の天気 and the weather in Tokyo"),
+    (9, "Query strings", "the query is a string; QUERY_STRING is an environment variable"),
+    (10, "parse parse parse parse", "parse"),
+]
+
+
+def reference(analyzer, chunks, max_tf):
+    """term -> (ids, tf_title, tf_body, title positions, body positions), one chunk at a time."""
+    out: dict[str, list] = {}
+    for chunk_id, title, body in chunks:
+        per_field = []
+        for text in (title, body):
+            terms, positions = analyzer.positioned_terms(text)
+            found: dict[str, list[int]] = {}
+            for term, pos in zip(terms, positions, strict=True):
+                found.setdefault(term, []).append(pos)
+            per_field.append({t: p[:max_tf] for t, p in found.items()})
+        for term in sorted(per_field[0].keys() | per_field[1].keys()):
+            ids, tft, tfb, pt, pb = out.setdefault(term, [[], [], [], [], []])
+            title_positions, body_positions = per_field[0].get(term, []), per_field[1].get(term, [])
+            ids.append(chunk_id)
+            tft.append(len(title_positions))
+            tfb.append(len(body_positions))
+            pt.extend(title_positions)
+            pb.extend(body_positions)
+    return {term: tuple(list(map(int, part)) for part in parts) for term, parts in out.items()}
+
+
+def built(analyzer, chunks):
+    builder = SegmentBuilder(analyzer)
+    for chunk_id, title, body in chunks:
+        builder.add(chunk_id, title, body)
+    return {term: tuple(np.asarray(part).tolist() for part in rest) for term, *rest in builder._rows()}
+
+
+def test_postings_match_the_reference():
+    analyzer = Analyzer()
+    got = built(analyzer, CHUNKS)
+    assert got == reference(analyzer, CHUNKS, segments.MAX_TF)
+    ids, tf_title, tf_body, title_positions, body_positions = got["pars"]
+    assert (ids, tf_title, tf_body) == ([3, 10], [1, 4], [3, 1])
+    assert title_positions == [0, 0, 1, 2, 3] and body_positions[-1] == 0  # chunk 10's body "parse"
+    assert got["queri"][0] == [3, 9]  # parts of identifiers are postings too
+
+
+def test_term_frequency_cap_keeps_the_first_positions(monkeypatch):
+    monkeypatch.setattr(segments, "MAX_TF", 2)
+    analyzer = Analyzer()
+    got = built(analyzer, CHUNKS)
+    assert got == reference(analyzer, CHUNKS, 2)
+    assert max(max(parts[1] + parts[2]) for parts in got.values()) == 2
