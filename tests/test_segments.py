@@ -1,10 +1,13 @@
 """The segment builder's posting lists against a direct, per-chunk reference."""
 
+import sqlite3
+
 import numpy as np
+from pyroaring import BitMap
 
 from kenning import segments
 from kenning.analysis import Analyzer
-from kenning.segments import SegmentBuilder
+from kenning.segments import SegmentBuilder, merge_plan
 
 CHUNKS = [
     (3, "Parsing", "def parseQueryString(raw): parse the query string, then parse it again"),
@@ -59,3 +62,36 @@ def test_term_frequency_cap_keeps_the_first_positions(monkeypatch):
     got = built(analyzer, CHUNKS)
     assert got == reference(analyzer, CHUNKS, 2)
     assert max(max(parts[1] + parts[2]) for parts in got.values()) == 2
+
+
+class SegmentTable:
+    """Just the `segments` rows that merge_plan reads: (id, n_docs)."""
+
+    def __init__(self, sizes):
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute("CREATE TABLE segments (id INTEGER PRIMARY KEY, n_docs INTEGER)")
+        self.conn.executemany("INSERT INTO segments VALUES (?, ?)", enumerate(sizes, 1))
+
+
+def plan(sizes, live=None):
+    live = BitMap(range(sum(sizes))) if live is None else live
+    return merge_plan(SegmentTable(sizes), live)
+
+
+def test_merge_plan_folds_the_newest_segments_that_break_the_doubling():
+    assert plan([100]) == []
+    assert plan([100, 50, 20, 10]) == []  # each at least as big as everything newer
+    assert plan([100, 10, 10, 10]) == [2, 3, 4]  # 10 < 20: it and the newer ones
+    assert plan([3, 1, 1, 1]) == [2, 3, 4]
+    assert plan([3, 3, 1]) == [1, 2, 3]  # 3 < 4: everything
+    assert plan([100, 40, 50]) == [2, 3]
+    assert plan([100, 60, 50]) == [1, 2, 3]  # 100 < 60 + 50
+
+
+def test_merge_plan_caps_the_count_and_reclaims_deleted_chunks(monkeypatch):
+    monkeypatch.setattr(segments, "MAX_SEGMENTS", 3)
+    sizes = [1000, 500, 250, 125]
+    assert plan(sizes) == [3, 4]  # doubling holds, but 4 > 3 segments: the two newest
+    monkeypatch.setattr(segments, "MAX_SEGMENTS", 10)
+    assert plan(sizes) == []
+    assert plan(sizes, live=BitMap(range(900))) == [1, 2, 3, 4]  # over half deleted: all of them

@@ -29,7 +29,7 @@ from kenning.postprocess import PostprocessOptions
 from kenning.query import ParsedQuery, parse_query
 from kenning.rerank import make_reranker
 from kenning.search import SearchContext, SearchResponse, run_search
-from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_segments, needs_merge
+from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
 from kenning.signals.dense import DenseView
 from kenning.signals.lexical import Bm25Params, LexicalIndex
 from kenning.signals.substring import SubstringView
@@ -192,8 +192,9 @@ class Index:
                 if report.chunks_removed:
                     self.storage.drop_orphan_vectors()
                 self.storage.set_live(live)
-                if needs_merge(self.storage, live):
-                    merge_segments(self.storage, live)
+                merging = merge_plan(self.storage, live)
+                if merging:
+                    merge_segments(self.storage, live, merging)
                     report.merged_segments = True
                 self.storage.set_meta("n_terms", str(self.storage.count_terms()))
         report.generation = self.storage.generation()

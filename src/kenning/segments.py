@@ -1,8 +1,9 @@
 """Building and merging the immutable postings segments that storage keeps.
 
 A SegmentBuilder collects the terms (with positions) of newly indexed chunks and writes them as one
-segment. `merge_segments` rewrites all segments as one, dropping postings of deleted chunks, so the
-number of segments a query visits (and the dead weight it skips) stays small.
+segment. `merge_plan` picks the newest segments to fold together after a commit (see there) and
+`merge_segments` rewrites them as one, dropping postings of deleted chunks, so the number of
+segments a query visits (and the dead weight it skips) stays small.
 
 Chunk ids only grow, and segments are written (and merged) in id order, so concatenating segments in
 segment order keeps every posting list sorted by chunk id.
@@ -18,7 +19,7 @@ from pyroaring import BitMap
 
 from kenning.analysis import Analyzer
 
-MAX_SEGMENTS = 8
+MAX_SEGMENTS = 10
 FLUSH_CHUNKS = 20_000
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
 
@@ -131,13 +132,33 @@ class SegmentBuilder:
         return seg_id
 
 
-def needs_merge(storage, live: BitMap) -> bool:
-    """Merge when a query would visit too many segments or most postings belong to deleted chunks."""
-    segments = storage.conn.execute("SELECT id, n_docs FROM segments").fetchall()
-    if len(segments) > MAX_SEGMENTS:
-        return True
-    total = sum(n for _, n in segments)
-    return total > 1000 and len(live) < total * 0.5
+def merge_plan(storage, live: BitMap) -> list[int]:
+    """The segments to merge into one after a commit, oldest first ([] when none).
+
+    - Over half of the indexed chunks deleted (more than 1000): all segments, to drop dead postings.
+    - A segment smaller than all newer segments together: it and every newer one. Sizes then at
+      least double towards the past, so there are about log2(N / smallest) segments and a chunk is
+      rewritten O(log N) times over its life, not once per merge as when every merge took them all.
+    - Still more than MAX_SEGMENTS: the newest ones, enough to get back to the cap (the cheap end).
+
+    A merge always takes the newest segments. The merged segment gets the next id and holds the
+    highest chunk ids, so segment order stays chunk-id order.
+    """
+    rows = storage.conn.execute("SELECT id, n_docs FROM segments ORDER BY id").fetchall()
+    ids = [seg_id for seg_id, _ in rows]
+    total = sum(n for _, n in rows)
+    if total > 1000 and len(live) < total * 0.5:
+        return ids
+    start = len(rows)
+    newer = 0
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i][1] < newer:
+            start = i
+        newer += rows[i][1]
+    if min(start, len(rows) - 1) + 1 > MAX_SEGMENTS:  # segments left after merging from `start`
+        start = MAX_SEGMENTS - 1
+    run = ids[start:]
+    return run if len(run) > 1 else []
 
 
 def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -145,11 +166,15 @@ def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep:
     return positions[np.repeat(keep, tf.astype(np.int64))]
 
 
-def merge_segments(storage, live: BitMap) -> int | None:
-    """Rewrite all segments as one that holds only live chunks. Runs inside the caller's transaction."""
-    segment_ids = [r[0] for r in storage.conn.execute("SELECT id FROM segments ORDER BY id")]
+def merge_segments(storage, live: BitMap, segment_ids: list[int] | None = None) -> int | None:
+    """Rewrite segments (all, or the newest ones given) as one that holds only their live chunks.
+    Runs inside the caller's transaction."""
+    every = [r[0] for r in storage.conn.execute("SELECT id FROM segments ORDER BY id")]
+    segment_ids = every if segment_ids is None else sorted(segment_ids)
     if not segment_ids:
         return None
+    if segment_ids != every[len(every) - len(segment_ids) :]:
+        raise ValueError("only the newest segments can be merged (segment order is chunk-id order)")
     live_ids = np.frombuffer(live.to_array(), dtype=np.uint32)
     max_id = int(live_ids[-1]) if len(live_ids) else 0
     live_mask = np.zeros(max_id + 2, dtype=bool)
@@ -186,9 +211,9 @@ def merge_segments(storage, live: BitMap) -> int | None:
             yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(5)))
 
     storage.drop_segments(segment_ids)
-    if len(live_ids) == 0:
-        return None
     all_ids = np.concatenate(doc_ids)
+    if len(all_ids) == 0:
+        return None
     if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
         raise AssertionError("segments out of chunk-id order; refusing to merge")
     return storage.write_segment(all_ids, np.concatenate(title_lens), np.concatenate(body_lens), rows())
