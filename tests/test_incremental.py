@@ -172,6 +172,33 @@ def test_merges_take_the_newest_segments_and_keep_sizes_doubling(tmp_path):
     ix.close()
 
 
+def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
+    """A JSONL corpus is one file with many chunks: its tokens are written every FLUSH_CHUNKS chunks,
+    not held until the file ends, and the pieces merge into one segment at commit."""
+    import json
+
+    from kenning import index as index_module
+    from kenning.storage import Storage
+
+    monkeypatch.setattr(index_module, "FLUSH_CHUNKS", 4)
+    written = []
+    original = Storage.write_segment
+
+    def counting(self, doc_ids, *args):
+        written.append(len(doc_ids))
+        return original(self, doc_ids, *args)
+
+    monkeypatch.setattr(Storage, "write_segment", counting)
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"_id": f"d{i}", "title": "", "text": f"passage {i} about topic{i % 3}"} for i in range(10)]
+    corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ix = Index(tmp_path / "ix")
+    ix.add([corpus])
+    assert written == [4, 4, 2, 10]  # three pieces, then their merge
+    assert ix.status()["segments"] == 1
+    assert len(ids_for(ix, "topic1")) == 3 and len(ids_for(ix, "passage")) == 10
+
+
 def test_missing_index_is_a_clear_error(tmp_path):
     with pytest.raises(StorageError, match="kenning index"):
         Index(tmp_path / "nowhere", create=False)

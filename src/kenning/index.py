@@ -285,6 +285,8 @@ class Index:
             vocab.added.update(builder.add(chunk_id, chunk.title, chunk.body))
             live.add(chunk_id)
             report.chunks_added += 1
+            if len(builder) >= FLUSH_CHUNKS:  # a big file (a JSONL corpus) must not hold every token
+                builder.flush(self.storage)
         stale = [cid for ids in reusable.values() for cid in ids]
         if stale:
             vocab.removed.extend(self.storage.chunk_texts(stale))
