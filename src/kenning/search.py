@@ -19,6 +19,7 @@ import time
 import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import numpy as np
 from pyroaring import BitMap
@@ -420,13 +421,8 @@ def _other_channels(
     else:
         dense_ids, dense_scores = np.zeros(0, dtype=np.int64), np.zeros(0)
     # Nearest neighbours always exist; a chunk that only vectors found must be close enough to count.
-    close = np.array(
-        [
-            s >= fusion.min_similarity or int(c) in survivors
-            for c, s in zip(dense_ids.tolist(), dense_scores.tolist(), strict=True)
-        ],
-        dtype=bool,
-    )
+    holds_word = ctx.view.mask(survivors)
+    close = _found_by_query(dense_ids, holds_word, fusion.min_similarity, known=dense_scores)
     dropped = int(len(close) - close.sum())
     if dropped:
         dense_ids, dense_scores = dense_ids[close], dense_scores[close]
@@ -472,14 +468,29 @@ def _other_channels(
     clock.lap("fuse")
     if fusion.feedback_k > 0 and fusion.mode in ("norm", "rrf") and query_vec is not None and result.ids:
         result = _feedback(
-            ctx, plan, result, channels, query_vec, lexical_all, survivors, allowed, depth, fusion, funnel
+            ctx, plan, result, channels, query_vec, lexical_all, holds_word, allowed, depth, fusion, funnel
         )
         clock.lap("feedback")
     ranked = list(zip(result.ids, result.scores, strict=True))
     return ranked, result.explain
 
 
-def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, allowed, depth, fusion, funnel):
+def _found_by_query(ids, holds_word: np.ndarray, floor: float, known=None, cosine=None) -> np.ndarray:
+    """True for the chunks the query itself found: they hold a query word (`holds_word`, a mask over
+    chunk ids), or their cosine with the query as asked is at least `floor`. Cosines are `known`
+    (aligned with `ids`) or computed by `cosine(ids)`, and only for chunks without a query word."""
+    ids = np.asarray(ids, dtype=np.int64)
+    found = np.zeros(len(ids), dtype=bool)
+    inside = ids < len(holds_word)
+    found[inside] = holds_word[ids[inside]]
+    rest = np.flatnonzero(~found)
+    if len(rest):
+        similar = np.asarray(known)[rest] if known is not None else cosine(ids[rest])
+        found[rest] = similar >= floor
+    return found
+
+
+def _feedback(ctx, plan, first, channels, query_vec, lexical_all, holds_word, allowed, depth, fusion, funnel):
     """Pseudo-relevance feedback from the first fused pass, then a second fusion.
 
     The top `feedback_k` chunks move the query vector towards their mean (Rocchio, weight
@@ -497,14 +508,10 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, survivors, all
     if vectors and fusion.feedback_beta > 0:
         moved = query_vec + fusion.feedback_beta * np.mean(vectors, axis=0)
         moved = moved / np.linalg.norm(moved)
-    held_query_word = ctx.view.mask(survivors)
+    asked = partial(ctx.dense.similarity, query_vec)
 
     def found_by_query(ids: np.ndarray) -> np.ndarray:
-        ids = np.asarray(ids, dtype=np.int64)
-        word = np.zeros(len(ids), dtype=bool)
-        inside = ids < len(held_query_word)
-        word[inside] = held_query_word[ids[inside]]
-        return word | (ctx.dense.similarity(query_vec, ids) >= fusion.min_similarity)
+        return _found_by_query(ids, holds_word, fusion.min_similarity, cosine=asked)
 
     dense_ids, dense_scores = ctx.dense.search(moved, depth, allowed)
     keep = found_by_query(dense_ids)

@@ -95,23 +95,15 @@ class SegmentBuilder:
         body_term, body_pos = term[field == 1], pos[field == 1]
         names = list(self.term_ids)
         present = np.unique(posting_term)
-        bounds = {
-            "posting": np.searchsorted(posting_term, present),
-            "title": np.searchsorted(title_term, present),
-            "body": np.searchsorted(body_term, present),
-        }
-        ends = {
-            key: np.append(b[1:], n)
-            for key, b, n in (
-                ("posting", bounds["posting"], len(posting_term)),
-                ("title", bounds["title"], len(title_term)),
-                ("body", bounds["body"], len(body_term)),
-            )
-        }
-        for i, tid in enumerate(present.tolist()):
-            p0, p1 = bounds["posting"][i], ends["posting"][i]
-            t0, t1 = bounds["title"][i], ends["title"][i]
-            b0, b1 = bounds["body"][i], ends["body"][i]
+
+        def spans(sorted_terms: np.ndarray) -> list[tuple[int, int]]:
+            """(start, end) of each present term's run in an array sorted by term id."""
+            starts = np.searchsorted(sorted_terms, present)
+            return list(zip(starts.tolist(), np.append(starts[1:], len(sorted_terms)).tolist(), strict=True))
+
+        for tid, (p0, p1), (t0, t1), (b0, b1) in zip(
+            present.tolist(), spans(posting_term), spans(title_term), spans(body_term), strict=True
+        ):
             yield (
                 names[tid],
                 posting_doc[p0:p1],

@@ -87,11 +87,9 @@ class Speller:
     def _letter_matrix(self) -> np.ndarray:
         if self._counts is None:
             self._words = list(self.vocabulary)
-            counts = np.zeros((len(self._words), BUCKETS), dtype=np.int16)
-            for row, word in enumerate(self._words):
-                for ch in word:
-                    counts[row, ord(ch) % BUCKETS] += 1
-            self._counts = counts
+            self._counts = np.array([_letter_counts(w) for w in self._words], dtype=np.int16).reshape(
+                -1, BUCKETS
+            )
         return self._counts
 
     def correct(self, word: str) -> str | None:
