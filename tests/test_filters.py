@@ -101,6 +101,9 @@ def test_empty_result_names_the_filter(index):
     _, response = titles(index, "+kubernetes", collections=("notes",))
     assert "+kubernetes has no postings" in response.empty_reason
     _, response = titles(index, "+plan rotation", collections=("code",))
+    assert response.hits and all(h.relaxed == ["+plan"] for h in response.hits)  # filters are never relaxed
+    assert any("no chunk holds +plan (in scope)" in n for n in response.notices)
+    response = index.search("+plan rotation", filters=Filters(collections=("code",)), relax=False)
     assert response.empty_reason == "+plan has no postings in collection code"
     _, response = titles(index, "rotation", collections=("code",), meta=(("status", "draft"),))
     assert response.empty_reason.startswith("rotation has no postings in collection code; status=draft")

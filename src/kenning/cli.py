@@ -233,11 +233,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("search", help="search the index")
-    p.add_argument("query")
+    p.add_argument("query", nargs="+", help="the query (words may stand unquoted; -word excludes)")
     p.add_argument("-n", "--limit", type=int, default=None, help="number of results (default 10)")
     p.add_argument("--explain", action="store_true", help="show the funnel and every score component")
     p.add_argument("--strict", action="store_true", default=None, help="every plain word is required (AND)")
     p.add_argument("--spell", action="store_true", help="correct words that no chunk holds, and say so")
+    p.add_argument(
+        "--no-relax",
+        action="store_true",
+        help="keep an empty result when phrases, +words or -words leave nothing (default: relax, marked)",
+    )
     _add_filters(p)
     _add_common(p)
     _add_knobs(p)
@@ -255,6 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dataset", help="directory with corpus.jsonl, queries.jsonl, qrels/test.tsv")
     p.add_argument("--no-stem", action="store_true", help="evaluate without stemming")
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json")
+    p.add_argument(
+        "--dialect",
+        action="store_true",
+        help="send queries through kenning's query language (default: plain text, as peers receive them)",
+    )
     _add_common(p)
     _add_knobs(p)
     _add_fusion(p)
@@ -399,9 +409,10 @@ def _evidence_tag(hit) -> str:
     if not evidence or evidence["clauses"] < 1:
         return ""
     matched, clauses, cosine = evidence["clauses_matched"], evidence["clauses"], evidence["query_cosine"]
+    relaxed = f"  (relaxed: without {', '.join(hit.relaxed)})" if hit.relaxed else ""
     if matched == 0:
-        return "  (no query word" + (f"; cosine {cosine:.2f})" if cosine is not None else ")")
-    return f"  ({matched} of {clauses} words)" if matched < clauses else ""
+        return relaxed + "  (no query word" + (f"; cosine {cosine:.2f})" if cosine is not None else ")")
+    return relaxed + (f"  ({matched} of {clauses} words)" if matched < clauses else "")
 
 
 def _channel_part(name: str, part: dict) -> str:
@@ -445,7 +456,7 @@ def cmd_search(args) -> int:
     filters = _filters(args)
     with _open(args) as index:
         response = index.search(
-            args.query,
+            " ".join(args.query),
             limit=settings.get("limit", 10),
             params=params,
             explain=args.explain,
@@ -457,6 +468,7 @@ def cmd_search(args) -> int:
             embedder=args.embedder,
             post=post,
             rerank=args.rerank,
+            relax=not args.no_relax,
         )
     if args.json:
         _emit_json(response.to_dict())
@@ -564,6 +576,7 @@ def cmd_eval(args) -> int:
             fusion=_fusion(settings),
             embedder=args.embedder,
             embed_progress=embed_progress,
+            syntax="dialect" if args.dialect else "plain",
         )
     if args.json:
         _emit_json(report.to_dict(per_query=args.per_query))
@@ -575,6 +588,9 @@ def cmd_eval(args) -> int:
     print(f"MRR@10       {report.mrr_at_10:.4f}")
     print(f"QPS          {report.qps:.1f}  (one query at a time, top 100)")
     print(f"index        {report.index_seconds:.2f} s  ({report.index_dir})")
+    print(f"failed       {len(report.failures)} of {report.queries} queries (each scored zero)")
+    for qid, error in report.failures.items():
+        print(f"  query {qid}: {error}")
     return 0
 
 
@@ -589,8 +605,42 @@ COMMANDS = {
 }
 
 
+def _query_words_last(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`kenning search -Dantès father`: a word that starts with `-` but is no option of `search` is
+    part of the query (an exclusion), not an unknown option. Options are the exact flag names,
+    `--flag=value`, and a short number flag with its number attached (`-n5`); everything else that
+    starts with `-` moves behind `--`, where argparse reads it as query text."""
+    if not argv or argv[0] != "search":
+        return argv
+    search = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "search")[1]
+    takes_value = {flag: action.nargs != 0 for action in search._actions for flag in action.option_strings}
+    numeric = {
+        flag
+        for action in search._actions
+        for flag in action.option_strings
+        if action.type in (int, float) and not flag.startswith("--")
+    }
+    options, words, rest = [], [], list(argv[1:])
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            words.extend(rest)
+            break
+        flag = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if flag in takes_value:
+            options.append(arg)
+            if takes_value[flag] and "=" not in arg and rest:
+                options.append(rest.pop(0))
+        elif arg[:2] in numeric and arg[2:].replace(".", "", 1).isdigit():
+            options.append(arg)
+        else:
+            words.append(arg)
+    return ["search", *options, "--", *words] if words else ["search", *options]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(_query_words_last(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         return COMMANDS[args.command](args)
     except (StorageError, DatasetError, ConfigError, ValueError) as exc:

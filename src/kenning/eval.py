@@ -3,6 +3,10 @@
 Metrics follow trec_eval's definitions (as pytrec_eval computes them): nDCG@10 with the graded
 relevance as gain and a log2 discount, Recall@100 and MRR@10 counting relevance > 0. Every judged query
 is scored; a query that returns nothing scores zero rather than being skipped.
+
+Queries go in as plain text by default, as every peer system receives them; `syntax="dialect"` sends
+them through kenning's query language instead. A query that fails is recorded by id with its error,
+scores zero, and the run goes on.
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ class EvalReport:
     fusion: dict | None
     params: dict
     index_dir: str
+    syntax: str = "plain"
+    failures: dict[str, str] = field(default_factory=dict)  # query id -> error
     per_query: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self, per_query: bool = False) -> dict:
@@ -125,10 +131,18 @@ def ranked_doc_keys(
     mode: str = "lexical",
     fusion=None,
     embedder=None,
+    syntax: str = "plain",
 ) -> list[str]:
     """Document ids in rank order, each document once (at its best chunk)."""
     response = index.search(
-        query, limit=depth, params=params, detail="heads", mode=mode, fusion=fusion, embedder=embedder
+        query,
+        limit=depth,
+        params=params,
+        detail="heads",
+        mode=mode,
+        fusion=fusion,
+        embedder=embedder,
+        syntax=syntax,
     )
     seen: dict[str, None] = {}
     for hit in response.hits:
@@ -147,6 +161,7 @@ def evaluate(
     fusion: FusionParams | None = None,
     embedder: str | None = None,
     embed_progress: Callable[[int, int, float], None] | None = None,
+    syntax: str = "plain",
 ) -> EvalReport:
     """Build (or reuse) an index of the corpus, run every judged query, and score the rankings.
 
@@ -165,9 +180,14 @@ def evaluate(
         if mode != "lexical":
             embed_seconds = index.embed(embedder, progress=embed_progress).seconds
         runs: dict[str, list[str]] = {}
+        failures: dict[str, str] = {}
         started = time.perf_counter()
         for qid, text in dataset.queries.items():
-            runs[qid] = ranked_doc_keys(index, text, depth, params, mode, fusion, embedder)
+            try:
+                runs[qid] = ranked_doc_keys(index, text, depth, params, mode, fusion, embedder, syntax)
+            except Exception as exc:  # one bad query must not end the run: it scores zero, by name
+                failures[qid] = f"{type(exc).__name__}: {exc}"
+                runs[qid] = []
         elapsed = time.perf_counter() - started
     per_query = {
         qid: {
@@ -191,5 +211,7 @@ def evaluate(
         fusion=(fusion or FusionParams()).to_dict() if mode == "hybrid" else None,
         params=params.to_dict(),
         index_dir=str(directory),
+        syntax=syntax,
+        failures=failures,
         per_query=per_query,
     )

@@ -329,6 +329,8 @@ class Index:
         embedder: str | None = None,
         post: PostprocessOptions | None = None,
         rerank: str | None = None,
+        syntax: str = "dialect",
+        relax: bool = True,
     ) -> SearchResponse:
         """Rank chunks for a query in kenning's dialect. See kenning.search for the stages.
 
@@ -337,9 +339,10 @@ class Index:
         mode "lexical", "dense" or "hybrid" (channels fused as `fusion` says); a hybrid search on an
         index without vectors runs lexically and says so. `post` switches the post-fusion stages
         (overlap dedup is on by default); `rerank` names a reranker (e.g. cross-encoder:DIR) that
-        reorders an over-fetched pool.
+        reorders an over-fetched pool. `syntax` "plain" reads every word as a word (no operators);
+        `relax` (on by default) sets aside constraints that leave almost nothing (kenning.relax).
         """
-        parsed = query if isinstance(query, ParsedQuery) else parse_query(query, strict=strict)
+        parsed = query if isinstance(query, ParsedQuery) else parse_query(query, strict, syntax)
         with self.storage.reading():
             view = self.lexical.view()
             ctx = SearchContext(
@@ -372,6 +375,7 @@ class Index:
                 fusion,
                 post,
                 self._reranker(rerank),
+                relax,
             )
             if notice:
                 response.notices.append(notice)

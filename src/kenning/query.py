@@ -7,13 +7,18 @@
     A OR B          a disjunction group (uppercase OR); the group counts as one clause
     title:word      required in that field (also body:, and title:"a phrase")
 
-Documented best readings, so no input ever crashes the parser:
-- an unclosed quote runs to the end of the query; a lone `-` or `+`, a field prefix with nothing
-  after it, and an `OR` with nothing on one side are ignored; each gives a notice.
-- words with no letters or digits (`&&`, `|`, `!`, `?`) are ignored: they match nothing.
-- control characters count as spaces.
-- parentheses group nothing. In a query that also uses operators they would change its meaning, so
-  the parser refuses it and names the position; in a query of plain words they are punctuation.
+Operators apply only where they are unambiguous; everything else is read as words, so no input ever
+raises (docs/query-language.md has the full policy):
+- quotes pair left to right; an odd last quote is a plain character, not a phrase to the end.
+- `+` and `-` are operators at the start of a word when a letter or a balanced quote follows: `-5`,
+  `--x`, `e-mail` and `fault-tolerance` are words. A lone `+` or `-` is ignored, with a notice.
+- a field applies only for a known field name (`title:`, `body:`) with a value right after it; any
+  other `name:value` is words.
+- parentheses group nothing: they separate words, like spaces.
+- an `OR` with nothing on one side is ignored; words with no letters or digits match nothing;
+  control characters count as spaces; over-long input is cut. Each gives a notice where it matters.
+
+A constraint that empties the result is not the end of the search: see kenning.relax.
 """
 
 from __future__ import annotations
@@ -24,14 +29,6 @@ from dataclasses import dataclass, field
 
 _WORD_CHARS = re.compile(r"\w")
 MAX_QUERY_CHARS = 10_000
-
-
-class QuerySyntaxError(ValueError):
-    """A query that cannot be read without guessing; names the character position (0-based)."""
-
-    def __init__(self, message: str, position: int):
-        super().__init__(f"{message} (at position {position})")
-        self.position = position
 
 
 @dataclass(slots=True)
@@ -123,14 +120,11 @@ class _Token:
     end: int
 
 
-# Anything that could make a query more than plain words: quotes, parentheses, a leading + or -,
-# an uppercase OR, or a field prefix.
-_OPERATOR_HINT = re.compile(r"""["()]|(?:^|\s)[+-]|\bOR\b|(?i:\b(?:title|body):)""")
+FIELDS = ("title", "body")
+SYNTAXES = ("dialect", "plain")
+_FIELD = re.compile(r"(?i:title|body):")
 _CONTROL_TO_SPACE = {i: " " for i in [*range(32), *range(0x7F, 0xA0)]}
-_SCAN = re.compile(
-    r"""(?P<space>\s+)|(?P<paren>[()])|(?P<sign>[+-])?(?P<field>(?i:title|body):)?"""
-    r"""(?:"(?P<phrase>[^"]*)(?P<close>"?)|(?P<word>[^\s"()]+))?"""
-)
+_SEPARATORS = frozenset("()")  # parentheses group nothing: they separate words like spaces
 
 
 def _clean(text: str) -> str:
@@ -138,44 +132,76 @@ def _clean(text: str) -> str:
     return unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS].translate(_CONTROL_TO_SPACE))
 
 
-def _tokens(q: str, notices: list[str]) -> tuple[list[_Token], list[int]]:
+def _separator(ch: str) -> bool:
+    return ch.isspace() or ch in _SEPARATORS
+
+
+def _quote_pairs(q: str, notices: list[str]) -> dict[int, int]:
+    """Opening quote position -> closing quote position, pairing quotes left to right. An odd last
+    quote has no partner: it is read as a plain character (words stay words)."""
+    quotes = [i for i, ch in enumerate(q) if ch == '"']
+    if len(quotes) % 2:
+        notices.append(f"unmatched quote at position {quotes[-1]}: read as a plain character")
+    return dict(zip(quotes[0::2], quotes[1::2], strict=False))
+
+
+def _operand_at(q: str, i: int, pairs: dict[int, int]) -> bool:
+    """Whether a sign before position i is an operator: a letter, a balanced quote or a field follows.
+    A digit does not (`-5` is a number), nor another sign (`--strict` is a word)."""
+    if i >= len(q):
+        return False
+    ch = q[i]
+    return i in pairs or (_WORD_CHARS.match(ch) is not None and not ch.isdigit())
+
+
+def _tokens(q: str, notices: list[str]) -> list[_Token]:
+    """Split a query into words, phrases and OR markers, applying operators only where they are
+    unambiguous: balanced quotes, a sign at the start of a word followed by a letter or a quote, and
+    a known field name followed by a value."""
+    pairs = _quote_pairs(q, notices)
+    if q.count('"') % 2:  # the unmatched quote separates words, like a space
+        last = q.rindex('"')
+        q = f"{q[:last]} {q[last + 1 :]}"
     tokens: list[_Token] = []
-    parens: list[int] = []
     pos, n = 0, len(q)
     while pos < n:
-        m = _SCAN.match(q, pos)
-        start, end = m.start(), m.end()
-        if end == start:  # cannot happen with the pattern above; guard against an endless loop
-            end = start + 1
-        pos = end
-        if m.group("space"):
+        if _separator(q[pos]):
+            pos += 1
             continue
-        if m.group("paren"):
-            parens.append(start)
-            continue
-        sign, fld = m.group("sign"), m.group("field")
-        if m.group("phrase") is not None:
-            if not m.group("close"):
-                quote_at = q.index('"', start)
+        start = pos
+        sign = None
+        if q[pos] in "+-":
+            if pos + 1 >= n or _separator(q[pos + 1]):
+                notices.append(f"ignored a lone '{q[pos]}' at position {pos}")
+                pos += 1
+                continue
+            if _operand_at(q, pos + 1, pairs):
+                sign, pos = q[pos], pos + 1
+        fld = None
+        field_match = _FIELD.match(q, pos)
+        if field_match:
+            after = field_match.end()
+            if after >= n or _separator(q[after]):
                 notices.append(
-                    f"unclosed quote at position {quote_at}: read the rest of the query as the phrase"
+                    f"ignored '{q[start:after]}' at position {start}: nothing follows the field name"
                 )
-            tokens.append(
-                _Token("phrase", m.group("phrase"), sign, fld.lower()[:-1] if fld else None, start, end)
-            )
-        elif m.group("word") is not None:
-            text = m.group("word")
-            kind = "or" if text == "OR" and sign is None and fld is None else "word"
-            tokens.append(_Token(kind, text, sign, fld.lower()[:-1] if fld else None, start, end))
-        elif fld:
-            notices.append(f"ignored '{q[start:end]}' at position {start}: nothing follows the field name")
-        elif sign:
-            notices.append(f"ignored a lone '{sign}' at position {start}")
-    return tokens, parens
-
-
-def _has_operator(tokens: list[_Token]) -> bool:
-    return any(t.kind in ("or", "phrase") or t.sign or t.field for t in tokens)
+                pos = after
+                continue
+            if _operand_at(q, after, pairs) or q[after].isdigit():
+                fld, pos = field_match.group()[:-1].lower(), after
+        if pos in pairs:  # a balanced phrase
+            close = pairs[pos]
+            tokens.append(_Token("phrase", q[pos + 1 : close], sign, fld, start, close + 1))
+            pos = close + 1
+            continue
+        end = pos
+        while end < n and not _separator(q[end]) and end not in pairs:
+            end += 1
+        text = q[pos:end]
+        kind = "or" if text == "OR" and sign is None and fld is None else "word"
+        tokens.append(_Token(kind, text, sign, fld, start, end))
+        pos = end
+    return tokens
 
 
 def _item(tok: _Token) -> Item:
@@ -186,26 +212,31 @@ def _searchable(tok: _Token) -> bool:
     return bool(_WORD_CHARS.search(tok.text))
 
 
-def parse_query(text: str, strict: bool = False) -> ParsedQuery:
-    """Read a query in kenning's dialect. Raises QuerySyntaxError only for parentheses used with
-    operators; every other input gets a documented best reading, with notices."""
+def _plain_clauses(q: str, strict: bool) -> list[Clause]:
+    """Every piece with a letter or digit, as a plain word: no operators at all."""
+    clauses = []
+    for m in re.finditer(r"[^\s()]+", q):
+        if _WORD_CHARS.search(m.group()):
+            clauses.append(Clause([Word(m.group())], strict, "required" if strict else "plain", m.group()))
+    return clauses
+
+
+def parse_query(text: str, strict: bool = False, syntax: str = "dialect") -> ParsedQuery:
+    """Read a query. Never raises: every input gets a documented reading, with notices.
+
+    syntax "dialect" applies the operators where they are unambiguous; "plain" reads every piece of
+    text as a word (what `kenning eval` sends by default, as every peer system does).
+    """
+    if syntax not in SYNTAXES:
+        raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, got {syntax!r}")
     parsed = ParsedQuery(text=text, strict=strict)
     if len(text) > MAX_QUERY_CHARS:
         parsed.notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
     q = _clean(text)
-    if not _OPERATOR_HINT.search(q):  # plain words only: nothing to tokenize but whitespace
-        for m in re.finditer(r"\S+", q):
-            if _WORD_CHARS.search(m.group()):
-                parsed.clauses.append(
-                    Clause([Word(m.group())], strict, "required" if strict else "plain", m.group())
-                )
+    if syntax == "plain":
+        parsed.clauses = _plain_clauses(q, strict)
         return parsed
-    tokens, parens = _tokens(q, parsed.notices)
-    if parens and _has_operator(tokens):
-        raise QuerySyntaxError(
-            "parentheses are not supported; rewrite without them, e.g. '(A OR B) -C' as 'A OR B -C'",
-            parens[0],
-        )
+    tokens = _tokens(q, parsed.notices)
     groups: list[list[_Token]] = []
     pending_or: _Token | None = None
     for tok in tokens:

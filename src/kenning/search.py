@@ -29,6 +29,7 @@ from kenning.filters import Filters
 from kenning.fusion import Channel, FusionParams, fuse
 from kenning.postprocess import Candidate, PostprocessOptions, describe, run_stages
 from kenning.query import Clause, Item, ParsedQuery, Phrase, Word
+from kenning.relax import RELAX_BELOW, Constraint, Relaxation, relax, strict_first
 from kenning.rerank import pool_size, rerank
 from kenning.signals.lexical import Bm25Params, ScoringClause, ScoringTerm
 from kenning.signals.substring import substring_words, top_scores
@@ -71,6 +72,8 @@ class Hit:
     # how much of the query this hit holds, whatever its fused score: clauses matched of all clauses,
     # and the cosine with the query as asked (None without vectors)
     evidence: dict = field(default_factory=dict)
+    # the set-aside constraints this hit does not meet (see kenning.relax); empty for a strict result
+    relaxed: list[str] = field(default_factory=list)
     explain: dict | None = None
 
     def location(self) -> str:
@@ -167,6 +170,7 @@ class SearchResponse:
     suggestions: list[dict] = field(default_factory=list)
     empty_reason: str | None = None
     dropped: list[dict] = field(default_factory=list)  # chunks post-fusion stages removed, and why
+    relaxed: list[dict] = field(default_factory=list)  # constraints set aside because they left too little
 
     @property
     def terms(self) -> list[str]:
@@ -187,6 +191,7 @@ class SearchResponse:
             "suggestions": self.suggestions,
             "empty_reason": self.empty_reason,
             "dropped": self.dropped,
+            "relaxed": self.relaxed,
             "filters": self.filters.to_dict(),
             "params": self.params.to_dict(),
             "funnel": asdict(self.funnel),
@@ -361,6 +366,27 @@ def _clause_docs(clause: PlannedClause, view, within: BitMap) -> BitMap:
         docs |= _item_docs(item, view, within)
     clause.docs = docs
     return docs
+
+
+def _soften(plan: QueryPlan, relaxation: Relaxation, analyzer) -> None:
+    """Turn the set-aside constraints into soft evidence: a required clause's words still score (one
+    soft clause per term, as plain words do), an exclusion is simply dropped."""
+    dropped = {c.order for c in relaxation.dropped}  # clause index, or clauses + exclusion index
+    n = len(plan.clauses)
+    seen = {t for k, c in enumerate(plan.clauses) if k not in dropped for i in c.items for t in i.terms}
+    clauses = []
+    for k, clause in enumerate(plan.clauses):
+        if k not in dropped:
+            clauses.append(clause)
+            continue
+        for item in clause.items:
+            for term in item.terms:
+                if term not in seen and not analyzer.is_stopword(term):
+                    seen.add(term)
+                    word = PlannedItem(Word(term), [(term, 0)], [term], item.via)
+                    clauses.append(PlannedClause("plain", False, f"{term} (relaxed)", [word]))
+    plan.clauses = clauses
+    plan.exclusions = [item for j, item in enumerate(plan.exclusions) if n + j not in dropped]
 
 
 # ------------------------------------------------------------------------------------------ channels
@@ -667,11 +693,13 @@ def run_search(
     fusion: FusionParams | None = None,
     post: PostprocessOptions | None = None,
     reranker=None,
+    allow_relax: bool = True,
 ) -> SearchResponse:
     """Run every stage for one query against one committed snapshot (`ctx.view`).
 
     mode "lexical" ranks by BM25 alone; "dense" by cosine alone; "hybrid" fuses the channels.
-    Filters, required clauses and exclusions bind every channel.
+    Filters, required clauses and exclusions bind every channel; with `allow_relax`, constraints that
+    leave (almost) nothing are set aside and the results that break them come last, marked.
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
@@ -702,24 +730,37 @@ def run_search(
     funnel.gathered = len(candidates)
     clock.lap("gather")
 
-    # filter
-    survivors = candidates
+    # constrain: filters are scopes; required clauses and exclusions are promises, relaxed when
+    # together they leave (almost) nothing
+    base = candidates
     if not filters.is_empty():
-        survivors = survivors & ctx.resolve_filters(filters)
+        base = base & ctx.resolve_filters(filters)
         funnel.constraints.append(
-            {"constraint": "; ".join(filters.describe()), "kind": "filter", "remaining": len(survivors)}
+            {"constraint": "; ".join(filters.describe()), "kind": "filter", "remaining": len(base)}
         )
-    for clause in plan.clauses:
-        if clause.required:
-            survivors = survivors & _clause_docs(clause, view, survivors)
+    constraints = [
+        Constraint(clause.label, "required", _clause_docs(clause, view, base) & base, order)
+        for order, clause in enumerate(plan.clauses)
+        if clause.required
+    ]
+    constraints += [
+        Constraint(item.describe(), "exclude", _item_docs(item, view, base) & base, len(plan.clauses) + order)
+        for order, item in enumerate(plan.exclusions)
+    ]
+    survivors = base
+    for constraint in constraints:
+        survivors = constraint.apply(survivors)
+        funnel.constraints.append(
+            {"constraint": constraint.describe(), "kind": constraint.kind, "remaining": len(survivors)}
+        )
+    relaxation = relax(base, constraints, min(RELAX_BELOW, limit)) if allow_relax else None
+    if relaxation is not None:
+        survivors = relaxation.relaxed
+        _soften(plan, relaxation, ctx.analyzer)
+        for constraint in relaxation.dropped:
             funnel.constraints.append(
-                {"constraint": clause.label, "kind": "required", "remaining": len(survivors)}
+                {"constraint": constraint.describe(), "kind": "relaxed", "remaining": len(survivors)}
             )
-    for item in plan.exclusions:
-        survivors = survivors - _item_docs(item, view, survivors)
-        funnel.constraints.append(
-            {"constraint": f"-{item.describe()}", "kind": "exclude", "remaining": len(survivors)}
-        )
     for clause in plan.clauses:
         if not clause.required and clause.needs_docs:
             _clause_docs(clause, view, survivors)
@@ -766,7 +807,7 @@ def run_search(
             funnel,
             clock,
         )
-    ranked = ranked[:pool]
+    ranked = strict_first(ranked, relaxation)[:pool]
     adjustments: dict[int, list[dict]] = {}
     dropped: list[dict] = []
     if _post_active(post) or reranker is not None:
@@ -779,16 +820,21 @@ def run_search(
     # present
     hits = _present(ranked, ctx, plan, found, scoring, params, detail, explain)
     for hit in hits:
+        hit.relaxed = relaxation.broken(hit.id) if relaxation is not None else []
         hit.channels = channels_of.get(hit.id, {})
         hit.adjustments = adjustments.get(hit.id, [])
         if detail == "full":
             hit.evidence = _evidence(hit, plan)
     response = SearchResponse(parsed.text, plan, hits, funnel, params, filters)
     response.dropped = dropped
+    if relaxation is not None and hits:
+        response.relaxed = relaxation.to_dict()
     response.missing_terms = [t for t in plan.terms if found.get(t) is None]
     response.notices = list(parsed.notices) + [
         f"searched for {c['to']!r} instead of {c['from']!r}" for c in plan.corrections
     ]
+    if response.relaxed:
+        response.notices.append(relaxation.notice())
     if detail == "full" and ctx.speller is not None:
         for word in dict.fromkeys(plan.zero_hit_words):
             if any(c["from"] == word for c in plan.corrections):
