@@ -127,3 +127,25 @@ def test_bad_params_are_refused():
         Bm25Params(variant="bm42")
     with pytest.raises(ValueError, match="b must be"):
         Bm25Params(b=1.5)
+
+
+def test_query_term_frequency_is_weighted_by_k3(index):
+    """A term the query says twice counts (k3 + 1) * 2 / (k3 + 2) times; k3 = 0 counts it once."""
+    base = Bm25Params(coord_floor=1.0, k3=0.0)
+    once = scores(index, "apple banana", base)
+    assert scores(index, "apple banana apple", base) == pytest.approx(once)
+    k3 = 4.0
+    twice = scores(index, "apple banana apple", Bm25Params(coord_floor=1.0, k3=k3))
+    apple_only = scores(index, "apple", Bm25Params(coord_floor=1.0))
+    weight = (k3 + 1) * 2 / (k3 + 2)
+    for doc in ("d1", "d3"):
+        assert twice[doc] == pytest.approx(once[doc] + (weight - 1) * apple_only[doc], rel=1e-9)
+    response = index.search("apple banana apple", params=Bm25Params(k3=k3), explain=True)
+    rows = {r["term"]: r for r in response.hits[0].explain["lexical"]["terms"]}
+    assert rows["appl"]["qtf"] == 2 and rows["appl"]["query_weight"] == pytest.approx(weight)
+    assert rows["banana"]["qtf"] == 1 and rows["banana"]["query_weight"] == 1.0
+    assert response.hits[0].score == pytest.approx(response.hits[0].explain["lexical"]["score"])
+    with pytest.raises(ValueError, match="k3"):
+        Bm25Params(k3=float("inf"))
+    with pytest.raises(ValueError, match="k3"):
+        Bm25Params(k3=-1)

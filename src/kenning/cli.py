@@ -45,6 +45,7 @@ KNOB_HELP = {
     "title_weight": "weight of heading-path matches",
     "body_weight": "weight of body matches",
     "coord_floor": "coordination floor 0..1; 1 disables it",
+    "k3": "query term frequency saturation (0: each distinct term once)",
 }
 
 
@@ -378,8 +379,9 @@ def _print_explain(ex: dict) -> None:
     for row in lex["terms"]:
         t, b = row["title"], row["body"]
         where = f" [{row['field']} only]" if row["field"] else ""
+        said = f" ×{row['query_weight']:.2f} (said {row['qtf']}×, k3)" if row.get("qtf", 1) > 1 else ""
         print(
-            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']}){where}"
+            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']}){where}{said}"
             f"  title tf {t['tf']:g} → {t['contribution']:.3f}"
             f"  body tf {b['tf']:g} → {b['contribution']:.3f}  = {row['contribution']:.3f}"
         )

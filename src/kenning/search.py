@@ -119,6 +119,7 @@ class PlannedClause:
     items: list[PlannedItem]
     docs: BitMap | None = None
     needs_docs: bool = False
+    qtf: int = 1  # how many times the query says this term (plain words)
 
     def __post_init__(self):
         self.needs_docs = len(self.items) > 1 or not self.items[0].simple
@@ -144,6 +145,7 @@ class QueryPlan:
                     "label": c.label,
                     "kind": c.kind,
                     "required": c.required,
+                    "qtf": c.qtf,
                     "items": [
                         {"match": i.describe(), "terms": i.terms, "via_glossary": i.via} for i in c.items
                     ],
@@ -306,6 +308,7 @@ def analyze(parsed: ParsedQuery, ctx: SearchContext, spell: bool, scopes) -> Que
     for c, raw in content:
         content_raws.setdefault(id(c), []).append(raw)
     seen_terms: set[str] = set()
+    plain_clause: dict[str, PlannedClause] = {}
     for clause in parsed.clauses:
         if clause.kind == "plain":
             if id(clause) not in kept:
@@ -318,13 +321,16 @@ def analyze(parsed: ParsedQuery, ctx: SearchContext, spell: bool, scopes) -> Que
                 seen_terms.update(items[0].terms)
                 continue
             raws = content_raws[id(clause)] if clause.alternatives[0] is word else TOKEN_RE.findall(word.text)
-            for raw in raws:  # one soft clause per distinct term: plain queries rank as plain BM25
+            for raw in raws:  # one soft clause per distinct term; repeats raise its query weight (k3)
                 for term in analyzer.token_terms(raw):  # the parser already NFC-normalised the query
-                    if term not in seen_terms:
+                    if term in plain_clause:
+                        plain_clause[term].qtf += 1
+                    elif term not in seen_terms:
                         seen_terms.add(term)
-                        plan.clauses.append(
-                            PlannedClause("plain", False, term, [PlannedItem(Word(raw), [(term, 0)], [term])])
+                        plain_clause[term] = PlannedClause(
+                            "plain", False, term, [PlannedItem(Word(raw), [(term, 0)], [term])]
                         )
+                        plan.clauses.append(plain_clause[term])
             continue
         items = []
         for alt in clause.alternatives:
@@ -773,6 +779,7 @@ def run_search(
             [ScoringTerm(t, i.item.field, None if i.simple else i.docs) for i in c.items for t in i.terms],
             c.docs if c.needs_docs else None,
             c.label,
+            c.qtf,
         )
         for c in plan.clauses
     ]
