@@ -418,8 +418,9 @@ class LexicalView:
                 counts = st.docs is None or chunk_id in st.docs
                 s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
                 s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
-                title_part = weight * term_idf * params.title_weight * s_t if counts and st.field != "body" else 0.0
-                body_part = weight * term_idf * params.body_weight * s_b if counts and st.field != "title" else 0.0
+                w_idf = weight * term_idf
+                title_part = w_idf * params.title_weight * s_t if counts and st.field != "body" else 0.0
+                body_part = w_idf * params.body_weight * s_b if counts and st.field != "title" else 0.0
                 total += title_part + body_part
                 rows.append(
                     {
