@@ -153,3 +153,43 @@ def test_index_dir_from_environment_and_get_by_path(tmp_path, notes, capsys, mon
     assert code == 0 and [r["title"] for r in rows] == ["Auth > Tokens"]
     code, _, err = run(capsys, "get", "no-such-thing")
     assert code == 2 and "nothing indexed under 'no-such-thing'" in err
+
+
+def test_a_leading_dash_word_is_query_text_not_an_option(tmp_path, notes, capsys):
+    ix = str(tmp_path / "ix")
+    run(capsys, "index", str(notes), "--index", ix, "-q", "--no-embed")
+    code, out, err = run(capsys, "search", "-rotate", "keys", "query", "--index", ix, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["query"] == "-rotate keys query" and data["plan"]["exclusions"][0]["match"] == "rotate"
+    assert [h["title"] for h in data["hits"]] == ["code.py > def parseQueryString"]
+    code, out, _ = run(capsys, "search", "--index", ix, "-n1", "--json", "rotate", "-cat")
+    assert code == 0 and json.loads(out)["query"] == "rotate -cat" and len(json.loads(out)["hits"]) == 1
+    code, out, _ = run(capsys, "search", "--index", ix, "--json", "--", "-n", "keys")
+    assert code == 0 and json.loads(out)["query"] == "-n keys"
+
+
+def test_query_text_never_errors(tmp_path, notes, capsys):
+    ix = str(tmp_path / "ix")
+    run(capsys, "index", str(notes), "--index", ix, "-q", "--no-embed")
+    for text in ["TSS (Time Sharing System)", '"unbalanced quote', "+", "a OR", '(x OR y) -"z', "title:"]:
+        code, out, err = run(capsys, "search", text, "--index", ix)
+        assert code == 0 and "Traceback" not in err, (text, err)
+    code, out, _ = run(capsys, "search", '"rotation policy" keys', "--index", ix)
+    assert "relaxed" in out and 'no chunk holds "rotation policy"' in out
+
+
+def test_known_item_eval(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(12):
+        (docs / f"note{n}.md").write_text(
+            f"# Note {n}\n\nThis is note number {n} about topic {n * 7}. "
+            f"It records that the gauge number {n} was checked on day {n + 3} by the night shift.\n"
+        )
+    code, out, err = run(
+        capsys, "eval", str(docs), "--known-item", "8", "--index", str(tmp_path / "ix"), "--json"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["queries"] == 8 and report["hit_at_1"] == 1.0 and report["mode"] == "hybrid"

@@ -65,3 +65,33 @@ def test_missing_layout_is_named(tmp_path):
     with pytest.raises(DatasetError, match="queries.jsonl"):
         (tmp_path / "corpus.jsonl").write_text("")
         load_beir(tmp_path)
+
+
+def test_queries_go_in_as_plain_text_and_a_failing_query_scores_zero(tmp_path, monkeypatch):
+    write_beir(tmp_path / "tiny")
+    queries = tmp_path / "tiny" / "queries.jsonl"
+    queries.write_text(
+        json.dumps({"_id": "q1", "text": "(slipstream) heat -drag"})  # operators, read as words
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "laminar heat transfer"})
+        + "\n"
+    )
+    report = evaluate(tmp_path / "tiny", index_dir=tmp_path / "ix")
+    assert report.syntax == "plain" and report.failures == {}
+    assert report.per_query["q1"]["ndcg@10"] > 0.5  # -drag did not exclude doc 2
+    dialect = evaluate(tmp_path / "tiny", index_dir=tmp_path / "ix", syntax="dialect")
+    assert dialect.per_query["q1"]["ndcg@10"] == 0.0  # through the dialect, -drag excludes doc 2
+
+    from kenning.index import Index
+
+    real = Index.search
+
+    def flaky(self, query, *args, **kwargs):
+        if "laminar" in str(query):
+            raise RuntimeError("the disk is on fire")
+        return real(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "search", flaky)
+    report = evaluate(tmp_path / "tiny", index_dir=tmp_path / "ix")
+    assert report.failures == {"q2": "RuntimeError: the disk is on fire"}
+    assert report.per_query["q2"]["ndcg@10"] == 0.0 and report.per_query["q1"]["ndcg@10"] > 0.5

@@ -236,12 +236,41 @@ def test_substring_channel_finds_verbatim_codes(index):
     assert response.funnel.channels["substring"]["words"] == ["v2.3.1"]
 
 
+def test_pasted_sentence_comes_first_whatever_the_vectors_say(corpus):
+    write(
+        corpus / "docs" / "manual.md",
+        "# Manual\n\nCheck the oil gauge before every long trip, then the tyres.\n",
+    )
+    for n in range(6):  # chunks the vectors like better: they repeat the sentence's words, not the sentence
+        write(
+            corpus / "docs" / f"near{n}.md", f"# Near {n}\n\ntrip tyres gauge oil every long check before\n"
+        )
+    ix = Index(corpus / "ix2")
+    ix.add([corpus / "docs"])
+    ix._embedders["fake"] = FakeEmbedder()
+    ix.embed("fake")
+    sentence = "Check the oil gauge before every long trip"
+    for mode in ("hybrid", "lexical", "dense"):
+        response = ix.search(sentence, mode=mode, embedder="fake", explain=True)
+        assert response.hits[0].title == "Manual" and response.hits[0].verbatim, mode
+        assert response.funnel.channels["verbatim"]["chunks"] == 1
+        assert not any(h.verbatim for h in response.hits[1:])
+    short = ix.search("oil gauge", mode="hybrid", embedder="fake")  # a short query is an ordinary phrase
+    assert "verbatim" not in short.funnel.channels
+    ix.close()
+
+
 def test_hybrid_explain_and_json(index):
     response = index.search("oil change", mode="hybrid", explain=True)
     data = json.loads(json.dumps(response.to_dict(), default=str))
     first = data["hits"][0]
     assert set(first["channels"]) == {"lexical", "dense"}
     assert "dense" in data["funnel"]["timings_ms"] and "fuse" in data["funnel"]["timings_ms"]
+    weights = data["funnel"]["channels"]["fusion"]["weights"]  # the per-query weighting, explained
+    assert data["funnel"]["channels"]["fusion"]["mode"] == "zscore" and set(weights) == {"lexical", "dense"}
+    for part in weights.values():
+        assert part["normalise"] == "zscore" and part["background_std"] > 0 and 0 <= part["share_of_top"] <= 1
+    assert sum(p["share_of_top"] for p in weights.values()) == pytest.approx(1.0)
 
 
 # ------------------------------------------------------------------------------------------ fusion by hand
@@ -277,6 +306,41 @@ def test_norm_by_hand():
     # pool {1,2,3}; lexical raw (10, 5, 0) -> (1, .5, 0); dense raw (.1, .5, .9) -> (0, .5, 1)
     expected = {1: 1.0, 2: 0.5 + 1.0, 3: 2.0}
     assert fused.ids == [3, 2, 1] and fused.scores == pytest.approx([expected[3], expected[2], expected[1]])
+
+
+def test_zscore_by_hand():
+    lex = channel("lexical", [(1, 10.0), (2, 5.0)])
+    lex.background = (4.0, 2.0)  # chunks holding a query word score 4 +- 2
+    dense = channel(
+        "dense", [(3, 0.9), (2, 0.5)], lambda q: np.array([{1: 0.1, 2: 0.5, 3: 0.9}[c] for c in q])
+    )
+    dense.background = (0.3, 0.2)
+    fused = fuse({"lexical": lex, "dense": dense}, FusionParams(mode="zscore", w_dense=2.0))
+    # lexical z: (10-4)/2 = 3, (5-4)/2 = .5, (0-4)/2 = -2; dense z: (.1-.3)/.2 = -1, 1, 3
+    expected = {1: 3 + 2 * -1, 2: 0.5 + 2 * 1, 3: -2 + 2 * 3}
+    assert fused.ids == [3, 2, 1]
+    assert fused.scores == pytest.approx([expected[3], expected[2], expected[1]])
+    weights = fused.weights
+    assert weights["lexical"]["best_z"] == pytest.approx(3.0) and weights["dense"]["best_z"] == pytest.approx(
+        3.0
+    )
+    assert weights["dense"]["background_std"] == 0.2 and weights["dense"]["weight"] == 2.0
+    top = [expected[3], expected[2], expected[1]]
+    lex_part = max(-2, 0) + 0.5 + 3  # positive parts of each channel over the top results
+    dense_part = 6 + 2 + 0
+    assert weights["lexical"]["share_of_top"] == pytest.approx(lex_part / (lex_part + dense_part))
+    assert sum(top) == pytest.approx(sum(fused.scores))
+
+
+def test_zscore_follows_the_peaked_channel():
+    """The same lexical list counts for more when it stands far out of its background."""
+    dense = channel("dense", [(2, 0.9), (1, 0.6)], lambda q: np.array([{1: 0.6, 2: 0.9}[c] for c in q]))
+    dense.background = (0.5, 0.1)
+    lex = channel("lexical", [(1, 10.0), (2, 2.0)])
+    lex.background = (1.0, 0.5)  # a peaked match: chunk 1 is 18 sd above the rest
+    assert fuse({"lexical": lex, "dense": dense}, FusionParams(mode="zscore")).ids[0] == 1
+    lex.background = (8.0, 4.0)  # the same scores in a collection where 10 is ordinary
+    assert fuse({"lexical": lex, "dense": dense}, FusionParams(mode="zscore")).ids[0] == 2
 
 
 def test_blend_by_hand():

@@ -12,6 +12,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 
 from kenning.cli_glossary import add_glossary_parser, cmd_glossary
 from kenning.config import (
@@ -22,7 +23,7 @@ from kenning.config import (
     resolve_index_dir,
     resolve_search,
 )
-from kenning.eval import DatasetError, evaluate
+from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
 from kenning.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
 from kenning.fusion import FUSIONS, FusionParams
 from kenning.index import SEARCH_MODES, Index, display_path
@@ -258,7 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("eval", help="nDCG@10, Recall@100, MRR@10 and QPS on a BEIR-layout dataset")
-    p.add_argument("dataset", help="directory with corpus.jsonl, queries.jsonl, qrels/test.tsv")
+    p.add_argument(
+        "dataset",
+        help="directory with corpus.jsonl, queries.jsonl, qrels/test.tsv (any files with --known-item)",
+    )
     p.add_argument("--no-stem", action="store_true", help="evaluate without stemming")
     p.add_argument("--per-query", action="store_true", help="include per-query metrics in --json")
     p.add_argument(
@@ -266,6 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send queries through kenning's query language (default: plain text, as peers receive them)",
     )
+    p.add_argument(
+        "--known-item",
+        type=int,
+        metavar="N",
+        help="paste N sentences sampled from the corpus (a BEIR folder, or any files) back as queries: "
+        "Hit@1 of the chunk holding each, in the default mode unless --mode says",
+    )
+    p.add_argument("--seed", type=int, default=0, help="sampling seed for --known-item (default 0)")
     _add_common(p)
     _add_knobs(p)
     _add_fusion(p)
@@ -371,7 +383,26 @@ def _print_funnel(funnel) -> None:
     )
     for step in funnel.constraints:
         print(f"  {step['kind']} {step['constraint']}: {step['remaining']} left")
+    for stage in ("fusion", "feedback"):
+        weights = funnel.channels.get(stage, {}).get("weights")
+        if weights:
+            mode = funnel.channels["fusion"]["mode"]
+            print(f"  {stage} ({mode}): " + "; ".join(_weight_note(n, w) for n, w in weights.items()))
+    if "verbatim" in funnel.channels:
+        held = funnel.channels["verbatim"]["chunks"]
+        print(f"  verbatim: {held} chunk(s) hold the query word for word; they come first")
     print(f"  stages: {times}")
+
+
+def _weight_note(name: str, w: dict) -> str:
+    """One channel's per-query weighting: why it got the say it got."""
+    share = f"{100 * w['share_of_top']:.0f}% of the top score"
+    if w["normalise"] == "zscore":
+        return (
+            f"{name} ×{w['weight']:g}, best {w.get('best_z', 0):.1f} sd above its background "
+            f"(mean {w['background_mean']:.3f}, sd {w['background_std']:.3f}): {share}"
+        )
+    return f"{name} ×{w['weight']:g}, min-max over [{w['min']:.3f}, {w['max']:.3f}]: {share}"
 
 
 def _print_explain(ex: dict) -> None:
@@ -554,8 +585,53 @@ def cmd_status(args) -> int:
     return 0
 
 
+def cmd_known_item(args, settings: dict) -> int:
+    """Sentences from the corpus pasted back as queries, in the default mode unless --mode says."""
+    target = Path(args.dataset)
+    if not target.exists():
+        raise DatasetError(f"{target}: no such file or folder")
+    corpus = target / "corpus.jsonl" if (target / "corpus.jsonl").is_file() else target
+    mode = settings.get("mode") or "auto"
+    with (
+        _progress(not args.quiet and not args.json, "indexing corpus") as cb,
+        _progress(not args.quiet and not args.json, "embedding corpus") as embed_bar,
+    ):
+
+        def embed_progress(done: int, total: int, rate: float) -> None:
+            if embed_bar:
+                embed_bar(f"{rate:.1f} chunks/s", done, total)
+
+        index, _, _ = open_eval_index(
+            corpus, target, args.index, not args.no_stem, cb, mode, args.embedder, embed_progress
+        )
+    with index:
+        report = known_item(
+            index,
+            n=args.known_item,
+            seed=args.seed,
+            mode=mode,
+            syntax="dialect" if args.dialect else "plain",
+            fusion=_fusion(settings),
+            params=_params(settings),
+        )
+    if args.json:
+        _emit_json(report.to_dict())
+        return 0
+    print(
+        f"corpus       {target}  ({report.queries} pasted sentences, mode {report.mode}, seed {report.seed})"
+    )
+    print(f"Hit@1        {report.hit_at_1:.4f}")
+    print(f"MRR@10       {report.mrr_at_10:.4f}")
+    for miss in report.misses[:10]:
+        where = f"rank {miss['rank']}" if miss["rank"] else "not in the top 10"
+        print(f"  {where}: {miss['query'][:90]}")
+    return 0
+
+
 def cmd_eval(args) -> int:
     settings = _settings(args)
+    if args.known_item:
+        return cmd_known_item(args, settings)
     mode = settings.get("mode") or "lexical"
     if mode == "auto":
         mode = "lexical"

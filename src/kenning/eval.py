@@ -15,6 +15,8 @@ import hashlib
 import json
 import math
 import os
+import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,6 +125,33 @@ def default_eval_index(dataset_dir: Path, stem: bool) -> Path:
     return base / f"{dataset_dir.resolve().name}-{digest}"
 
 
+def open_eval_index(
+    corpus: Path,
+    key: Path,
+    index_dir: str | os.PathLike | None = None,
+    stem: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+    mode: str = "lexical",
+    embedder: str | None = None,
+    embed_progress: Callable[[int, int, float], None] | None = None,
+):
+    """(index, index report, embedding seconds): the corpus indexed (incrementally) into `index_dir`,
+    or a disposable cache keyed by `key`, and embedded unless the mode is lexical."""
+    directory = Path(index_dir) if index_dir else default_eval_index(key, stem)
+    index = Index(directory, rebuild_outdated=index_dir is None)  # the default cache is disposable
+    try:
+        report = index.add([corpus], stem=stem, progress=progress, force=index.analyzer.config.stem != stem)
+        if report.errors:
+            raise DatasetError(f"{report.errors[0][0]}: {report.errors[0][1]}")
+        embed_seconds = 0.0
+        if mode != "lexical":
+            embed_seconds = index.embed(embedder, progress=embed_progress).seconds
+    except BaseException:
+        index.close()
+        raise
+    return index, report, embed_seconds
+
+
 def ranked_doc_keys(
     index: Index,
     query: str,
@@ -169,16 +198,11 @@ def evaluate(
     """
     params = params or Bm25Params()
     dataset = load_beir(dataset_dir)
-    directory = Path(index_dir) if index_dir else default_eval_index(Path(dataset_dir), stem)
-    with Index(directory, rebuild_outdated=index_dir is None) as index:  # the default cache is disposable
-        report = index.add(
-            [dataset.corpus_path], stem=stem, progress=progress, force=index.analyzer.config.stem != stem
-        )
-        if report.errors:
-            raise DatasetError(f"{report.errors[0][0]}: {report.errors[0][1]}")
-        embed_seconds = 0.0
-        if mode != "lexical":
-            embed_seconds = index.embed(embedder, progress=embed_progress).seconds
+    index, report, embed_seconds = open_eval_index(
+        dataset.corpus_path, Path(dataset_dir), index_dir, stem, progress, mode, embedder, embed_progress
+    )
+    directory = index.directory
+    with index:
         runs: dict[str, list[str]] = {}
         failures: dict[str, str] = {}
         started = time.perf_counter()
@@ -214,4 +238,99 @@ def evaluate(
         syntax=syntax,
         failures=failures,
         per_query=per_query,
+    )
+
+
+# ------------------------------------------------------------------------------------------ known item
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
+
+
+@dataclass
+class KnownItemReport:
+    """Sentences taken from the corpus and pasted back as queries: is the chunk holding each first?"""
+
+    corpus: str
+    queries: int
+    hit_at_1: float
+    mrr_at_10: float
+    mode: str
+    syntax: str
+    seed: int
+    misses: list[dict] = field(default_factory=list)  # query, the rank it reached (None: not in top 10)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def sample_sentences(index: Index, n: int, seed: int = 0, min_words: int = 8, max_words: int = 40):
+    """`n` (chunk id, sentence) pairs: chunks drawn at random (seeded), one sentence of 8-40 words from
+    each chunk's body. Chunks with no such sentence are skipped, so every chunk kind is fair game."""
+    rng = random.Random(seed)
+    with index.storage.reading():
+        live = list(index.lexical.view().live)
+    rng.shuffle(live)
+    picked: list[tuple[int, str]] = []
+    for start in range(0, len(live), 256):
+        if len(picked) >= n:
+            break
+        rows = index.storage.chunks_by_ids(live[start : start + 256])
+        for cid in live[start : start + 256]:
+            row = rows.get(cid)
+            if row is None:
+                continue
+            sentences = [
+                " ".join(s.split())
+                for s in _SENTENCE_END.split(row.body)
+                if min_words <= len(s.split()) <= max_words
+            ]
+            if sentences:
+                picked.append((cid, rng.choice(sentences)))
+                if len(picked) >= n:
+                    break
+    return picked
+
+
+def known_item(
+    index: Index,
+    n: int = 60,
+    seed: int = 0,
+    mode: str = "auto",
+    syntax: str = "plain",
+    fusion: FusionParams | None = None,
+    params: Bm25Params | None = None,
+) -> KnownItemReport:
+    """Hit@1 and MRR@10 of pasted sentences: a hit is a result whose text contains the sentence (the
+    chunk it came from, or an overlapping window or a duplicate that holds it too)."""
+    pairs = sample_sentences(index, n, seed)
+    hits, rr, misses = 0, 0.0, []
+    for _cid, sentence in pairs:
+        response = index.search(
+            sentence, limit=10, mode=mode, syntax=syntax, fusion=fusion, params=params, detail="heads"
+        )
+        rows = index.storage.chunks_by_ids([h.id for h in response.hits])
+        rank = next(
+            (
+                r
+                for r, h in enumerate(response.hits, 1)
+                if sentence in " ".join(f"{rows[h.id].title}\n{rows[h.id].body}".split())
+            ),
+            None,
+        )
+        hits += rank == 1
+        rr += 1.0 / rank if rank else 0.0
+        if rank != 1:
+            misses.append({"query": sentence, "rank": rank})
+    total = max(1, len(pairs))
+    resolved = (
+        "hybrid" if mode == "auto" and index.embedding_model() else ("lexical" if mode == "auto" else mode)
+    )
+    return KnownItemReport(
+        corpus=str(index.directory),
+        queries=len(pairs),
+        hit_at_1=hits / total,
+        mrr_at_10=rr / total,
+        mode=resolved,
+        syntax=syntax,
+        seed=seed,
+        misses=misses,
     )

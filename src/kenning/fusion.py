@@ -11,9 +11,22 @@ Modes:
           signal arrives with a later issue; beta keeps its slot (graph = 0 today).
 - rerank: luplo's rule: vectors only reorder the lexical candidates, by cosine; they never add any,
           and an empty lexical result stays empty.
+- zscore: (the default) each channel's raw score becomes its distance from what an unremarkable
+          chunk scores for this query, in standard deviations: z = (s - mean) / std, where the mean and
+          std come from the channel's background (lexical: every chunk holding a query word; dense: the
+          cosine over a fixed sample of the corpus). Then a weighted sum. This is how the fusion adapts
+          per query: a channel whose best chunks stand far out of its background (a peaked lexical
+          match for a pasted sentence or a rare term; a dense neighbour far closer than the rest) gets
+          the larger say, and a channel with a flat, undistinguished top list gets little, whatever
+          the collection. Min-max normalisation, by contrast, stretches any top list to [0, 1], so a
+          flat channel's noise counts as much as another channel's clear signal.
 
-After a norm or rrf fusion, pseudo-relevance feedback (on by default) runs a second pass: see
+After a zscore, norm or rrf fusion, pseudo-relevance feedback (on by default) runs a second pass: see
 kenning.search._feedback.
+
+The defaults (zscore, lexical : dense = 1 : 2, feedback from the top 2 chunks with 10 weighted terms at
+0.5) were chosen by benchmarks/tune_hybrid.py on cranfield, msmarco-5k and cacm, with leave-one-set-out
+validation; see docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -22,25 +35,25 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-FUSIONS = ("rrf", "norm", "blend", "rerank")
+FUSIONS = ("rrf", "norm", "blend", "rerank", "zscore")
 
 
 @dataclass(frozen=True)
 class FusionParams:
     """Every fusion knob, with defaults chosen by `kenning eval` (see benchmarks/tune_hybrid.py)."""
 
-    mode: str = "norm"
+    mode: str = "zscore"
     depth: int = 100
     rrf_k: float = 60.0
     w_lexical: float = 1.0
-    w_dense: float = 3.0
+    w_dense: float = 2.0
     w_substring: float = 0.0
     alpha: float = 0.5
     beta: float = 0.0
     min_similarity: float = 0.3  # a chunk found only by vectors needs at least this cosine
-    feedback_k: int = 3  # pseudo-relevance feedback from the first pass's top chunks (0 = off)
+    feedback_k: int = 2  # pseudo-relevance feedback from the first pass's top chunks (0 = off)
     feedback_beta: float = 1.0  # Rocchio weight of their mean vector
-    feedback_gamma: float = 0.2  # weight of their expansion terms in the lexical channel
+    feedback_gamma: float = 0.5  # weight of their expansion terms in the lexical channel
     feedback_terms: int = 10
 
     def __post_init__(self):
@@ -81,6 +94,7 @@ class Channel:
     ids: np.ndarray
     scores: np.ndarray
     score_of: object = None  # callable(ids) -> raw scores, for chunks beyond the list
+    background: tuple[float, float] | None = None  # (mean, std) of an unremarkable chunk's score
 
     def ranks(self) -> dict[int, int]:
         return {int(c): r for r, c in enumerate(self.ids.tolist(), 1)}
@@ -91,6 +105,8 @@ class Fused:
     ids: list[int]
     scores: list[float]
     explain: dict[int, dict] = field(default_factory=dict)
+    # per channel, what this query's fusion made of it: weight, normalisation, and its share of the top
+    weights: dict[str, dict] = field(default_factory=dict)
 
 
 def _sorted(scores: dict[int, float]) -> tuple[list[int], list[float]]:
@@ -157,15 +173,42 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
         return Fused(ids, fused_scores, explain)
 
     total = np.zeros(len(pool))
+    parts: dict[str, np.ndarray] = {}
+    how: dict[str, dict] = {}
     for name, values in raw.items():
-        lo, hi = float(values.min()), float(values.max())
-        if hi > lo:
-            normalised = (values - lo) / (hi - lo)
-        else:  # one chunk, or all tied: full marks if the channel found them at all
-            normalised = np.full(len(values), 1.0 if hi > 0 else 0.0)
-        part = params.weight(name) * normalised
-        total += part
+        normalised, how[name] = _normalise(values, lists[name], params.mode)
+        parts[name] = params.weight(name) * normalised
+        total += parts[name]
         for i, cid in enumerate(pool.tolist()):
-            note(cid, name, float(values[i]), float(part[i]))
+            note(cid, name, float(values[i]), float(parts[name][i]))
     ids, scores = _sorted(dict(zip(pool.tolist(), total.tolist(), strict=True)))
-    return Fused(ids, scores, explain)
+    return Fused(ids, scores, explain, _weights(params, how, parts, total))
+
+
+def _normalise(values: np.ndarray, channel: Channel, mode: str) -> tuple[np.ndarray, dict]:
+    """A channel's raw scores over the pool on a common scale, and how they were put there."""
+    if mode == "zscore":
+        mean, std = channel.background or (float(values.mean()), float(values.std()))
+        z = (values - mean) / std if std > 0 else np.zeros(len(values))
+        return z, {"normalise": "zscore", "background_mean": mean, "background_std": std}
+    lo, hi = float(values.min()), float(values.max())
+    if hi > lo:
+        return (values - lo) / (hi - lo), {"normalise": "minmax", "min": lo, "max": hi}
+    # one chunk, or all tied: full marks if the channel found them at all
+    return np.full(len(values), 1.0 if hi > 0 else 0.0), {"normalise": "minmax", "min": lo, "max": hi}
+
+
+def _weights(params: FusionParams, how: dict, parts: dict, total: np.ndarray, top: int = 10) -> dict:
+    """Per channel: its weight, how its scores were normalised, how far its best chunk stands above
+    its background (zscore), and its share of the fused score of the top results: the per-query
+    weighting --explain shows."""
+    best = np.argsort(-total, kind="stable")[:top]
+    positive = {name: float(np.clip(part[best], 0, None).sum()) for name, part in parts.items()}
+    whole = sum(positive.values()) or 1.0
+    out = {}
+    for name, part in parts.items():
+        entry = {"weight": params.weight(name), **how[name], "share_of_top": positive[name] / whole}
+        if how[name]["normalise"] == "zscore" and params.weight(name) > 0:
+            entry["best_z"] = float(part.max() / params.weight(name))
+        out[name] = entry
+    return out

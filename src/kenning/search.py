@@ -36,6 +36,7 @@ from kenning.signals.substring import substring_words, top_scores
 from kenning.snippets import make_snippet
 
 DETAILS = ("full", "heads")
+VERBATIM_MIN_WORDS = 5
 MODES = ("lexical", "dense", "hybrid")
 
 
@@ -74,6 +75,7 @@ class Hit:
     evidence: dict = field(default_factory=dict)
     # the set-aside constraints this hit does not meet (see kenning.relax); empty for a strict result
     relaxed: list[str] = field(default_factory=list)
+    verbatim: bool = False  # holds the whole query word for word (see _verbatim)
     explain: dict | None = None
 
     def location(self) -> str:
@@ -481,8 +483,16 @@ def _other_channels(
         return ranked, parts
 
     channels = {
-        "lexical": Channel("lexical", lexical_ids, lexical_scores, lexical_of),
-        "dense": Channel("dense", dense_ids, dense_scores, cosine),
+        "lexical": Channel(
+            "lexical", lexical_ids, lexical_scores, lexical_of, _background(lexical_all, holds_word)
+        ),
+        "dense": Channel(
+            "dense",
+            dense_ids,
+            dense_scores,
+            cosine,
+            ctx.dense.background(query_vec) if query_vec is not None else None,
+        ),
     }
     if fusion.w_substring > 0 and fusion.mode in ("rrf", "norm"):
         words = substring_words([a.text for c in parsed.clauses for a in c.alternatives], ctx.analyzer)
@@ -496,15 +506,49 @@ def _other_channels(
         funnel.channels["substring"] = {"words": words, "returned": len(sub_ids)}
         clock.lap("substring")
     result = fuse(channels, fusion)
-    funnel.channels["fusion"] = {"mode": fusion.mode, "pool": len(result.ids)}
+    funnel.channels["fusion"] = {"mode": fusion.mode, "pool": len(result.ids), "weights": result.weights}
     clock.lap("fuse")
-    if fusion.feedback_k > 0 and fusion.mode in ("norm", "rrf") and query_vec is not None and result.ids:
+    if (
+        fusion.feedback_k > 0
+        and fusion.mode in ("norm", "rrf", "zscore")
+        and query_vec is not None
+        and result.ids
+    ):
         result = _feedback(
             ctx, plan, result, channels, query_vec, lexical_all, holds_word, allowed, depth, fusion, funnel
         )
         clock.lap("feedback")
     ranked = list(zip(result.ids, result.scores, strict=True))
     return ranked, result.explain
+
+
+def _background(scores: np.ndarray, matched: np.ndarray) -> tuple[float, float] | None:
+    """Mean and std of the lexical score over the chunks that hold any query term."""
+    values = scores[matched[: len(scores)]] if len(scores) else scores
+    return (float(values.mean()), float(values.std())) if len(values) > 1 else None
+
+
+def _verbatim(ctx: SearchContext, parsed: ParsedQuery, survivors: BitMap) -> BitMap:
+    """Chunks holding the whole query word for word: someone who pastes a sentence, an error message
+    or a long name wants the passage it came from first, whatever the vectors think. The query's own
+    text (operators read as words: a pasted message may hold quotes or dashes) of at least
+    VERBATIM_MIN_WORDS words (shorter ones are ordinary phrases), checked on token positions among the
+    chunks that meet every constraint."""
+    if not parsed.clauses or not survivors:
+        return BitMap()
+    item = plan_item(Phrase(parsed.text), ctx.analyzer)
+    if len(item.spec) < VERBATIM_MIN_WORDS:
+        return BitMap()
+    return ctx.view.phrase_docs(item.spec, survivors)
+
+
+def _verbatim_first(ranked: list[tuple[int, float]], verbatim: BitMap, lexical: np.ndarray):
+    """Verbatim chunks move to the top in their ranked order (any the fusion left out follow them,
+    by lexical score); the rest keep their order."""
+    listed = {cid for cid, _ in ranked}
+    missing = sorted((c for c in verbatim if c not in listed), key=lambda c: -lexical[c])
+    top = [p for p in ranked if p[0] in verbatim] + [(c, float(lexical[c])) for c in missing]
+    return top + [p for p in ranked if p[0] not in verbatim]
 
 
 def _found_by_query(ids, holds_word: np.ndarray, floor: float, known=None, cosine=None) -> np.ndarray:
@@ -548,13 +592,18 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, holds_word, al
     dense_ids, dense_scores = ctx.dense.search(moved, depth, allowed)
     keep = found_by_query(dense_ids)
     dense_ids, dense_scores = dense_ids[keep], dense_scores[keep]
-    terms = _expansion_terms(ctx, plan, top, fusion.feedback_terms)
+    weighted_terms = _expansion_terms(ctx, plan, top, fusion.feedback_terms)
+    terms = [t for t, _ in weighted_terms]
     combined = lexical_all
     if terms and fusion.feedback_gamma > 0:
         view = ctx.view
         found = view.postings(terms)
+        top_w = weighted_terms[0][1]
         extra = view.score(
-            [ScoringClause([ScoringTerm(t)]) for t in terms], found, Bm25Params(coord_floor=1.0), allowed
+            [ScoringClause([ScoringTerm(t)], boost=w / top_w) for t, w in weighted_terms],
+            found,
+            Bm25Params(coord_floor=1.0),
+            allowed,
         )
         combined = lexical_all + fusion.feedback_gamma * extra
     candidates = np.flatnonzero((combined > 0) & allowed[: len(combined)]).astype(np.int64)
@@ -569,8 +618,14 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, holds_word, al
         return ctx.dense.similarity(moved, ids)
 
     second = dict(channels)
-    second["lexical"] = Channel("lexical", lexical_ids, lexical_scores, lexical_of)
-    second["dense"] = Channel("dense", dense_ids, dense_scores, cosine)
+    second["lexical"] = Channel(
+        "lexical",
+        lexical_ids,
+        lexical_scores,
+        lexical_of,
+        _background(combined, holds_word & allowed[: len(holds_word)]),
+    )
+    second["dense"] = Channel("dense", dense_ids, dense_scores, cosine, ctx.dense.background(moved))
     funnel.channels["feedback"] = {
         "from": [int(c) for c in top],
         "terms": terms,
@@ -578,6 +633,7 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, holds_word, al
         "gamma": fusion.feedback_gamma,
     }
     fused = fuse(second, fusion)
+    funnel.channels["feedback"]["weights"] = fused.weights
     # the second pass scores against the moved query; --explain also shows the query as asked
     ids = np.asarray(fused.ids, dtype=np.int64)
     asked = dict(zip(fused.ids, ctx.dense.similarity(query_vec, ids).tolist(), strict=True))
@@ -590,8 +646,9 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, holds_word, al
 
 
 def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[str]:
-    """The terms that best characterise the feedback chunks: summed relative frequency x idf, leaving
-    out query terms, stopwords, very short terms and terms held by a single chunk."""
+    """(term, weight) for the terms that best characterise the feedback chunks, best first: weight is
+    summed relative frequency x idf; query terms, stopwords, very short terms and terms held by a
+    single chunk are left out."""
     if n_terms <= 0:
         return []
     analyzer, view = ctx.analyzer, ctx.view
@@ -610,7 +667,7 @@ def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[str]:
             continue
         scored.append((w * view.idf(term), term))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
-    return [t for _, t in scored[:n_terms]]
+    return [(t, w) for w, t in scored[:n_terms]]
 
 
 # ------------------------------------------------------------------------------------------ refine
@@ -814,7 +871,13 @@ def run_search(
             funnel,
             clock,
         )
-    ranked = strict_first(ranked, relaxation)[:pool]
+    ranked = strict_first(ranked, relaxation)
+    verbatim = _verbatim(ctx, parsed, survivors if relaxation is None else relaxation.strict)
+    if verbatim:
+        ranked = _verbatim_first(ranked, verbatim, scores)
+        funnel.channels["verbatim"] = {"chunks": len(verbatim)}
+        clock.lap("verbatim")
+    ranked = ranked[:pool]
     adjustments: dict[int, list[dict]] = {}
     dropped: list[dict] = []
     if _post_active(post) or reranker is not None:
@@ -828,6 +891,7 @@ def run_search(
     hits = _present(ranked, ctx, plan, found, scoring, params, detail, explain)
     for hit in hits:
         hit.relaxed = relaxation.broken(hit.id) if relaxation is not None else []
+        hit.verbatim = hit.id in verbatim
         hit.channels = channels_of.get(hit.id, {})
         hit.adjustments = adjustments.get(hit.id, [])
         if detail == "full":

@@ -28,6 +28,7 @@ class DenseView:
         self.position = {int(cid): i for i, cid in enumerate(self.ids)}
         self.method = "hnsw" if len(self.ids) >= hnsw_threshold else "exact"
         self._hnsw = None
+        self._sample = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -95,6 +96,19 @@ class DenseView:
             pos = np.array([p for _, p in have])
             out[idx] = self.matrix[pos] @ query.astype(np.float32)
         return out
+
+    def background(self, query: np.ndarray, sample: int = 4096) -> tuple[float, float]:
+        """Mean and standard deviation of the query's cosine over the corpus (a fixed random sample of
+        at most `sample` vectors): what an unremarkable chunk scores, for this query."""
+        if not len(self.ids):
+            return 0.0, 0.0
+        if self._sample is None:
+            rows = np.arange(len(self.ids))
+            if len(rows) > sample:
+                rows = np.sort(np.random.default_rng(0).choice(rows, sample, replace=False))
+            self._sample = np.ascontiguousarray(self.matrix[rows])
+        sims = self._sample @ query.astype(np.float32)
+        return float(sims.mean()), float(sims.std())
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
         p = self.position.get(int(chunk_id))

@@ -117,6 +117,7 @@ class ScoringClause:
     docs: BitMap | None = None
     label: str = ""
     qtf: int = 1
+    boost: float = 1.0  # a further weight on the clause (feedback terms carry their feedback weight)
 
 
 @dataclass
@@ -356,7 +357,7 @@ class LexicalView:
         cache = self._per_params(params)
         ids_parts, weight_parts, matched_parts = [], [], []
         for clause in clauses:
-            weight = params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0
+            weight = (params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0) * clause.boost
             for st in clause.terms:
                 postings = found.get(st.term)
                 if postings is None:
@@ -409,7 +410,7 @@ class LexicalView:
         t_len = float(self.title_len[chunk_id]) if chunk_id <= self.max_id else 0.0
         b_len = float(self.body_len[chunk_id]) if chunk_id <= self.max_id else 0.0
         for clause in clauses:
-            weight = params.query_weight(clause.qtf)
+            weight = params.query_weight(clause.qtf) * clause.boost
             for st in clause.terms:
                 postings = found.get(st.term)
                 df = postings.df if postings is not None else 0
