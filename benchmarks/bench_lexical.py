@@ -58,7 +58,7 @@ class KenningSystem:
         self.ix.add([corpus_path], force=True)
 
     def search(self, text: str, k: int) -> list[str]:
-        hits = self.ix.search(text, limit=k, params=self.params, detail="heads").hits
+        hits = self.ix.search(text, limit=k, params=self.params, detail="heads", syntax="plain").hits
         return [h.doc_key for h in hits]
 
 

@@ -1,36 +1,59 @@
-"""Sweep fusion settings on BEIR datasets and print nDCG@10 per setting, best first.
+"""Sweep fusion settings on BEIR datasets, then validate the choice leave-one-set-out.
 
-Ranked, like tune_lexical.py, by the smallest margin over each set's bar (the hybrid targets:
-0.43 on cranfield, 0.81 on msmarco-5k), so one default serves every set. Uses the eval indexes
-that `kenning eval --mode dense` builds (embedding the corpora once), and embeds each query once.
+Every setting in GRID (zscore, norm, rrf and blend fusion, with and without feedback) runs every judged
+query of every dataset through kenning's full pipeline. Each dataset's bar is the best of its own
+single channels plus 0.01: max(lexical, dense, RRF of the two without feedback) + 0.01, all measured in
+this run. A setting's margin on a set is its nDCG@10 minus that bar.
 
-    kenning eval ../shared/data/cranfield --mode dense      # builds and embeds the cached index
-    kenning eval ../shared/data/msmarco-5k --mode dense
-    python benchmarks/tune_hybrid.py
+Leave-one-set-out: for each dataset, choose the setting with the largest smallest margin on the other
+datasets, and report its nDCG@10 on the held-out one. Done twice: over every fusion family, and within
+each family, which shows which designs carry over to a collection they were not fitted on.
+
+Uses the eval indexes that `kenning eval --mode dense` builds (embedding each corpus once) and embeds
+each query once per process.
+
+    kenning eval ../shared/data/cranfield --mode dense      # (and msmarco-5k, cacm) once
+    python benchmarks/tune_hybrid.py                         # about 2 minutes on 2 cores
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import sys
+from multiprocessing import Pool
 from pathlib import Path
 
 from kenning import Bm25Params, Index
 from kenning.eval import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
 from kenning.fusion import FusionParams
 
-GRID = [
-    *(FusionParams(mode="rrf", w_dense=w, feedback_k=0) for w in [1.0, 2.0, 3.0]),
-    *(FusionParams(mode="norm", w_dense=w, feedback_k=0) for w in [1.0, 2.0, 3.0, 4.0]),
-    *(
-        FusionParams(mode="norm", w_dense=w, feedback_k=k, feedback_beta=b, feedback_gamma=g)
-        for w, k, b, g in itertools.product([2.0, 3.0], [3, 5], [1.0, 2.0], [0.0, 0.2, 0.4])
-    ),
-    FusionParams(mode="rrf", w_dense=2.0, feedback_k=3),
-    FusionParams(mode="blend", alpha=2.0),
-    FusionParams(mode="rerank"),
-]
+DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
+REFERENCES = {  # the single channels and their plain RRF: what the bars are made of
+    "lexical": ("lexical", None),
+    "dense": ("dense", None),
+    "rrf": ("hybrid", FusionParams(mode="rrf", w_dense=1.0, feedback_k=0)),
+}
+
+
+def grid() -> list[FusionParams]:
+    settings = []
+    for w in [1.0, 1.5, 2.0, 2.5, 3.0]:
+        settings.append(FusionParams(mode="zscore", w_dense=w, feedback_k=0))
+        for k, terms, gamma in itertools.product([2, 3], [10, 20], [0.35, 0.5, 0.7]):
+            settings.append(
+                FusionParams(
+                    mode="zscore", w_dense=w, feedback_k=k, feedback_terms=terms, feedback_gamma=gamma
+                )
+            )
+    for mode in ["norm", "rrf"]:
+        for w in [1.0, 2.0, 3.0]:
+            settings.append(FusionParams(mode=mode, w_dense=w, feedback_k=0))
+            for k, gamma in itertools.product([2, 3], [0.2, 0.5]):
+                settings.append(FusionParams(mode=mode, w_dense=w, feedback_k=k, feedback_gamma=gamma))
+    settings += [FusionParams(mode="blend", alpha=a) for a in [0.5, 1.0, 2.0, 4.0]]
+    return settings
 
 
 class MemoEmbedder:
@@ -57,59 +80,116 @@ class MemoEmbedder:
         return np.vstack([self._memo[(t, kind)] for t in texts])
 
 
+_OPEN: dict[str, tuple] = {}
+
+
+def open_dataset(directory: str):
+    """(dataset, index) with a query-memoising embedder; one per process."""
+    if directory not in _OPEN:
+        dataset = load_beir(directory)
+        index = Index(default_eval_index(Path(directory), stem=True), create=False)
+        if index.embedding_model() is None:
+            raise SystemExit(f"{directory}: no vectors; run `kenning eval {directory} --mode dense` first")
+        index._embedders[index.embedding_model()["spec"]] = MemoEmbedder(index.embedder())
+        _OPEN[directory] = (dataset, index)
+    return _OPEN[directory]
+
+
+def score(job: tuple[str, str, FusionParams | None]) -> tuple[str, str, FusionParams | None, float]:
+    """Mean nDCG@10 of one (dataset, mode, fusion) over every judged query, queries as plain text."""
+    directory, mode, fusion = job
+    dataset, index = open_dataset(directory)
+    total = sum(
+        ndcg_at(ranked_doc_keys(index, text, 10, Bm25Params(), mode, fusion), dataset.qrels[qid])
+        for qid, text in dataset.queries.items()
+    )
+    return directory, mode, fusion, total / len(dataset.queries)
+
+
+def describe(fusion: FusionParams) -> str:
+    default = FusionParams()
+    changed = {k: v for k, v in fusion.to_dict().items() if k == "mode" or v != getattr(default, k)}
+    return " ".join(f"{k}={v}" for k, v in changed.items())
+
+
+def leave_one_out(rows: list[tuple[FusionParams, dict]], bars: dict[str, float]) -> list[dict]:
+    """For each dataset: the setting with the largest smallest margin on the others, and its score on
+    the one held out."""
+    folds = []
+    for held in bars:
+        train = [s for s in bars if s != held]
+        fusion, scores = max(rows, key=lambda r: min(r[1][s] - bars[s] for s in train))
+        margin = scores[held] - bars[held]
+        folds.append({"held_out": held, "chosen": fusion, "scores": scores, "margin": margin})
+    return folds
+
+
+def format_folds(folds: list[dict]) -> str:
+    return "  ".join(f"{f['held_out']} {f['scores'][f['held_out']]:.4f} ({f['margin']:+.4f})" for f in folds)
+
+
+def sweep(datasets: list[str], jobs: int = 2, settings: list[FusionParams] | None = None) -> dict:
+    """Every reference and every setting on every dataset: {'references', 'bars', 'rows'}."""
+    settings = grid() if settings is None else settings
+    work = [(d, mode, f) for d in datasets for mode, f in REFERENCES.values()]
+    work += [(d, "hybrid", f) for d in datasets for f in settings]
+    with Pool(jobs) as pool:
+        results = pool.map(score, work, chunksize=4)
+    names = {d: load_beir(d).name for d in datasets}
+    references = {label: {} for label in REFERENCES}
+    by_setting: dict[FusionParams, dict[str, float]] = {f: {} for f in settings}
+    for directory, mode, fusion, value in results:
+        for label, (ref_mode, ref_fusion) in REFERENCES.items():
+            if mode == ref_mode and fusion == ref_fusion:
+                references[label][names[directory]] = value
+        if mode == "hybrid" and fusion in by_setting:
+            by_setting[fusion][names[directory]] = value
+    bars = {names[d]: max(references[label][names[d]] for label in REFERENCES) + 0.01 for d in datasets}
+    return {"references": references, "bars": bars, "rows": list(by_setting.items())}
+
+
+def print_report(result: dict, top: int = 15) -> None:
+    references, bars, rows = result["references"], result["bars"], result["rows"]
+    sets = list(bars)
+    print(" ".join(f"{s:>11}" for s in sets), " min margin  setting")
+    for label, scores in references.items():
+        print(" ".join(f"{scores[s]:>11.4f}" for s in sets), f"{'':>11}  {label}")
+    print(" ".join(f"{bars[s]:>11.4f}" for s in sets), f"{'':>11}  bar: best of the above + 0.01")
+    default = FusionParams()
+    ranked = sorted(rows, key=lambda r: -min(r[1][s] - bars[s] for s in sets))
+    shown = ranked[:top] + [r for r in ranked[top:] if r[0] == default]
+    for fusion, scores in shown:
+        margin = min(scores[s] - bars[s] for s in sets)
+        mark = "  <- default" if fusion == default else ""
+        print(" ".join(f"{scores[s]:>11.4f}" for s in sets), f"{margin:>+10.4f} ", describe(fusion) + mark)
+    print("\nleave-one-set-out (chosen on the other sets by their smallest margin over the bar):")
+    families = [("every family", None)] + [(m, m) for m in sorted({f.mode for f, _ in rows})]
+    for label, mode in families:
+        subset = [r for r in rows if mode is None or r[0].mode == mode]
+        folds = leave_one_out(subset, bars)
+        verdict = "holds" if all(f["margin"] >= 0 for f in folds) else "FAILS"
+        print(f"  {label:<13} {format_folds(folds)}  {verdict}")
+        if mode is None or mode == default.mode:
+            for f in folds:
+                print(f"      {f['held_out']:<11} <- {describe(f['chosen'])}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "datasets", nargs="*", default=["../shared/data/cranfield", "../shared/data/msmarco-5k"]
-    )
-    parser.add_argument("--bars", default="0.43,0.81", help="nDCG@10 bar per dataset, comma-separated")
-    parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("datasets", nargs="*", default=DATASETS)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    bars = [float(b) for b in args.bars.split(",")]
-    sets = []
-    for directory in args.datasets:
-        dataset = load_beir(directory)
-        index = Index(default_eval_index(Path(directory), stem=True), create=False)
-        if index.embedding_model() is None:
-            parser.error(f"{directory}: no vectors yet; run `kenning eval {directory} --mode dense` first")
-        spec = index.embedding_model()["spec"]
-        index._embedders[spec] = MemoEmbedder(index.embedder())
-        sets.append((dataset, index))
-    params = Bm25Params()
-    rows = []
-    references = [("lexical", "lexical", None), ("dense", "dense", None)]
-    for label, mode, fusion in references + [("hybrid", "hybrid", f) for f in GRID]:
-        scores = []
-        for dataset, index in sets:
-            total = sum(
-                ndcg_at(ranked_doc_keys(index, text, 10, params, mode, fusion), dataset.qrels[qid])
-                for qid, text in dataset.queries.items()
-            )
-            scores.append(total / len(dataset.queries))
-        margin = min(s - b for s, b in zip(scores, bars, strict=True))
-        rows.append((label, fusion, scores, margin))
-        print(".", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-    names = [d.name for d, _ in sets]
-    print(" ".join(f"{n:>11}" for n in names), " min margin  setting")
-    default = FusionParams()
-    hybrid_rows = sorted((r for r in rows if r[0] == "hybrid"), key=lambda r: -r[3])
-    for label, fusion, scores, margin in [r for r in rows if r[0] != "hybrid"] + hybrid_rows[: args.top]:
-        what = (
-            label
-            if fusion is None
-            else " ".join(
-                f"{k}={v}" for k, v in fusion.to_dict().items() if v != getattr(default, k) or k == "mode"
-            )
-        )
-        mark = "  <- default" if fusion == default else ""
-        print(" ".join(f"{s:>11.4f}" for s in scores), f"{margin:>+10.4f} ", what + mark)
-    if default not in [r[1] for r in hybrid_rows[: args.top]]:
-        for _label, fusion, scores, margin in hybrid_rows:
-            if fusion == default:
-                print(" ".join(f"{s:>11.4f}" for s in scores), f"{margin:>+10.4f} ", "default")
+    result = sweep(args.datasets, args.jobs)
+    if args.json:
+        rows = [{"fusion": f.to_dict(), "scores": s} for f, s in result["rows"]]
+        out = {"references": result["references"], "bars": result["bars"], "rows": rows}
+        print(json.dumps(out, indent=2))
+        return 0
+    print_report(result, args.top)
     return 0
 
 
