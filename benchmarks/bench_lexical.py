@@ -144,7 +144,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "datasets", nargs="*", default=["../shared/data/cranfield", "../shared/data/msmarco-5k"]
+        "datasets",
+        nargs="*",
+        default=["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"],
     )
     parser.add_argument("-k", type=int, default=10, help="results per query (default 10)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the queries; best is kept")

@@ -1,14 +1,19 @@
 """The retrieval pipeline, top to bottom, as named stages with one inspectable data flow:
 
-    analyze  -> parse the dialect; plan clauses (stopwords dropped from plain words only; glossary
-                aliases added to plain, + and OR words; spelling corrections when asked)
-    gather   -> union of the positive terms' roaring posting bitmaps: every chunk holding any term
-    filter   -> survivors: filters (collections, paths, types, dates, metadata), then each required
-                clause (phrases checked on token positions), then exclusions; each step is counted
-    score    -> BM25 over the survivors only, coordination over clauses
-    rank     -> top `limit` by score, ties broken by chunk id for a stable order
-    present  -> chunk rows, snippets with matched terms marked, match reasons, explanations, and a
-                plain statement of what emptied the result when nothing matched
+    analyze   -> plan clauses from the parsed query (stopwords dropped from plain words only; repeated
+                 words counted for k3; glossary aliases added to plain, + and OR words; spelling)
+    gather    -> union of the positive terms' roaring posting bitmaps: every chunk holding any term
+    constrain -> filters (scopes), then each required clause (phrases checked on token positions) and
+                 exclusion, each counted; constraints that leave almost nothing are set aside and
+                 named (kenning.relax)
+    score     -> BM25 over the survivors only, coordination over clauses
+    rank      -> top results by score, ties broken by chunk id for a stable order
+    channels  -> (dense, hybrid) cosine and optional substring channels, fused per query
+                 (kenning.fusion), then a feedback pass
+    verbatim  -> chunks holding the whole query word for word move to the top
+    refine    -> post-fusion stages (dedup, recency, MMR, diversity, cap) and the reranker
+    present   -> chunk rows, snippets with matched terms marked, match reasons, evidence,
+                 explanations, and a plain statement of what emptied the result when nothing matched
 
 The funnel records the size after each stage and the time each stage took.
 """
@@ -645,7 +650,7 @@ def _feedback(ctx, plan, first, channels, query_vec, lexical_all, holds_word, al
     return fused
 
 
-def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[str]:
+def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[tuple[str, float]]:
     """(term, weight) for the terms that best characterise the feedback chunks, best first: weight is
     summed relative frequency x idf; query terms, stopwords, very short terms and terms held by a
     single chunk are left out."""
