@@ -12,6 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kenning import Index
 from kenning.filters import Filters
@@ -436,3 +438,33 @@ def test_mmr_and_diversity_run_through_search(corpus, index):
         post=PostprocessOptions(diversity_penalty=0.5, diversity_free=0),
     )
     assert any(a["stage"] == "diversity" for h in penalised.hits for a in h.adjustments)
+
+
+QUERY_PIECES = st.sampled_from(
+    [
+        "car",
+        "oil",
+        "doctor",
+        "automobile",
+        "v2.3.1",
+        "OR",
+        "+",
+        "-",
+        '"',
+        "(",
+        ")",
+        "title:",
+        "body:",
+        "é",
+        "!",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(QUERY_PIECES, max_size=10).map(" ".join) | st.text(max_size=40))
+def test_any_text_gets_a_hybrid_answer_without_an_error(index, text):
+    for syntax in ("dialect", "plain"):
+        response = index.search(text, mode="hybrid", syntax=syntax, embedder="fake", explain=True)
+        assert isinstance(response.to_dict(), dict)
+        assert response.hits or response.empty_reason or response.notices
