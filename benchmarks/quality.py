@@ -66,9 +66,9 @@ class MiniLmSystem:
     def __init__(self, index):
         self.embedder = index.embedder()
         fingerprint = index.embedding_model()["fingerprint"]
-        with index.storage.reading():
-            ids, self.matrix = index.storage.chunk_vectors(fingerprint)
-            heads = index.storage.chunk_heads([int(c) for c in ids])
+        with index.store.reading():
+            ids, self.matrix = index.store.chunk_vectors(fingerprint)
+            heads = index.store.chunk_heads([int(c) for c in ids])
         self.keys = [heads[int(c)][0] for c in ids]
 
     def scores(self, text: str) -> np.ndarray:

@@ -125,7 +125,7 @@ def test_books_sections_and_explained_search(tmp_path, capsys):
     from kenning import Index
 
     with Index(ix) as index:
-        rows = index.storage.conn.execute(
+        rows = index.store.conn.execute(
             "SELECT DISTINCT title FROM chunks WHERE title LIKE '% > %'"
         ).fetchall()
         titles = [r[0] for r in rows]

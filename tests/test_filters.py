@@ -166,8 +166,8 @@ def test_vocabulary_follows_deletions(tmp_path):
     write(tmp_path / "x.md", "# X\n\nzeppelin hangar\n")
     ix = Index(tmp_path / "ix")
     ix.add([tmp_path])
-    assert ix.storage.vocabulary()["zeppelin"] == 1
+    assert ix.store.vocabulary()["zeppelin"] == 1
     (tmp_path / "x.md").unlink()
     ix.add([tmp_path])
-    assert "zeppelin" not in ix.storage.vocabulary()
+    assert "zeppelin" not in ix.store.vocabulary()
     assert ix.search("zepelin").suggestions == []

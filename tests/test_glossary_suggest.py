@@ -82,7 +82,7 @@ def build(tmp_path, files: dict[str, str]) -> Index:
 
 
 def corpus_of(ix: Index) -> Corpus:
-    return Corpus(load_passages(ix.storage), ix.analyzer)
+    return Corpus(load_passages(ix.store), ix.analyzer)
 
 
 VEHICLE = [
@@ -267,7 +267,7 @@ def books_index(tmp_path_factory):
 
 
 def test_suggest_on_the_books(books_index):
-    glossary = Glossary(books_index.storage, books_index.analyzer)
+    glossary = Glossary(books_index.store, books_index.analyzer)
     started = time.perf_counter()
     added = glossary.suggest(limit=200)
     seconds = time.perf_counter() - started
@@ -287,7 +287,7 @@ def test_suggest_on_the_books(books_index):
     # family names shared by several people are not given to one of them
     assert not any(term in ("Villefort", "Danglars", "Morcerf", "Harker") for _c, term in pairs)
     # the similarity miners never touch a protected term
-    corpus = Corpus(load_passages(books_index.storage), books_index.analyzer)
+    corpus = Corpus(load_passages(books_index.store), books_index.analyzer)
     for a in added:
         if a["kind"] in ("morphology", "distributional"):
             for word in (a["canonical"], a["term"]):

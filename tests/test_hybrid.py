@@ -19,7 +19,7 @@ from kenning import Index
 from kenning.filters import Filters
 from kenning.fusion import Channel, FusionParams, fuse
 from kenning.signals.dense import DenseView
-from kenning.storage import StorageError
+from kenning.store import StorageError
 
 SYNONYMS = {"automobile": "car", "vehicle": "car", "physician": "doctor"}
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from kenning import Index
-from kenning.storage import StorageError
+from kenning.store import StorageError
 
 
 def write(path, text):
@@ -160,7 +160,7 @@ def test_merges_take_the_newest_segments_and_keep_sizes_doubling(tmp_path):
             write(root / name, f"# {name}\n\n{' '.join(sorted(held))}\n")
             content[name] = held
         ix.add([root])
-        rows = ix.storage.conn.execute("SELECT id, n_docs, doc_ids FROM segments ORDER BY id").fetchall()
+        rows = ix.store.conn.execute("SELECT id, n_docs, doc_ids FROM segments ORDER BY id").fetchall()
         assert len(rows) <= segments.MAX_SEGMENTS
         sizes = [n for _, n, _ in rows]
         assert all(sizes[i] >= sum(sizes[i + 1 :]) for i in range(len(sizes) - 1)), sizes
@@ -178,7 +178,7 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     import json
 
     from kenning import index as index_module
-    from kenning.storage import Storage
+    from kenning.store.sqlite import SqliteStore as Storage
 
     monkeypatch.setattr(index_module, "FLUSH_CHUNKS", 4)
     written = []

@@ -273,7 +273,7 @@ def oracle_ok(ix, response) -> bool:
     """Check every hit against the parsed constraints by re-reading its raw text."""
     analyzer = ix.analyzer
     for hit in response.hits:
-        row = ix.storage.chunks_by_ids([hit.id])[hit.id]
+        row = ix.store.chunks_by_ids([hit.id])[hit.id]
         fields = {"title": analyzer.positioned_terms(row.title), "body": analyzer.positioned_terms(row.body)}
 
         def item_matches(item, fields=fields):

@@ -1,6 +1,5 @@
 """The segment builder's posting lists against a direct, per-chunk reference."""
 
-import sqlite3
 
 import numpy as np
 from pyroaring import BitMap
@@ -65,12 +64,13 @@ def test_term_frequency_cap_keeps_the_first_positions(monkeypatch):
 
 
 class SegmentTable:
-    """Just the `segments` rows that merge_plan reads: (id, n_docs)."""
+    """Just what merge_plan reads from a store: (segment id, chunks in it), oldest first."""
 
     def __init__(self, sizes):
-        self.conn = sqlite3.connect(":memory:")
-        self.conn.execute("CREATE TABLE segments (id INTEGER PRIMARY KEY, n_docs INTEGER)")
-        self.conn.executemany("INSERT INTO segments VALUES (?, ?)", enumerate(sizes, 1))
+        self.sizes = list(enumerate(sizes, 1))
+
+    def segment_sizes(self):
+        return self.sizes
 
 
 def plan(sizes, live=None):

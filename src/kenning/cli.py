@@ -29,7 +29,7 @@ from kenning.fusion import FUSIONS, FusionParams
 from kenning.index import SEARCH_MODES, Index, display_path
 from kenning.postprocess import PostprocessOptions, describe
 from kenning.signals.lexical import VARIANTS, Bm25Params
-from kenning.storage import StorageError
+from kenning.store import StorageError
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from kenning.config import find_config, load_config, resolve_index_dir
 from kenning.glossary import Glossary, GlossaryError
 from kenning.index import Index
-from kenning.storage import StorageError
+from kenning.store import StorageError
 
 
 def add_glossary_parser(subparsers, add_common) -> None:
@@ -109,7 +109,7 @@ def cmd_glossary(args) -> int:
     handler = _HANDLERS[args.glossary_command]
     try:
         with Index(resolve_index_dir(args.index, load_config(find_config())), create=False) as index:
-            glossary = Glossary(index.storage, index.analyzer)
+            glossary = Glossary(index.store, index.analyzer)
             return handler(args, glossary)
     except (GlossaryError, StorageError, ValueError) as exc:
         return _fail(str(exc))

@@ -266,14 +266,14 @@ def sample_sentences(index: Index, n: int, seed: int = 0, min_words: int = 8, ma
     """`n` (chunk id, sentence) pairs: chunks drawn at random (seeded), one sentence of 8-40 words from
     each chunk's body. Chunks with no such sentence are skipped, so every chunk kind is fair game."""
     rng = random.Random(seed)
-    with index.storage.reading():
+    with index.store.reading():
         live = list(index.lexical.view().live)
     rng.shuffle(live)
     picked: list[tuple[int, str]] = []
     for start in range(0, len(live), 256):
         if len(picked) >= n:
             break
-        rows = index.storage.chunks_by_ids(live[start : start + 256])
+        rows = index.store.chunks_by_ids(live[start : start + 256])
         for cid in live[start : start + 256]:
             row = rows.get(cid)
             if row is None:
@@ -307,7 +307,7 @@ def known_item(
         response = index.search(
             sentence, limit=10, mode=mode, syntax=syntax, fusion=fusion, params=params, detail="heads"
         )
-        rows = index.storage.chunks_by_ids([h.id for h in response.hits])
+        rows = index.store.chunks_by_ids([h.id for h in response.hits])
         rank = next(
             (
                 r

@@ -107,35 +107,15 @@ def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(c, p) for c in candidates for p in patterns)
 
 
-def resolve(filters: Filters, storage) -> BitMap:
-    """The ids of chunks that pass every filter (call inside storage.reading())."""
-    sources = storage.conn.execute("SELECT id, path, collection, kind FROM sources").fetchall()
+def resolve(filters: Filters, store) -> BitMap:
+    """The ids of chunks that pass every filter (call inside store.reading())."""
     allowed_sources = [
-        sid
-        for sid, path, collection, kind in sources
-        if (not filters.collections or collection in filters.collections)
-        and (not filters.kinds or kind in filters.kinds)
-        and (not filters.paths or _path_matches(path, filters.paths))
+        source.id
+        for source in store.source_facets()
+        if (not filters.collections or source.collection in filters.collections)
+        and (not filters.kinds or source.kind in filters.kinds)
+        and (not filters.paths or _path_matches(source.path, filters.paths))
     ]
     if not allowed_sources:
         return BitMap()
-    where, params = [], []
-    if filters.since is not None:
-        where.append("c.time >= ?")
-        params.append(filters.since)
-    if filters.before is not None:
-        where.append("c.time < ?")
-        params.append(filters.before)
-    for key, value in filters.meta:
-        where.append(
-            "EXISTS (SELECT 1 FROM json_each(c.meta, ?)"
-            " WHERE lower(CAST(json_each.value AS TEXT)) = lower(?))"
-        )
-        params.extend([f"$.front_matter.{key}", value])
-    ids = BitMap()
-    for start in range(0, len(allowed_sources), 500):
-        batch = allowed_sources[start : start + 500]
-        clause = " AND ".join([f"c.source_id IN ({','.join('?' * len(batch))})", *where])
-        rows = storage.conn.execute(f"SELECT c.id FROM chunks c WHERE {clause}", [*batch, *params])
-        ids.update(r[0] for r in rows)
-    return ids
+    return store.chunks_matching(allowed_sources, filters.since, filters.before, filters.meta)

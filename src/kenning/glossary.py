@@ -27,14 +27,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 import unicodedata
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kenning.analysis import TOKEN_RE
 from kenning.protected import CaseStats, iter_words, protected_reason
+from kenning.store import GlossaryTermRow
 
 STATUSES = ("canonical", "alias", "pending", "rejected")
 APPROVED = ("canonical", "alias")
@@ -42,28 +42,6 @@ _ARTICLES = frozenset(["the", "a", "an"])
 EXPORT_VERSION = 1
 CSV_FIELDS = ["scope", "group", "term", "status", "protected", "evidence"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS glossary_groups (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    scope TEXT NOT NULL DEFAULT '',
-    origin TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS glossary_terms (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    group_id INTEGER NOT NULL,
-    surface TEXT NOT NULL,
-    key TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('canonical', 'alias', 'pending', 'rejected')),
-    protected TEXT,
-    origin TEXT NOT NULL,
-    evidence TEXT,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    UNIQUE (group_id, key)
-);
-CREATE INDEX IF NOT EXISTS glossary_terms_by_key ON glossary_terms(key);
-"""
 
 Judge = Callable[[dict], "bool | None"]
 
@@ -82,19 +60,7 @@ class Alternative:
     status: str  # "canonical" or "alias"
 
 
-@dataclass
-class _Term:
-    id: int
-    group_id: int
-    surface: str
-    key: str
-    status: str
-    protected: str | None
-    origin: str
-    evidence: str | None
-
-
-_TERM_COLS = "id, group_id, surface, key, status, protected, origin, evidence"
+_Term = GlossaryTermRow
 
 
 def term_key(analyzer, text: str) -> str:
@@ -109,8 +75,8 @@ def term_key(analyzer, text: str) -> str:
 class Glossary:
     """The alias groups stored in one index."""
 
-    def __init__(self, storage, analyzer):
-        self.storage = storage
+    def __init__(self, store, analyzer):
+        self.store = store
         self.analyzer = analyzer
         self._lookup: dict[str, list[tuple[int, str]]] | None = None
         self._members: dict[int, list[tuple[str, str, str]]] = {}
@@ -121,57 +87,40 @@ class Glossary:
     def key(self, text: str) -> str:
         return term_key(self.analyzer, text)
 
-    def _has_tables(self) -> bool:
-        row = self.storage.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='glossary_terms'"
-        ).fetchone()
-        return row is not None
-
     @contextmanager
-    def _reading(self) -> Iterator[bool]:
-        """A consistent read (joining the caller's transaction if one is open); yields whether the
-        glossary tables exist."""
-        if self.storage.conn.in_transaction:
-            yield self._has_tables()
-            return
-        with self.storage.reading():
-            yield self._has_tables()
+    def _reading(self) -> Iterator[None]:
+        """A consistent read (joining the caller's transaction if one is open)."""
+        with self.store.reading():
+            yield
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """One atomic commit (or part of the caller's), with the glossary tables in place."""
-        if getattr(self.storage, "_in_txn", False):
-            self._create_tables()
+        """One atomic commit, or part of the caller's."""
+        if self.store.in_transaction:
             yield
             return
-        with self.storage.transaction():
-            self._create_tables()
+        with self.store.transaction():
             yield
 
-    def _create_tables(self) -> None:
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                self.storage.conn.execute(statement)
+    def _terms(self, **match) -> list[_Term]:
+        """Members whose fields equal `match` (e.g. key=..., group_id=...), by id."""
+        return [t for t in self.store.glossary_terms() if all(getattr(t, k) == v for k, v in match.items())]
 
-    def _q(self, sql: str, params=()) -> list[tuple]:
-        return list(self.storage.conn.execute(sql, params))
-
-    def _terms(self, where: str = "1", params=()) -> list[_Term]:
-        return [_Term(*r) for r in self._q(f"SELECT {_TERM_COLS} FROM glossary_terms WHERE {where}", params)]
+    def _scopes(self) -> dict[int, str]:
+        return {g.id: g.scope for g in self.store.glossary_groups()}
 
     def _canonical_of(self, group_id: int) -> _Term:
-        rows = self._terms("group_id=? AND status='canonical'", (group_id,))
+        rows = self._terms(group_id=group_id, status="canonical")
         if not rows:
             raise GlossaryError(f"glossary group {group_id} has no canonical term (damaged glossary)")
         return rows[0]
 
-    def _group_row(self, group_id: int) -> tuple[int, str, str] | None:
-        rows = self._q("SELECT id, scope, origin FROM glossary_groups WHERE id=?", (group_id,))
-        return rows[0] if rows else None
+    def _group_row(self, group_id: int):
+        return next((g for g in self.store.glossary_groups() if g.id == group_id), None)
 
     def _describe(self, group_id: int) -> str:
         row = self._group_row(group_id)
-        scope = f", scope {row[1]!r}" if row and row[1] else ""
+        scope = f", scope {row.scope!r}" if row and row.scope else ""
         return f"group {group_id} ({self._canonical_of(group_id).surface!r}{scope})"
 
     def _resolve_group(self, ref: int | str) -> int:
@@ -182,7 +131,7 @@ class Glossary:
                 raise GlossaryError(f"no glossary group with id {text} (see `kenning glossary ls`)")
             return int(text)
         key = self.key(text)
-        ids = sorted({t.group_id for t in self._terms("key=? AND status='canonical'", (key,))})
+        ids = sorted({t.group_id for t in self._terms(key=key, status="canonical")})
         if not ids:
             raise GlossaryError(f"no glossary group named {text!r} (see `kenning glossary ls`)")
         if len(ids) > 1:
@@ -191,14 +140,8 @@ class Glossary:
             )
         return ids[0]
 
-    def _now(self) -> float:
-        return time.time()
-
     def _insert_group(self, scope: str, origin: str) -> int:
-        cur = self.storage.conn.execute(
-            "INSERT INTO glossary_groups(scope, origin, created) VALUES (?,?,?)", (scope, origin, self._now())
-        )
-        return int(cur.lastrowid)
+        return self.store.add_glossary_group(scope, origin)
 
     def _insert_term(
         self,
@@ -209,28 +152,18 @@ class Glossary:
         origin: str,
         evidence: dict | None = None,
     ) -> int:
-        now = self._now()
-        cur = self.storage.conn.execute(
-            "INSERT INTO glossary_terms(group_id, surface, key, status, protected, origin, evidence, created,"
-            " updated) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                group_id,
-                surface,
-                self.key(surface),
-                status,
-                protected,
-                origin,
-                json.dumps(evidence, ensure_ascii=False) if evidence else None,
-                now,
-                now,
-            ),
+        return self.store.add_glossary_term(
+            group_id,
+            surface,
+            self.key(surface),
+            status,
+            protected,
+            origin,
+            json.dumps(evidence, ensure_ascii=False) if evidence else None,
         )
-        return int(cur.lastrowid)
 
     def _set_status(self, term_id: int, status: str) -> None:
-        self.storage.conn.execute(
-            "UPDATE glossary_terms SET status=?, updated=? WHERE id=?", (status, self._now(), term_id)
-        )
+        self.store.update_glossary_term(term_id, status)
 
     def _clean(self, text: str, what: str) -> str:
         text = " ".join(str(text).split())
@@ -251,31 +184,29 @@ class Glossary:
                 need.append(s)
         if not need:
             return out
-        stats = _case_stats_for(self.storage, self.analyzer, need)
+        stats = _case_stats_for(self.store, self.analyzer, need)
         for s in need:
             out[s] = stats.phrase_reason(s)
         return out
 
     # ------------------------------------------------------------------------------------ reading
     def _load_lookup(self) -> None:
-        generation = self.storage.generation()
+        generation = self.store.generation()
         if self._lookup is not None and self._lookup_generation == generation:
             return
         lookup: dict[str, list[tuple[int, str]]] = {}
         members: dict[int, list[tuple[str, str, str]]] = {}
         canonical: dict[int, str] = {}
-        with self._reading() as present:
-            if present:
-                rows = self._q(
-                    "SELECT t.group_id, g.scope, t.surface, t.key, t.status FROM glossary_terms t "
-                    "JOIN glossary_groups g ON g.id = t.group_id WHERE t.status IN ('canonical', 'alias') "
-                    "ORDER BY t.group_id, t.status != 'canonical', t.id"
-                )
-                for gid, scope, surface, key, status in rows:
-                    members.setdefault(gid, []).append((surface, key, status))
-                    if status == "canonical":
-                        canonical[gid] = surface
-                    lookup.setdefault(key, []).append((gid, scope))
+        with self._reading():
+            scopes = self._scopes()
+            terms = self.store.glossary_terms()
+        approved = [t for t in terms if t.status in APPROVED and t.group_id in scopes]
+        approved.sort(key=lambda t: (t.group_id, t.status != "canonical", t.id))
+        for t in approved:
+            members.setdefault(t.group_id, []).append((t.surface, t.key, t.status))
+            if t.status == "canonical":
+                canonical[t.group_id] = t.surface
+            lookup.setdefault(t.key, []).append((t.group_id, scopes[t.group_id]))
         self._lookup, self._members, self._canonical = lookup, members, canonical
         self._lookup_generation = generation
 
@@ -323,16 +254,13 @@ class Glossary:
         Groups that `suggest` created and nobody has approved anything in yet are proposals, shown by
         `pending`; `include_proposed` lists them here too.
         """
-        with self._reading() as present:
-            if not present:
-                return []
-            where, params = ("WHERE scope=?", (scope,)) if scope is not None else ("", ())
-            groups = self._q(f"SELECT id, scope, origin FROM glossary_groups {where} ORDER BY id", params)
+        with self._reading():
+            groups = [g for g in self.store.glossary_groups() if scope is None or g.scope == scope]
             by_group: dict[int, list[_Term]] = {}
-            for t in self._terms("1 ORDER BY id"):
+            for t in self.store.glossary_terms():
                 by_group.setdefault(t.group_id, []).append(t)
         out = []
-        for gid, gscope, origin in groups:
+        for gid, gscope, origin in ((g.id, g.scope, g.origin) for g in groups):
             terms = by_group.get(gid, [])
             if not include_proposed and origin == "suggest" and not any(t.status == "alias" for t in terms):
                 continue
@@ -341,21 +269,20 @@ class Glossary:
 
     def pending(self) -> list[dict]:
         """Pending terms, oldest first, each with its group and the evidence that suggested it."""
-        with self._reading() as present:
-            if not present:
-                return []
-            rows = self._q(
-                f"SELECT {', '.join('t.' + c.strip() for c in _TERM_COLS.split(','))}, g.scope, c.surface,"
-                " (SELECT COUNT(*) FROM glossary_terms a"
-                " WHERE a.group_id = t.group_id AND a.status = 'alias')"
-                " FROM glossary_terms t JOIN glossary_groups g ON g.id = t.group_id"
-                " JOIN glossary_terms c ON c.group_id = t.group_id AND c.status = 'canonical'"
-                " WHERE t.status = 'pending' ORDER BY t.id"
-            )
+        with self._reading():
+            scopes = self._scopes()
+            terms = self.store.glossary_terms()
+        canonicals = {t.group_id: t.surface for t in terms if t.status == "canonical"}
+        aliases: dict[int, int] = {}
+        for t in terms:
+            if t.status == "alias":
+                aliases[t.group_id] = aliases.get(t.group_id, 0) + 1
         out = []
-        for row in rows:
-            t = _Term(*row[:8])
-            scope, canonical, n_aliases = row[8:]
+        for t in terms:
+            if t.status != "pending" or t.group_id not in scopes or t.group_id not in canonicals:
+                continue
+            scope, canonical = scopes[t.group_id], canonicals[t.group_id]
+            n_aliases = aliases.get(t.group_id, 0)
             out.append(
                 {
                     "id": t.id,
@@ -389,7 +316,7 @@ class Glossary:
             if gid is None:
                 gid = self._insert_group(scope, "manual")
                 self._insert_term(gid, canonical, "canonical", flags[canonical], "manual")
-            existing = {t.key: t for t in self._terms("group_id=?", (gid,))}
+            existing = {t.key: t for t in self._terms(group_id=gid)}
             for alias in aliases:
                 key = self.key(alias)
                 t = existing.get(key)
@@ -402,22 +329,17 @@ class Glossary:
 
     def _find_group(self, key: str, scope: str) -> int | None:
         """The group in `scope` whose canonical is `key`, else one where `key` is an approved alias."""
-        rows = self._q(
-            "SELECT t.group_id, t.status FROM glossary_terms t JOIN glossary_groups g ON g.id = t.group_id"
-            " WHERE t.key=? AND g.scope=? AND t.status IN ('canonical', 'alias')"
-            " ORDER BY t.status != 'canonical', t.group_id",
-            (key, scope),
-        )
-        return rows[0][0] if rows else None
+        scopes = self._scopes()
+        rows = [t for t in self._terms(key=key) if t.status in APPROVED and scopes.get(t.group_id) == scope]
+        rows.sort(key=lambda t: (t.status != "canonical", t.group_id))
+        return rows[0].group_id if rows else None
 
     def _pick(self, term: str, group: int | str | None, statuses: tuple[str, ...]) -> _Term | None:
         """The one member called `term` with one of `statuses` (in `group` if given), or None when the
         term is in the glossary but not in those statuses; unknown or ambiguous terms raise."""
         key = self.key(term)
         gid = self._resolve_group(group) if group is not None else None
-        rows = self._terms(
-            "key=?" + (" AND group_id=?" if gid is not None else ""), (key, gid) if gid else (key,)
-        )
+        rows = self._terms(key=key, group_id=gid) if gid is not None else self._terms(key=key)
         if not rows:
             where = f" in {self._describe(gid)}" if gid is not None else ""
             raise GlossaryError(
@@ -442,7 +364,7 @@ class Glossary:
                 return
             key = self.key(term)
             gid = self._resolve_group(group) if group is not None else None
-            rows = [t for t in self._terms("key=?", (key,)) if gid is None or t.group_id == gid]
+            rows = [t for t in self._terms(key=key) if gid is None or t.group_id == gid]
             if any(t.status in APPROVED for t in rows):
                 return  # already approved: nothing to do
             rejected = rows[0]
@@ -461,7 +383,7 @@ class Glossary:
                 return
             key = self.key(term)
             gid = self._resolve_group(group) if group is not None else None
-            rows = [t for t in self._terms("key=?", (key,)) if gid is None or t.group_id == gid]
+            rows = [t for t in self._terms(key=key) if gid is None or t.group_id == gid]
             canonical = [t for t in rows if t.status == "canonical"]
             if canonical and not any(t.status == "rejected" for t in rows):
                 raise GlossaryError(
@@ -479,30 +401,26 @@ class Glossary:
             src, dst = self._resolve_group(source_group), self._resolve_group(target_group)
             if src == dst:
                 raise GlossaryError(f"cannot merge {self._describe(src)} into itself")
-            src_scope, dst_scope = self._group_row(src)[1], self._group_row(dst)[1]
+            src_scope, dst_scope = self._group_row(src).scope, self._group_row(dst).scope
             if src_scope != dst_scope:
                 raise GlossaryError(
                     f"{self._describe(src)} and {self._describe(dst)} have different scopes "
                     f"({src_scope or 'global'} / {dst_scope or 'global'}); only groups of one scope merge"
                 )
             strength = {"canonical": 3, "alias": 2, "rejected": 1, "pending": 0}
-            existing = {t.key: t for t in self._terms("group_id=?", (dst,))}
-            for t in self._terms("group_id=?", (src,)):
+            existing = {t.key: t for t in self._terms(group_id=dst)}
+            for t in self._terms(group_id=src):
                 status = "alias" if t.status == "canonical" else t.status
                 have = existing.get(t.key)
                 if have is None:
-                    self.storage.conn.execute(
-                        "UPDATE glossary_terms SET group_id=?, status=?, updated=? WHERE id=?",
-                        (dst, status, self._now(), t.id),
-                    )
+                    self.store.update_glossary_term(t.id, status, group_id=dst)
                     continue
                 if strength[status] > strength[have.status]:
                     self._set_status(have.id, status)
-                self.storage.conn.execute("DELETE FROM glossary_terms WHERE id=?", (t.id,))
-            self.storage.conn.execute(
-                "UPDATE glossary_groups SET origin='manual' WHERE id=? AND origin='suggest'", (dst,)
-            )
-            self.storage.conn.execute("DELETE FROM glossary_groups WHERE id=?", (src,))
+                self.store.delete_glossary_term(t.id)
+            if self._group_row(dst).origin == "suggest":
+                self.store.set_glossary_group_origin(dst, "manual")
+            self.store.delete_glossary_group(src)
 
     def split(self, term: str, group: int | str | None = None) -> int:
         """Take a term out of its group into a new group of its own (where it is canonical).
@@ -515,9 +433,9 @@ class Glossary:
             if hit is None:
                 raise GlossaryError(f"{term!r} is only a rejected term; there is nothing to split")
             old = hit.group_id
-            scope = self._group_row(old)[1]
+            scope = self._group_row(old).scope
             if hit.status == "canonical":
-                heirs = [t for t in self._terms("group_id=? AND status='alias' ORDER BY id", (old,))]
+                heirs = self._terms(group_id=old, status="alias")
                 if not heirs:
                     raise GlossaryError(
                         f"{term!r} is the canonical term of {self._describe(old)}, which has no alias to "
@@ -683,20 +601,21 @@ class Glossary:
         with self._writing():
             for r in rows:
                 gkey = self.key(r["group"])
-                found = self._q(
-                    "SELECT t.group_id FROM glossary_terms t JOIN glossary_groups g ON g.id = t.group_id"
-                    " WHERE t.key=? AND g.scope=? AND t.status='canonical' ORDER BY t.group_id",
-                    (gkey, r["scope"]),
+                scopes = self._scopes()
+                found = sorted(
+                    t.group_id
+                    for t in self._terms(key=gkey, status="canonical")
+                    if scopes.get(t.group_id) == r["scope"]
                 )
                 if found:
-                    gid = found[0][0]
+                    gid = found[0]
                 else:
                     gid = self._insert_group(r["scope"], "import")
                     self._insert_term(gid, r["group"], "canonical", flags.get(r["group"]), "import")
                     counts["groups_created"] += 1
                 if r["status"] == "canonical":
                     continue
-                have = self._terms("group_id=? AND key=?", (gid, self.key(r["term"])))
+                have = self._terms(group_id=gid, key=self.key(r["term"]))
                 if have:
                     if strength[r["status"]] > strength[have[0].status]:
                         self._set_status(have[0].id, r["status"])
@@ -736,7 +655,7 @@ class Glossary:
         if limit <= 0:
             return []
         scope = (scope or "").strip()
-        suggestions, corpus = mine(self.storage, self.analyzer, miners=miners, collection=scope or None)
+        suggestions, corpus = mine(self.store, self.analyzer, miners=miners, collection=scope or None)
         added: list[dict] = []
         with self._writing():
             for s in suggestions:
@@ -751,11 +670,12 @@ class Glossary:
         ckey, akey = self.key(s.canonical), self.key(s.alias)
         if not ckey or not akey or ckey == akey:
             return None
-        rows = self._q(
-            "SELECT t.group_id, t.key, t.status, g.scope FROM glossary_terms t"
-            " JOIN glossary_groups g ON g.id = t.group_id WHERE t.key IN (?, ?)",
-            (ckey, akey),
-        )
+        groups = {g.id: g for g in self.store.glossary_groups()}
+        rows = [
+            (t.group_id, t.key, t.status, groups[t.group_id].scope)
+            for t in self.store.glossary_terms()
+            if t.key in (ckey, akey) and t.group_id in groups
+        ]
         by_group: dict[int, dict[str, str]] = {}
         for gid, key, status, _gscope in rows:
             by_group.setdefault(gid, {})[key] = status
@@ -789,14 +709,13 @@ class Glossary:
         elif approved[akey]:
             gid, pending_surface = approved[akey][0], s.canonical
         else:
-            proposals = self._q(
-                "SELECT t.group_id FROM glossary_terms t JOIN glossary_groups g ON g.id = t.group_id"
-                " WHERE t.key=? AND t.status='canonical' AND g.scope=? AND g.origin='suggest'"
-                " ORDER BY t.group_id",
-                (ckey, scope),
+            proposals = sorted(
+                t.group_id
+                for t in self._terms(key=ckey, status="canonical")
+                if groups[t.group_id].scope == scope and groups[t.group_id].origin == "suggest"
             )
             if proposals:
-                gid = proposals[0][0]
+                gid = proposals[0]
             else:
                 gid = self._insert_group(scope, "suggest")
                 self._insert_term(
@@ -817,21 +736,21 @@ class Glossary:
         }
 
 
-def _case_stats_for(storage, analyzer, phrases: list[str], max_chunks: int = 400) -> CaseStats:
+def _case_stats_for(store, analyzer, phrases: list[str], max_chunks: int = 400) -> CaseStats:
     """Case statistics from the live chunks that hold the phrases' words (a bounded sample)."""
     terms = sorted({analyzer.token_terms(raw)[0] for p in phrases for raw in TOKEN_RE.findall(p)})
     stats = CaseStats()
     if not terms:
         return stats
-    with storage.reading() if not storage.conn.in_transaction else nullcontext():
-        snapshot = storage.read_snapshot()
+    with store.reading():
+        snapshot = store.read_snapshot()
         ids: set[int] = set()
         for seg in snapshot.segment_ids:
-            for posting in storage.load_postings(seg, terms).values():
+            for posting in store.load_postings(seg, terms).values():
                 ids.update(int(i) for i in posting[0][:max_chunks] if int(i) in snapshot.live)
             if len(ids) >= max_chunks:
                 break
-        rows = storage.chunks_by_ids(sorted(ids)[:max_chunks])
+        rows = store.chunks_by_ids(sorted(ids)[:max_chunks])
     for row in rows.values():
         for word, _s, _e, mid in iter_words(row.body):
             stats.add(word, mid)

@@ -106,17 +106,17 @@ def snippet(text: str, start: int, end: int, width: int = SNIPPET_CHARS) -> str:
     return ("…" if a > 0 else "") + out + ("…" if b < len(text) else "")
 
 
-def load_passages(storage, collection: str | None = None) -> list[Passage]:
+def load_passages(store, collection: str | None = None) -> list[Passage]:
     """The live chunks' text in document order, with the overlap of consecutive windows removed.
 
     With `collection`, only chunks of sources in that collection."""
-    with storage.reading():
-        live = list(storage.read_snapshot().live)
+    with store.reading():
+        live = list(store.read_snapshot().live)
         rows = []
         for start in range(0, len(live), 500):
-            rows.extend(storage.chunks_by_ids(live[start : start + 500]).values())
+            rows.extend(store.chunks_by_ids(live[start : start + 500]).values())
         if collection is not None:
-            keep = {src.id for src in storage.sources() if getattr(src, "collection", "") == collection}
+            keep = {src.id for src in store.sources() if getattr(src, "collection", "") == collection}
             rows = [r for r in rows if r.source_id in keep]
     rows.sort(key=lambda r: (r.source_id, r.ordinal))
     passages: list[Passage] = []
@@ -780,13 +780,13 @@ MINERS: dict[str, Callable[[Corpus], list[Suggestion]]] = {
 
 
 def mine(
-    storage, analyzer: Analyzer, miners: Iterable[str] | None = None, collection: str | None = None
+    store, analyzer: Analyzer, miners: Iterable[str] | None = None, collection: str | None = None
 ) -> tuple[list[Suggestion], Corpus]:
     """Run the miners (all by default) over the live index, or one collection of it; best first."""
     unknown = [m for m in miners or () if m not in MINERS]
     if unknown:
         raise ValueError(f"unknown miner(s) {', '.join(unknown)}: choose from {', '.join(MINERS)}")
-    corpus = Corpus(load_passages(storage, collection), analyzer)
+    corpus = Corpus(load_passages(store, collection), analyzer)
     out: list[Suggestion] = []
     for name in miners or MINERS:
         out.extend(MINERS[name](corpus))

@@ -34,7 +34,7 @@ from kenning.signals.dense import DenseView
 from kenning.signals.lexical import Bm25Params, LexicalIndex
 from kenning.signals.substring import SubstringView
 from kenning.spelling import Speller, vocabulary_delta
-from kenning.storage import ChunkRow, Storage, StorageError
+from kenning.store import ChunkRow, StorageError, open_store
 
 DEFAULT_INDEX_DIR = ".kenning"
 SEARCH_MODES = ("auto", "lexical", "dense", "hybrid")
@@ -124,10 +124,10 @@ class Index:
         self, directory: str | os.PathLike | None = None, create: bool = True, rebuild_outdated: bool = False
     ):
         self.directory = Path(directory) if directory is not None else default_index_dir()
-        self.storage = Storage(self.directory, create=create, rebuild_outdated=rebuild_outdated)
-        stored = self.storage.get_meta("analyzer")
+        self.store = open_store(self.directory, create=create, rebuild_outdated=rebuild_outdated)
+        stored = self.store.get_meta("analyzer")
         self.analyzer = Analyzer(AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig())
-        self.lexical = LexicalIndex(self.storage)
+        self.lexical = LexicalIndex(self.store)
         self._per_generation: dict = {"generation": None}
         self._glossary = None
         self._embedders: dict[str, object] = {}
@@ -140,7 +140,7 @@ class Index:
         self.close()
 
     def close(self) -> None:
-        self.storage.close()
+        self.store.close()
 
     # ------------------------------------------------------------------------------------ writing
     def add(
@@ -165,11 +165,11 @@ class Index:
         options = options or ChunkOptions()
         report = IndexReport()
         files = list(discover(list(paths), include=include, exclude=exclude))
-        with self.storage.transaction():
+        with self.store.transaction():
             self._configure_analyzer(force, stem)
             if force:
-                self._clear_all()
-            live = self.storage.read_snapshot().live
+                self.store.clear()
+            live = self.store.read_snapshot().live
             builder = SegmentBuilder(self.analyzer)
             vocab = _VocabularyChanges()
             seen: set[str] = set()
@@ -184,25 +184,25 @@ class Index:
                 report.files_seen += 1
                 self._index_file(Path(path), shown, force, options, live, builder, vocab, report, collection)
                 if len(builder) >= FLUSH_CHUNKS:
-                    builder.flush(self.storage)
+                    builder.flush(self.store)
             self._remove_vanished(paths, seen, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
-                builder.flush(self.storage)
-                self.storage.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
+                builder.flush(self.store)
+                self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
                 if report.chunks_removed:
-                    self.storage.drop_orphan_vectors()
-                self.storage.set_live(live)
-                merging = merge_plan(self.storage, live)
+                    self.store.drop_orphan_vectors()
+                self.store.set_live(live)
+                merging = merge_plan(self.store, live)
                 if merging:
-                    merge_segments(self.storage, live, merging)
+                    merge_segments(self.store, live, merging)
                     report.merged_segments = True
-                self.storage.set_meta("n_terms", str(self.storage.count_terms()))
-        report.generation = self.storage.generation()
+                self.store.set_meta("n_terms", str(self.store.count_terms()))
+        report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
 
     def _configure_analyzer(self, force: bool, stem: bool | None) -> None:
-        has_data = bool(self.storage.counts()["chunks"])
+        has_data = bool(self.store.counts()["chunks"])
         current = self.analyzer.config
         wanted = AnalyzerConfig(stem=current.stem if stem is None else stem, language=current.language)
         if wanted != current and has_data and not force:
@@ -210,18 +210,9 @@ class Index:
                 f"index at {self.directory} was built with stemming {'on' if current.stem else 'off'}; "
                 "changing it needs a rebuild: add --force"
             )
-        if wanted != current or self.storage.get_meta("analyzer") is None:
+        if wanted != current or self.store.get_meta("analyzer") is None:
             self.analyzer = Analyzer(wanted)
-            self.storage.set_meta("analyzer", json.dumps(wanted.to_dict()))
-
-    def _clear_all(self) -> None:
-        conn = self.storage.conn
-        conn.execute("DELETE FROM postings")
-        conn.execute("DELETE FROM segments")
-        conn.execute("DELETE FROM chunks")
-        conn.execute("DELETE FROM sources")
-        conn.execute("DELETE FROM vocabulary")
-        self.storage.set_live(BitMap())
+            self.store.set_meta("analyzer", json.dumps(wanted.to_dict()))
 
     def _index_file(
         self,
@@ -240,10 +231,10 @@ class Index:
         except OSError as exc:
             report.errors.append((shown, f"cannot stat: {exc.strerror or exc}"))
             return
-        source = self.storage.source_by_path(str(path))
+        source = self.store.source_by_path(str(path))
         if source and not force and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns:
             if source.collection != collection:
-                self.storage.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
+                self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
             report.files_unchanged += 1
             return
         try:
@@ -253,7 +244,7 @@ class Index:
             return
         file_hash = hashlib.sha256(data).hexdigest()
         if source and not force and source.content_hash == file_hash:
-            self.storage.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
+            self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
             report.files_unchanged += 1
             return
         try:
@@ -266,11 +257,11 @@ class Index:
             return
         report.warnings.extend(parsed.warnings)
         report.files_indexed += 1
-        source_id = self.storage.upsert_source(
+        source_id = self.store.upsert_source(
             str(path), parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash, collection
         )
         reusable: dict[str, list[int]] = {}
-        for chunk_id, content_hash in self.storage.chunk_hashes(source_id):
+        for chunk_id, content_hash in self.store.chunk_hashes(source_id):
             reusable.setdefault(content_hash, []).append(chunk_id)
         for ordinal, chunk in enumerate(parsed.chunks):
             content_hash = chunk.content_hash()
@@ -278,36 +269,36 @@ class Index:
                 chunk.time = stat.st_mtime
             pool = reusable.get(content_hash)
             if pool:
-                self.storage.move_chunk(pool.pop(0), ordinal, chunk)
+                self.store.move_chunk(pool.pop(0), ordinal, chunk)
                 report.chunks_kept += 1
                 continue
-            chunk_id = self.storage.insert_chunk(source_id, ordinal, chunk, content_hash)
+            chunk_id = self.store.insert_chunk(source_id, ordinal, chunk, content_hash)
             vocab.added.update(builder.add(chunk_id, chunk.title, chunk.body))
             live.add(chunk_id)
             report.chunks_added += 1
             if len(builder) >= FLUSH_CHUNKS:  # a big file (a JSONL corpus) must not hold every token
-                builder.flush(self.storage)
+                builder.flush(self.store)
         stale = [cid for ids in reusable.values() for cid in ids]
         if stale:
-            vocab.removed.extend(self.storage.chunk_texts(stale))
-            self.storage.delete_chunks(stale)
+            vocab.removed.extend(self.store.chunk_texts(stale))
+            self.store.delete_chunks(stale)
             for cid in stale:
                 live.discard(cid)
             report.chunks_removed += len(stale)
-        self.storage.set_source_chunk_count(source_id, len(parsed.chunks))
+        self.store.set_source_chunk_count(source_id, len(parsed.chunks))
 
     def _remove_vanished(self, roots, seen: set[str], live: BitMap, vocab, report: IndexReport) -> None:
         """Drop indexed files that no longer exist (or no longer match) under the given roots."""
         for root in roots:
             root_path = Path(root).resolve()
             prefix = str(root_path) + os.sep
-            for source in self.storage.sources():
+            for source in self.store.sources():
                 inside = source.path == str(root_path) or source.path.startswith(prefix)
                 if inside and source.path not in seen:
                     vocab.removed.extend(
-                        self.storage.chunk_texts([r[0] for r in self.storage.chunk_hashes(source.id)])
+                        self.store.chunk_texts([r[0] for r in self.store.chunk_hashes(source.id)])
                     )
-                    removed = self.storage.delete_source(source.id)
+                    removed = self.store.delete_source(source.id)
                     for cid in removed:
                         live.discard(cid)
                     report.files_removed += 1
@@ -343,11 +334,11 @@ class Index:
         `relax` (on by default) sets aside constraints that leave almost nothing (kenning.relax).
         """
         parsed = query if isinstance(query, ParsedQuery) else parse_query(query, strict, syntax)
-        with self.storage.reading():
+        with self.store.reading():
             view = self.lexical.view()
             ctx = SearchContext(
                 view=view,
-                storage=self.storage,
+                store=self.store,
                 analyzer=self.analyzer,
                 glossary=None if self.glossary.is_empty() else self.glossary,
                 speller=self._speller() if (spell or detail == "full") else None,
@@ -391,7 +382,7 @@ class Index:
     # ------------------------------------------------------------------------------------ vectors
     def embedding_model(self) -> dict | None:
         """The embedder that made this index's vectors: backend, model, dim, fingerprint, spec."""
-        recorded = self.storage.get_meta("embedder")
+        recorded = self.store.get_meta("embedder")
         return json.loads(recorded) if recorded else None
 
     def embedder(self, spec: str | None = None):
@@ -423,14 +414,14 @@ class Index:
         cache = self._cached()
         key = ("dense", recorded["fingerprint"])
         if key not in cache:
-            cache[key] = DenseView(self.storage, recorded["fingerprint"], ctx.view.live_mask)
+            cache[key] = DenseView(self.store, recorded["fingerprint"], ctx.view.live_mask)
         ctx.dense = cache[key]
         ctx.embed_query = lambda text: embedder.embed([text], kind="query")[0]
 
         def substring_view():
             if "substring" not in cache:
                 cache["substring"] = SubstringView(
-                    self.storage, np.frombuffer(ctx.view.live.to_array(), np.uint32)
+                    self.store, np.frombuffer(ctx.view.live.to_array(), np.uint32)
                 )
             return cache["substring"]
 
@@ -464,8 +455,8 @@ class Index:
                 f"{embedder.model} ({embedder.backend}) would mix models: "
                 "use --replace to re-embed everything"
             )
-        with self.storage.reading():
-            missing = self.storage.chunks_missing_vectors(fingerprint)
+        with self.store.reading():
+            missing = self.store.chunks_missing_vectors(fingerprint)
         missing.sort(key=lambda pair: len(pair[1]))
         report = EmbedReport(model=embedder.model, backend=embedder.backend, total=len(missing))
         if limit is not None:
@@ -476,7 +467,7 @@ class Index:
             "spec": spec or (recorded or {}).get("spec") or embedder.backend,
         }
         if not missing and (recorded is None or replace) and recorded != description:
-            with self.storage.transaction():
+            with self.store.transaction():
                 self._record_embedder(description, replace)
         for start in range(0, len(missing), commit_every):
             block = missing[start : start + commit_every]
@@ -488,10 +479,10 @@ class Index:
                 if progress:
                     done = start + i + len(vectors[-1])
                     progress(done, len(missing), done / max(time.perf_counter() - started, 1e-9))
-            with self.storage.transaction():
+            with self.store.transaction():
                 if start == 0:
                     self._record_embedder(description, replace)
-                self.storage.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
+                self.store.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
             report.embedded += len(block)
         report.remaining = report.total - report.embedded
         report.seconds = time.perf_counter() - started
@@ -500,21 +491,19 @@ class Index:
 
     def _record_embedder(self, description: dict, replace: bool) -> None:
         if replace:
-            self.storage.conn.execute(
-                "DELETE FROM embeddings WHERE fingerprint != ?", (description["fingerprint"],)
-            )
-        self.storage.set_meta("embedder", json.dumps(description))
+            self.store.keep_only_vectors_of(description["fingerprint"])
+        self.store.set_meta("embedder", json.dumps(description))
 
     @property
     def glossary(self):
         """The glossary stored in this index (alias groups used to expand queries)."""
         if self._glossary is None:
-            self._glossary = Glossary(self.storage, self.analyzer)
+            self._glossary = Glossary(self.store, self.analyzer)
         return self._glossary
 
     def _cached(self) -> dict:
-        """Things derived from one committed generation (call inside storage.reading())."""
-        generation = self.storage.generation()
+        """Things derived from one committed generation (call inside store.reading())."""
+        generation = self.store.generation()
         if self._per_generation["generation"] != generation:
             self._per_generation = {"generation": generation, "filters": {}}
         return self._per_generation
@@ -522,7 +511,7 @@ class Index:
     def _speller(self) -> Speller:
         cache = self._cached()
         if "speller" not in cache:
-            cache["speller"] = Speller(self.storage.vocabulary)
+            cache["speller"] = Speller(self.store.vocabulary)
         return cache["speller"]
 
     def _resolve_filters(self, filters: Filters) -> BitMap:
@@ -530,26 +519,26 @@ class Index:
         if filters not in cache:
             if len(cache) > 64:
                 cache.clear()
-            cache[filters] = resolve(filters, self.storage)
+            cache[filters] = resolve(filters, self.store)
         return cache[filters]
 
     def get(self, ref: str | int) -> list[ChunkRow]:
         """A chunk by id, or every chunk of a document (by BEIR id or file path), in order."""
-        with self.storage.reading():
+        with self.store.reading():
             text = str(ref)
             if text.isdigit():
-                row = self.storage.chunks_by_ids([int(text)]).get(int(text))
+                row = self.store.chunks_by_ids([int(text)]).get(int(text))
                 if row:
                     return [row]
-            rows = self.storage.chunks_of_doc(text)
+            rows = self.store.chunks_of_doc(text)
             if not rows:
-                rows = self.storage.chunks_of_doc(str(Path(text).resolve()))
+                rows = self.store.chunks_of_doc(str(Path(text).resolve()))
             return rows
 
     def status(self) -> dict:
-        with self.storage.reading():
-            counts = self.storage.counts()
-            snapshot = self.storage.read_snapshot()
+        with self.store.reading():
+            counts = self.store.counts()
+            snapshot = self.store.read_snapshot()
             return {
                 "index": str(self.directory),
                 "documents": counts["documents"],
@@ -557,12 +546,12 @@ class Index:
                 "chunks": counts["chunks"],
                 "live_chunks": len(snapshot.live),
                 "segments": counts["segments"],
-                "terms": int(self.storage.get_meta("n_terms", 0) or 0),
-                "size_bytes": self.storage.size_on_disk(),
+                "terms": int(self.store.get_meta("n_terms", 0) or 0),
+                "size_bytes": self.store.size_on_disk(),
                 "generation": snapshot.generation,
                 "last_commit": snapshot.last_commit,
                 "analyzer": self.analyzer.config.to_dict(),
-                "collections": self.storage.collections(),
+                "collections": self.store.collections(),
                 "embedder": self._vector_status(),
             }
 
@@ -570,5 +559,5 @@ class Index:
         recorded = self.embedding_model()
         if recorded is None:
             return None
-        have = self.storage.count_vectors(recorded["fingerprint"])
-        return {**recorded, "vectors": have, "missing": self.storage.counts()["chunks"] - have}
+        have = self.store.count_vectors(recorded["fingerprint"])
+        return {**recorded, "vectors": have, "missing": self.store.counts()["chunks"] - have}

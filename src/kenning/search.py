@@ -221,10 +221,10 @@ class _Stopwatch:
 
 @dataclass
 class SearchContext:
-    """What the stages need besides the query: the snapshot view, storage and helpers."""
+    """What the stages need besides the query: the snapshot view, store and helpers."""
 
     view: object
-    storage: object
+    store: object
     analyzer: object
     glossary: object | None = None
     speller: object | None = None
@@ -658,7 +658,7 @@ def _expansion_terms(ctx, plan, chunk_ids, n_terms: int) -> list[tuple[str, floa
         return []
     analyzer, view = ctx.analyzer, ctx.view
     weight: dict[str, float] = {}
-    for row in ctx.storage.chunks_by_ids(list(chunk_ids)).values():
+    for row in ctx.store.chunks_by_ids(list(chunk_ids)).values():
         terms = analyzer.terms(f"{row.title}\n{row.body}")
         for term, n in Counter(terms).items():
             weight[term] = weight.get(term, 0.0) + n / max(len(terms), 1)
@@ -693,7 +693,7 @@ def _refine(ctx, query_text, ranked, limit, post, reranker, funnel, clock):
     """Post-fusion stages, then the reranker, over the pool: returns ranked pairs, per-hit
     adjustments and the dropped chunks with the reason each was dropped."""
     ids = [cid for cid, _ in ranked]
-    heads = ctx.storage.chunk_heads(ids)
+    heads = ctx.store.chunk_heads(ids)
     ctx.heads = heads  # the present stage reuses them
     only_dedup = (
         reranker is None
@@ -706,7 +706,7 @@ def _refine(ctx, query_text, ranked, limit, post, reranker, funnel, clock):
         funnel.channels["post"] = {"stages": [], "skipped": "every candidate is from a different document"}
         clock.lap("post")
         return ranked, {}, []  # dedup compares chunks of one document: nothing to do
-    extras = ctx.storage.chunk_groups(ids)
+    extras = ctx.store.chunk_groups(ids)
     cands = []
     for cid, score in ranked:
         doc_key, _title, path, start, end, _page, when = heads[cid]
@@ -730,7 +730,7 @@ def _refine(ctx, query_text, ranked, limit, post, reranker, funnel, clock):
     clock.lap("post")
     kept = result.kept
     if reranker is not None:
-        rows = ctx.storage.chunks_by_ids([c.id for c in kept])
+        rows = ctx.store.chunks_by_ids([c.id for c in kept])
         texts = {cid: f"{row.title}\n{row.body}" if row.title else row.body for cid, row in rows.items()}
         kept = rerank(kept, query_text, texts, reranker, limit)
         funnel.channels["rerank"] = {"reranker": reranker.name, "pool": len(result.kept)}
@@ -945,12 +945,12 @@ def _present(ranked, ctx: SearchContext, plan: QueryPlan, found, scoring, params
     hits = []
     if detail == "heads":
         cached = ctx.heads or {}
-        heads = cached if all(c in cached for c in ids) else ctx.storage.chunk_heads(ids)
+        heads = cached if all(c in cached for c in ids) else ctx.store.chunk_heads(ids)
         for cid, score in ranked:
             doc_key, title, path, start, end, page, when = heads[cid]
             hits.append(Hit(cid, score, title, path, doc_key, start, end, page, when))
     else:
-        rows = ctx.storage.chunks_by_ids(ids)
+        rows = ctx.store.chunks_by_ids(ids)
         term_set = set(plan.terms)
         for cid, score in ranked:
             row = rows[cid]

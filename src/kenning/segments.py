@@ -1,4 +1,4 @@
-"""Building and merging the immutable postings segments that storage keeps.
+"""Building and merging the immutable postings segments that store keeps.
 
 A SegmentBuilder collects the terms (with positions) of newly indexed chunks and writes them as one
 segment. `merge_plan` picks the newest segments to fold together after a commit (see there) and
@@ -30,7 +30,7 @@ class SegmentBuilder:
     Every token goes into four flat arrays (term id, chunk id, field, position) in the order it was
     read; `flush` groups them into posting lists with one stable sort by term id. Chunks arrive in
     ascending id order with title before body and positions ascending, so the sort leaves each
-    term's tokens ordered by chunk, then field, then position, which is the storage layout. Per
+    term's tokens ordered by chunk, then field, then position, which is the store layout. Per
     token this costs a dict lookup and array appends; there is no per-posting Python work.
     """
 
@@ -113,18 +113,18 @@ class SegmentBuilder:
                 body_pos[b0:b1],
             )
 
-    def flush(self, storage) -> int | None:
+    def flush(self, store) -> int | None:
         """Write what was collected as a new segment (ids are ascending: chunk ids only grow)."""
         if not self.doc_ids:
             return None
-        seg_id = storage.write_segment(
+        seg_id = store.write_segment(
             np.array(self.doc_ids), np.array(self.title_lens), np.array(self.body_lens), self._rows()
         )
         self._reset()
         return seg_id
 
 
-def merge_plan(storage, live: BitMap) -> list[int]:
+def merge_plan(store, live: BitMap) -> list[int]:
     """The segments to merge into one after a commit, oldest first ([] when none).
 
     - Over half of the indexed chunks deleted (more than 1000): all segments, to drop dead postings.
@@ -136,7 +136,7 @@ def merge_plan(storage, live: BitMap) -> list[int]:
     A merge always takes the newest segments. The merged segment gets the next id and holds the
     highest chunk ids, so segment order stays chunk-id order.
     """
-    rows = storage.conn.execute("SELECT id, n_docs FROM segments ORDER BY id").fetchall()
+    rows = store.segment_sizes()
     ids = [seg_id for seg_id, _ in rows]
     total = sum(n for _, n in rows)
     if total > 1000 and len(live) < total * 0.5:
@@ -158,10 +158,10 @@ def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep:
     return positions[np.repeat(keep, tf.astype(np.int64))]
 
 
-def merge_segments(storage, live: BitMap, segment_ids: list[int] | None = None) -> int | None:
+def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None) -> int | None:
     """Rewrite segments (all, or the newest ones given) as one that holds only their live chunks.
     Runs inside the caller's transaction."""
-    every = [r[0] for r in storage.conn.execute("SELECT id FROM segments ORDER BY id")]
+    every = [seg_id for seg_id, _ in store.segment_sizes()]
     segment_ids = every if segment_ids is None else sorted(segment_ids)
     if not segment_ids:
         return None
@@ -173,27 +173,24 @@ def merge_segments(storage, live: BitMap, segment_ids: list[int] | None = None) 
     live_mask[live_ids] = True
     doc_ids, title_lens, body_lens = [], [], []
     for seg in segment_ids:
-        data = storage.load_segment(seg)
+        data = store.load_segment(seg)
         keep = live_mask[np.minimum(data.doc_ids, max_id + 1)]
         doc_ids.append(data.doc_ids[keep])
         title_lens.append(data.title_lens[keep])
         body_lens.append(data.body_lens[keep])
     merged: dict[str, list[tuple]] = defaultdict(list)
     for seg in segment_ids:  # in id order, so each term's concatenated ids stay sorted
-        for term, ids, tft, tfb, pt, pb in storage.iter_segment_postings(seg):
-            ids = np.frombuffer(ids, dtype=np.uint32)
+        for term, ids, tft, tfb, pt, pb in store.iter_segment_postings(seg):
             keep = live_mask[np.minimum(ids, max_id + 1)]
             if not keep.any():
                 continue
-            tft = np.frombuffer(tft, dtype=np.uint16)
-            tfb = np.frombuffer(tfb, dtype=np.uint16)
             merged[term].append(
                 (
                     ids[keep],
                     tft[keep],
                     tfb[keep],
-                    _keep_postings(ids, tft, np.frombuffer(pt, dtype=np.uint32), keep),
-                    _keep_postings(ids, tfb, np.frombuffer(pb, dtype=np.uint32), keep),
+                    _keep_postings(ids, tft, pt, keep),
+                    _keep_postings(ids, tfb, pb, keep),
                 )
             )
 
@@ -202,10 +199,10 @@ def merge_segments(storage, live: BitMap, segment_ids: list[int] | None = None) 
             parts = merged[term]
             yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(5)))
 
-    storage.drop_segments(segment_ids)
+    store.drop_segments(segment_ids)
     all_ids = np.concatenate(doc_ids)
     if len(all_ids) == 0:
         return None
     if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
         raise AssertionError("segments out of chunk-id order; refusing to merge")
-    return storage.write_segment(all_ids, np.concatenate(title_lens), np.concatenate(body_lens), rows())
+    return store.write_segment(all_ids, np.concatenate(title_lens), np.concatenate(body_lens), rows())

@@ -16,10 +16,8 @@ HNSW_THRESHOLD = 50_000
 class DenseView:
     """The vectors of one committed generation for one embedder fingerprint."""
 
-    def __init__(
-        self, storage, fingerprint: str, live_mask: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD
-    ):
-        ids, matrix = storage.chunk_vectors(fingerprint)
+    def __init__(self, store, fingerprint: str, live_mask: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD):
+        ids, matrix = store.chunk_vectors(fingerprint)
         keep = (
             (ids < len(live_mask)) & live_mask[np.minimum(ids, len(live_mask) - 1)] if len(ids) else ids > 0
         )

@@ -137,8 +137,8 @@ class TermPostings:
 class LexicalView:
     """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
 
-    def __init__(self, storage, snapshot, segment_cache: dict, postings_cache: dict):
-        self.storage = storage
+    def __init__(self, store, snapshot, segment_cache: dict, postings_cache: dict):
+        self.store = store
         self.snapshot = snapshot
         self.generation = snapshot.generation
         self.live = snapshot.live
@@ -166,20 +166,20 @@ class LexicalView:
     def _segment(self, seg_id: int):
         seg = self._segment_cache.get(seg_id)
         if seg is None:
-            seg = self.storage.load_segment(seg_id)
+            seg = self.store.load_segment(seg_id)
             self._segment_cache[seg_id] = seg
         return seg
 
     # ------------------------------------------------------------------ postings
     def postings(self, terms: list[str]) -> dict[str, TermPostings | None]:
-        """Live postings for each term (None when no live chunk has it). Call inside storage.reading()."""
+        """Live postings for each term (None when no live chunk has it). Call inside store.reading()."""
         missing = [t for t in terms if t not in self._terms]
         if missing:
             per_segment = {}
             for seg_id in self.snapshot.segment_ids:
                 need = [t for t in missing if (seg_id, t) not in self._postings_cache]
                 if need:
-                    found = self.storage.load_postings(seg_id, need)
+                    found = self.store.load_postings(seg_id, need)
                     for t in need:
                         self._postings_cache[(seg_id, t)] = found.get(t)
                 per_segment[seg_id] = {t: self._postings_cache[(seg_id, t)] for t in missing}
@@ -221,7 +221,7 @@ class LexicalView:
         cached = self._postings_cache.get(key)
         if cached is None:
             raw = self._postings_cache.get((seg_id, term))
-            positions = self.storage.load_positions(seg_id, term, field) if raw is not None else None
+            positions = self.store.load_positions(seg_id, term, field) if raw is not None else None
             if positions is None:
                 cached = False
             else:
@@ -464,17 +464,17 @@ class LexicalView:
 class LexicalIndex:
     """Keeps one LexicalView per committed generation, plus caches of immutable segment data."""
 
-    def __init__(self, storage):
-        self.storage = storage
+    def __init__(self, store):
+        self.store = store
         self._segment_cache: dict = {}
         self._postings_cache: dict = {}
         self._view: LexicalView | None = None
 
     def view(self) -> LexicalView:
-        """The view of the current generation. Call inside storage.reading()."""
-        generation = self.storage.generation()
+        """The view of the current generation. Call inside store.reading()."""
+        generation = self.store.generation()
         if self._view is None or self._view.generation != generation:
-            snapshot = self.storage.read_snapshot()
+            snapshot = self.store.read_snapshot()
             live_segments = set(snapshot.segment_ids)
             for key in [k for k in self._segment_cache if k not in live_segments]:
                 del self._segment_cache[key]
@@ -482,5 +482,5 @@ class LexicalIndex:
                 del self._postings_cache[key]
             if len(self._postings_cache) > 1_000_000:
                 self._postings_cache.clear()
-            self._view = LexicalView(self.storage, snapshot, self._segment_cache, self._postings_cache)
+            self._view = LexicalView(self.store, snapshot, self._segment_cache, self._postings_cache)
         return self._view

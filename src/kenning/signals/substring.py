@@ -33,11 +33,11 @@ def substring_words(texts: list[str], analyzer) -> list[str]:
 class SubstringView:
     """Casefolded raw text of one generation's live chunks, searchable by substring."""
 
-    def __init__(self, storage, live_ids: np.ndarray):
+    def __init__(self, store, live_ids: np.ndarray):
         parts, starts, ids = [], [], []
         offset = 0
         wanted = set(live_ids.tolist())
-        for cid, title, body in storage.conn.execute("SELECT id, title, body FROM chunks ORDER BY id"):
+        for cid, title, body in store.iter_chunk_texts():
             if cid not in wanted:
                 continue
             text = f"{title}\n{body}".casefold()

@@ -1,0 +1,144 @@
+"""The typed records that cross the store boundary: what a store hands out and takes in."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from pyroaring import BitMap
+
+
+class StorageError(Exception):
+    """The index cannot be used; the message says why and what to do."""
+
+
+def embedding_text(title: str, body: str) -> str:
+    """What an embedder sees for a chunk: its heading path, then its text."""
+    return f"{title}\n{body}" if title else body
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@dataclass
+class SourceRow:
+    """One indexed file: what incremental indexing compares against."""
+
+    id: int
+    path: str
+    collection: str
+    kind: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    indexed_at: float
+    n_chunks: int
+
+
+@dataclass
+class ChunkRow:
+    """A whole chunk: text, provenance and metadata."""
+
+    id: int
+    source_id: int
+    ordinal: int
+    doc_key: str
+    title: str
+    body: str
+    start_line: int | None
+    end_line: int | None
+    page: int | None
+    time: float | None
+    meta: dict
+    content_hash: str
+    path: str = ""
+
+
+class ChunkHead(NamedTuple):
+    """What a ranked list shows of a chunk without reading its body or metadata."""
+
+    doc_key: str
+    title: str
+    path: str
+    start_line: int | None
+    end_line: int | None
+    page: int | None
+    time: float | None
+
+
+class ChunkGroup(NamedTuple):
+    """A message-log chunk's conversation and message ids (for overlap dedup)."""
+
+    conversation: str | None
+    message_ids: list | None
+
+
+class SourceFacets(NamedTuple):
+    """The source fields that scope filters read."""
+
+    id: int
+    path: str
+    collection: str
+    kind: str
+
+
+@dataclass
+class SegmentData:
+    """An immutable segment's per-document lengths, aligned with its sorted doc ids."""
+
+    id: int
+    doc_ids: np.ndarray
+    title_lens: np.ndarray
+    body_lens: np.ndarray
+
+
+class RawPostings(NamedTuple):
+    """One term's postings in one segment: chunk ids ascending, per-field term frequencies."""
+
+    ids: np.ndarray
+    tf_title: np.ndarray
+    tf_body: np.ndarray
+
+
+class SegmentPostings(NamedTuple):
+    """One term's whole posting row in a segment, positions included (tf positions per posting)."""
+
+    term: str
+    ids: np.ndarray
+    tf_title: np.ndarray
+    tf_body: np.ndarray
+    pos_title: np.ndarray
+    pos_body: np.ndarray
+
+
+@dataclass
+class Snapshot:
+    """What one committed generation of the index looks like to a reader."""
+
+    generation: int
+    live: BitMap
+    segment_ids: tuple[int, ...]
+    analyzer: dict
+    last_commit: float | None
+
+
+@dataclass
+class GlossaryGroupRow:
+    id: int
+    scope: str
+    origin: str
+
+
+@dataclass
+class GlossaryTermRow:
+    id: int
+    group_id: int
+    surface: str
+    key: str
+    status: str
+    protected: str | None
+    origin: str
+    evidence: str | None

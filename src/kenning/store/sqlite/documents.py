@@ -1,0 +1,178 @@
+"""Sources (indexed files) and chunks in SQLite."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+
+from kenning.store.records import (
+    ChunkGroup,
+    ChunkHead,
+    ChunkRow,
+    SourceRow,
+    embedding_text,
+    text_hash,
+)
+from kenning.store.sqlite.connection import batches, marks
+
+_SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
+_CHUNK_COLS = (
+    "c.id, c.source_id, c.ordinal, c.doc_key, c.title, c.body, c.start_line, c.end_line, c.page,"
+    " c.time, c.meta, c.content_hash, s.path"
+)
+
+
+class SqliteDocuments:
+    """The Documents protocol over the `sources` and `chunks` tables (mixed into SqliteStore)."""
+
+    conn: object
+
+    # ----------------------------------------------------------------------------- sources
+    def source_by_path(self, path: str) -> SourceRow | None:
+        row = self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources WHERE path=?", (path,)).fetchone()
+        return SourceRow(*row) if row else None
+
+    def sources(self) -> list[SourceRow]:
+        return [SourceRow(*r) for r in self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources ORDER BY path")]
+
+    def upsert_source(
+        self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str, collection: str
+    ) -> int:
+        self._require_txn()
+        existing = self.source_by_path(path)
+        now = time.time()
+        if existing:
+            self.conn.execute(
+                "UPDATE sources SET kind=?, size=?, mtime_ns=?, content_hash=?, indexed_at=?, collection=?"
+                " WHERE id=?",
+                (kind, size, mtime_ns, content_hash, now, collection, existing.id),
+            )
+            return existing.id
+        cur = self.conn.execute(
+            "INSERT INTO sources(path, kind, size, mtime_ns, content_hash, indexed_at, collection)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (path, kind, size, mtime_ns, content_hash, now, collection),
+        )
+        return int(cur.lastrowid)
+
+    def touch_source(self, source_id: int, size: int, mtime_ns: int, collection: str) -> None:
+        self._require_txn()
+        self.conn.execute(
+            "UPDATE sources SET size=?, mtime_ns=?, collection=? WHERE id=?",
+            (size, mtime_ns, collection, source_id),
+        )
+
+    def set_source_chunk_count(self, source_id: int, n: int) -> None:
+        self._require_txn()
+        self.conn.execute("UPDATE sources SET n_chunks=? WHERE id=?", (n, source_id))
+
+    def delete_source(self, source_id: int) -> list[int]:
+        """Remove a source and its chunks; returns the removed chunk ids."""
+        self._require_txn()
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE source_id=?", (source_id,))]
+        self.conn.execute("DELETE FROM chunks WHERE source_id=?", (source_id,))
+        self.conn.execute("DELETE FROM sources WHERE id=?", (source_id,))
+        return ids
+
+    def collections(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT collection, COUNT(*) FROM sources GROUP BY collection"))
+
+    # ----------------------------------------------------------------------------- chunks
+    def chunk_hashes(self, source_id: int) -> list[tuple[int, str]]:
+        return list(
+            self.conn.execute(
+                "SELECT id, content_hash FROM chunks WHERE source_id=? ORDER BY ordinal", (source_id,)
+            )
+        )
+
+    def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int:
+        self._require_txn()
+        cur = self.conn.execute(
+            "INSERT INTO chunks(source_id, ordinal, doc_key, title, body, start_line, end_line, page, time,"
+            " meta, content_hash, text_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                source_id,
+                ordinal,
+                chunk.doc_key,
+                chunk.title,
+                chunk.body,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.page,
+                chunk.time,
+                json.dumps(chunk.meta, default=str),
+                content_hash,
+                text_hash(embedding_text(chunk.title, chunk.body)),
+            ),
+        )
+        return int(cur.lastrowid)
+
+    def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
+        """An unchanged chunk that only moved: update its position, keep its id and postings."""
+        self._require_txn()
+        self.conn.execute(
+            "UPDATE chunks SET ordinal=?, start_line=?, end_line=?, page=? WHERE id=?",
+            (ordinal, chunk.start_line, chunk.end_line, chunk.page, chunk_id),
+        )
+
+    def delete_chunks(self, ids: list[int]) -> None:
+        self._require_txn()
+        for batch in batches(ids):
+            self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks(len(batch))})", list(batch))
+
+    def _chunk_rows(self, where: str, params) -> list[ChunkRow]:
+        rows = self.conn.execute(
+            f"SELECT {_CHUNK_COLS} FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where}", params
+        )
+        return [ChunkRow(*r[:10], json.loads(r[10]), r[11], r[12]) for r in rows]
+
+    def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        for batch in batches(list(ids)):
+            for row in self._chunk_rows(f"c.id IN ({marks(len(batch))})", list(batch)):
+                out[row.id] = row
+        return out
+
+    def chunk_heads(self, ids: Sequence[int]) -> dict[int, ChunkHead]:
+        out: dict[int, ChunkHead] = {}
+        for batch in batches(list(ids)):
+            for row in self.conn.execute(
+                "SELECT c.id, c.doc_key, c.title, s.path, c.start_line, c.end_line, c.page, c.time"
+                f" FROM chunks c JOIN sources s ON s.id = c.source_id WHERE c.id IN ({marks(len(batch))})",
+                list(batch),
+            ):
+                out[row[0]] = ChunkHead(*row[1:])
+        return out
+
+    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
+        """Conversation and message ids of the message-log chunks among `ids`; others are absent."""
+        out: dict[int, ChunkGroup] = {}
+        for batch in batches(list(ids)):
+            for cid, conversation, messages in self.conn.execute(
+                "SELECT id, json_extract(meta, '$.conversation'), json_extract(meta, '$.message_ids')"
+                f" FROM chunks WHERE id IN ({marks(len(batch))})"
+                " AND json_extract(meta, '$.message_ids') IS NOT NULL",
+                list(batch),
+            ):
+                out[cid] = ChunkGroup(conversation, json.loads(messages))
+        return out
+
+    def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
+        return self._chunk_rows("c.doc_key=? ORDER BY c.source_id, c.ordinal", (doc_key,))
+
+    def chunk_texts(self, ids: Sequence[int]) -> list[str]:
+        """Title and body of chunks (before they are deleted, to keep the vocabulary exact)."""
+        out = []
+        for batch in batches(list(ids)):
+            out.extend(
+                f"{t}\n{b}"
+                for t, b in self.conn.execute(
+                    f"SELECT title, body FROM chunks WHERE id IN ({marks(len(batch))})", list(batch)
+                )
+            )
+        return out
+
+    def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]:
+        """(id, title, body) of every chunk, by id."""
+        yield from self.conn.execute("SELECT id, title, body FROM chunks ORDER BY id")

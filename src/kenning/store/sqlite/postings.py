@@ -1,0 +1,137 @@
+"""Immutable postings segments and the spelling vocabulary in SQLite.
+
+Each commit that adds chunks writes a new segment; deleting a chunk only removes it from the `live`
+bitmap. Because a segment never changes, readers cache its postings by segment id without ever
+invalidating them. Positions are stored per field and read only for phrase queries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from kenning.store.records import RawPostings, SegmentData, SegmentPostings, StorageError
+from kenning.store.sqlite.connection import batches, marks
+
+
+class SqlitePostings:
+    """The Postings protocol over the `segments`, `postings` and `vocabulary` tables."""
+
+    conn: object
+
+    def segment_sizes(self) -> list[tuple[int, int]]:
+        """(segment id, chunks in it), oldest first."""
+        return list(self.conn.execute("SELECT id, n_docs FROM segments ORDER BY id"))
+
+    def load_segment(self, segment_id: int) -> SegmentData:
+        row = self.conn.execute(
+            "SELECT doc_ids, title_lens, body_lens FROM segments WHERE id=?", (segment_id,)
+        ).fetchone()
+        if row is None:
+            raise StorageError(f"segment {segment_id} vanished (index changed during read)")
+        return SegmentData(
+            id=segment_id,
+            doc_ids=np.frombuffer(row[0], dtype=np.uint32),
+            title_lens=np.frombuffer(row[1], dtype=np.uint16),
+            body_lens=np.frombuffer(row[2], dtype=np.uint16),
+        )
+
+    def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
+        """Postings of each term present in the segment."""
+        out = {}
+        for batch in batches(list(terms)):
+            for term, ids, tft, tfb in self.conn.execute(
+                "SELECT term, ids, tf_title, tf_body FROM postings"
+                f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
+                (segment_id, *batch),
+            ):
+                out[term] = RawPostings(
+                    np.frombuffer(ids, dtype=np.uint32),
+                    np.frombuffer(tft, dtype=np.uint16),
+                    np.frombuffer(tfb, dtype=np.uint16),
+                )
+        return out
+
+    def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
+        """Every posting row of a segment, positions included."""
+        for term, ids, tft, tfb, pt, pb in self.conn.execute(
+            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?",
+            (segment_id,),
+        ):
+            yield SegmentPostings(
+                term,
+                np.frombuffer(ids, dtype=np.uint32),
+                np.frombuffer(tft, dtype=np.uint16),
+                np.frombuffer(tfb, dtype=np.uint16),
+                np.frombuffer(pt, dtype=np.uint32),
+                np.frombuffer(pb, dtype=np.uint32),
+            )
+
+    def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
+        """A term's positions in one field of one segment, concatenated in posting order."""
+        column = {"title": "pos_title", "body": "pos_body"}[field]
+        row = self.conn.execute(
+            f"SELECT {column} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
+        ).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype=np.uint32)
+
+    def write_segment(
+        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
+    ) -> int:
+        """Write one immutable segment.
+
+        `doc_ids` ascending; `rows` yields (term, ids, tf_title, tf_body, pos_title, pos_body) with ids
+        ascending and each field's positions concatenated in posting order (tf positions per posting).
+        """
+        self._require_txn()
+        cur = self.conn.execute(
+            "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens) VALUES (?,?,?,?,?)",
+            (
+                time.time(),
+                len(doc_ids),
+                np.asarray(doc_ids, dtype=np.uint32).tobytes(),
+                np.minimum(title_lens, 65535).astype(np.uint16).tobytes(),
+                np.minimum(body_lens, 65535).astype(np.uint16).tobytes(),
+            ),
+        )
+        seg_id = int(cur.lastrowid)
+        self.conn.executemany(
+            "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body, pos_title, pos_body)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (
+                (
+                    seg_id,
+                    term,
+                    np.asarray(ids, dtype=np.uint32).tobytes(),
+                    np.asarray(tft, dtype=np.uint16).tobytes(),
+                    np.asarray(tfb, dtype=np.uint16).tobytes(),
+                    np.asarray(pt, dtype=np.uint32).tobytes(),
+                    np.asarray(pb, dtype=np.uint32).tobytes(),
+                )
+                for term, ids, tft, tfb, pt, pb in rows
+            ),
+        )
+        return seg_id
+
+    def drop_segments(self, segment_ids: Sequence[int]) -> None:
+        self._require_txn()
+        for seg in segment_ids:
+            self.conn.execute("DELETE FROM postings WHERE segment_id=?", (seg,))
+            self.conn.execute("DELETE FROM segments WHERE id=?", (seg,))
+
+    def count_terms(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(DISTINCT term) FROM postings").fetchone()[0])
+
+    def apply_vocabulary(self, delta: dict[str, int]) -> None:
+        self._require_txn()
+        self.conn.executemany(
+            "INSERT INTO vocabulary(word, df) VALUES (?, ?)"
+            " ON CONFLICT(word) DO UPDATE SET df = df + excluded.df",
+            [(w, n) for w, n in delta.items() if n],
+        )
+        self.conn.execute("DELETE FROM vocabulary WHERE df <= 0")
+
+    def vocabulary(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT word, df FROM vocabulary"))

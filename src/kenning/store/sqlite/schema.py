@@ -1,0 +1,116 @@
+"""The SQLite schema, under one version number, and the forward migrations between versions.
+
+Tables:
+- `meta`: schema version, analyzer settings, the `live` bitmap, the commit generation and time.
+- `sources`: one row per indexed file (path, size, mtime, content hash) for incremental re-indexing.
+- `chunks`: the retrievable pieces with their raw text and provenance. Ids are never reused.
+- `segments` + `postings`: immutable inverted-index segments, with per-field term frequencies and
+  token positions. Deleting a chunk only removes it from the `live` bitmap; merges drop dead postings.
+- `embeddings`: one vector per (hash of the embedded text, embedder fingerprint).
+- `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
+- `glossary_groups` + `glossary_terms`: the curated alias groups.
+
+A newer kenning migrates an older index forward in one transaction; an index written by a newer
+kenning than this one is refused with a message that says so.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 4
+OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
+
+TABLES = (
+    """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
+CREATE TABLE IF NOT EXISTS sources (
+    id INTEGER PRIMARY KEY,
+    path TEXT UNIQUE NOT NULL,
+    collection TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    indexed_at REAL NOT NULL,
+    n_chunks INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_id INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    doc_key TEXT NOT NULL,
+    title TEXT NOT NULL,
+    body TEXT NOT NULL,
+    start_line INTEGER,
+    end_line INTEGER,
+    page INTEGER,
+    time REAL,
+    meta TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    text_hash TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_key);
+CREATE TABLE IF NOT EXISTS segments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    n_docs INTEGER NOT NULL,
+    doc_ids BLOB NOT NULL,
+    title_lens BLOB NOT NULL,
+    body_lens BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    text_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (text_hash, fingerprint)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vocabulary (word TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS postings (
+    segment_id INTEGER NOT NULL,
+    term TEXT NOT NULL,
+    ids BLOB NOT NULL,
+    tf_title BLOB NOT NULL,
+    tf_body BLOB NOT NULL,
+    pos_title BLOB NOT NULL,
+    pos_body BLOB NOT NULL,
+    PRIMARY KEY (segment_id, term)
+) WITHOUT ROWID;
+"""
+    + """
+CREATE TABLE IF NOT EXISTS glossary_groups (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope TEXT NOT NULL DEFAULT '',
+    origin TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS glossary_terms (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    group_id INTEGER NOT NULL,
+    surface TEXT NOT NULL,
+    key TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('canonical', 'alias', 'pending', 'rejected')),
+    protected TEXT,
+    origin TEXT NOT NULL,
+    evidence TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    UNIQUE (group_id, key)
+);
+CREATE INDEX IF NOT EXISTS glossary_terms_by_key ON glossary_terms(key);
+"""
+)
+
+
+def statements(script: str) -> list[str]:
+    return [s for s in script.split(";") if s.strip()]
+
+
+def _v3_to_v4(execute) -> None:
+    """Version 4 puts the glossary tables under the schema version (version 3 created them lazily,
+    on the first glossary write): create them where they are missing. Nothing else changed."""
+    for statement in statements(TABLES):
+        if "glossary" in statement:
+            execute(statement)
+
+
+MIGRATIONS = {3: _v3_to_v4}  # from version -> a step to the next version

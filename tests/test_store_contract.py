@@ -1,0 +1,279 @@
+"""The store contract: every Store implementation must pass these (SQLite today; a server store next).
+
+Add an implementation to STORES and the whole suite runs against it.
+"""
+
+import sqlite3
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from pyroaring import BitMap
+
+from kenning.store import ChunkHead, RawPostings, SegmentPostings, StorageError, Store, open_store
+from kenning.store.sqlite import DB_NAME, SCHEMA_VERSION, SqliteStore
+
+
+def sqlite_store(tmp_path):
+    return SqliteStore(tmp_path / "ix")
+
+
+STORES = {"sqlite": sqlite_store}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request, tmp_path):
+    s = STORES[request.param](tmp_path)
+    yield s
+    s.close()
+
+
+@dataclass
+class Chunk:
+    doc_key: str
+    title: str
+    body: str
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
+    time: float | None = None
+    meta: dict = field(default_factory=dict)
+
+
+def add_file(store, path="/notes/a.md", collection="notes", chunks=None, kind="markdown"):
+    with store.transaction():
+        sid = store.upsert_source(path, kind, 10, 1, "hash-" + path, collection)
+        ids = [store.insert_chunk(sid, i, c, f"c{i}-{path}") for i, c in enumerate(chunks or [])]
+        store.set_source_chunk_count(sid, len(ids))
+    return sid, ids
+
+
+def test_it_is_a_store(store):
+    assert isinstance(store, Store)
+
+
+def test_transactions_are_atomic_and_count_generations(store):
+    g0 = store.generation()
+    with pytest.raises(KeyError):
+        with store.transaction():
+            store.upsert_source("/x.md", "markdown", 1, 1, "h", "default")
+            raise KeyError("boom")
+    assert store.sources() == [] and store.generation() == g0
+    with store.transaction():
+        pass  # nothing written: the generation stays, so readers keep their caches
+    assert store.generation() == g0
+    add_file(store, chunks=[Chunk("a", "A", "alpha")])
+    assert store.generation() == g0 + 1
+    with pytest.raises(RuntimeError):
+        store.set_meta("k", "v")  # a write outside a transaction
+
+
+def test_sources_and_chunks(store):
+    sid, ids = add_file(
+        store,
+        chunks=[
+            Chunk(
+                "/notes/a.md", "A > One", "first body", 1, 3, time=100.0, meta={"front_matter": {"k": "v"}}
+            ),
+            Chunk(
+                "/notes/a.md",
+                "A > Two",
+                "second body",
+                4,
+                9,
+                meta={"conversation": "c1", "message_ids": [1, 2]},
+            ),
+        ],
+    )
+    assert [s.path for s in store.sources()] == ["/notes/a.md"] and store.sources()[0].n_chunks == 2
+    assert store.source_by_path("/notes/a.md").id == sid and store.source_by_path("/nope") is None
+    assert store.collections() == {"notes": 1}
+    rows = store.chunks_by_ids(ids)
+    assert rows[ids[0]].body == "first body" and rows[ids[0]].meta == {"front_matter": {"k": "v"}}
+    assert rows[ids[0]].path == "/notes/a.md" and rows[ids[1]].start_line == 4
+    heads = store.chunk_heads(ids)
+    assert heads[ids[0]] == ChunkHead("/notes/a.md", "A > One", "/notes/a.md", 1, 3, None, 100.0)
+    assert heads[ids[0]].title == "A > One"
+    groups = store.chunk_groups(ids)
+    assert list(groups) == [ids[1]] and groups[ids[1]].message_ids == [1, 2]
+    assert [r.title for r in store.chunks_of_doc("/notes/a.md")] == ["A > One", "A > Two"]
+    assert store.chunk_texts(ids) == ["A > One\nfirst body", "A > Two\nsecond body"]
+    assert [t[0] for t in store.iter_chunk_texts()] == ids
+    assert [h for _, h in store.chunk_hashes(sid)] == ["c0-/notes/a.md", "c1-/notes/a.md"]
+    with store.transaction():
+        store.move_chunk(ids[1], 5, Chunk("", "", "", 20, 30))
+        store.touch_source(sid, 11, 2, "other")
+    assert store.chunks_by_ids([ids[1]])[ids[1]].start_line == 20 and store.collections() == {"other": 1}
+    with store.transaction():
+        store.delete_chunks([ids[0]])
+    assert list(store.chunks_by_ids(ids)) == [ids[1]]
+    with store.transaction():
+        assert store.delete_source(sid) == [ids[1]]
+    assert store.sources() == [] and store.chunks_by_ids(ids) == {}
+    big = store.chunks_by_ids(list(range(5000)))  # more ids than one IN list takes
+    assert big == {}
+
+
+def test_segments_postings_and_positions(store):
+    _, ids = add_file(store, chunks=[Chunk("d", "t", "b"), Chunk("d", "t", "b")])
+    rows = [
+        ("alpha", np.array(ids), np.array([1, 0]), np.array([2, 1]), np.array([0]), np.array([3, 5, 0])),
+        (
+            "beta",
+            np.array(ids[1:]),
+            np.array([0]),
+            np.array([1]),
+            np.array([], dtype=np.uint32),
+            np.array([7]),
+        ),
+    ]
+    with store.transaction():
+        seg = store.write_segment(np.array(ids), np.array([1, 1]), np.array([4, 8]), iter(rows))
+    assert store.segment_sizes() == [(seg, 2)]
+    data = store.load_segment(seg)
+    assert data.doc_ids.tolist() == ids and data.body_lens.tolist() == [4, 8]
+    got = store.load_postings(seg, ["alpha", "beta", "gamma"])
+    assert set(got) == {"alpha", "beta"} and isinstance(got["alpha"], RawPostings)
+    assert got["alpha"].ids.tolist() == ids and got["alpha"].tf_body.tolist() == [2, 1]
+    assert store.load_positions(seg, "alpha", "body").tolist() == [3, 5, 0]
+    assert store.load_positions(seg, "gamma", "body") is None
+    every = list(store.iter_segment_postings(seg))
+    assert [p.term for p in every] == ["alpha", "beta"] and isinstance(every[0], SegmentPostings)
+    assert every[1].pos_body.tolist() == [7]
+    assert store.count_terms() == 2
+    with store.transaction():
+        store.drop_segments([seg])
+    assert store.segment_sizes() == [] and store.count_terms() == 0
+    with pytest.raises(StorageError):
+        store.load_segment(seg)
+
+
+def test_snapshot_meta_and_live(store):
+    with store.transaction():
+        store.set_meta("analyzer", '{"stem": true}')
+        store.set_live(BitMap([1, 5, 9]))
+    snap = store.read_snapshot()
+    assert list(snap.live) == [1, 5, 9] and snap.analyzer == {"stem": True} and snap.last_commit
+    assert store.get_meta("analyzer") == '{"stem": true}' and store.get_meta("missing", 7) == 7
+    with store.reading():
+        with store.reading():  # nested reads join the outer one
+            assert store.generation() == snap.generation
+
+
+def test_vocabulary(store):
+    with store.transaction():
+        store.apply_vocabulary({"alpha": 2, "beta": 1})
+        store.apply_vocabulary({"beta": -1, "gamma": 0})
+    assert store.vocabulary() == {"alpha": 2}
+
+
+def test_vectors(store):
+    _, ids = add_file(store, chunks=[Chunk("d", "A", "one"), Chunk("d", "", "two"), Chunk("d", "A", "one")])
+    missing = store.chunks_missing_vectors("fp")
+    assert sorted(text for _, text in missing) == ["A\none", "two"]  # one per distinct text
+    with store.transaction():
+        store.put_vectors("fp", [h for h, _ in missing], np.eye(2, 3, dtype=np.float32))
+        store.put_vectors("other", [missing[0][0]], np.ones((1, 3), dtype=np.float32))
+    got_ids, matrix = store.chunk_vectors("fp")
+    assert got_ids.tolist() == ids and matrix.shape == (3, 3) and matrix.dtype == np.float32
+    assert store.count_vectors("fp") == 3 and store.chunks_missing_vectors("fp") == []
+    with store.transaction():
+        store.keep_only_vectors_of("fp")
+    assert store.count_vectors("other") == 0
+    with store.transaction():
+        store.delete_chunks(ids[:1] + ids[2:])
+        assert store.drop_orphan_vectors() == 1
+    assert store.chunk_vectors("fp")[0].tolist() == [ids[1]]
+
+
+def test_metadata_filters(store):
+    _, notes = add_file(
+        store,
+        "/n/a.md",
+        "notes",
+        [
+            Chunk("a", "", "x", time=100.0, meta={"front_matter": {"status": "Final", "tags": ["a", "b"]}}),
+            Chunk("a", "", "y", time=200.0, meta={"front_matter": {"status": "draft"}}),
+        ],
+    )
+    add_file(store, "/c/b.py", "code", [Chunk("b", "", "z", time=150.0)], kind="code")
+    facets = {f.path: f for f in store.source_facets()}
+    assert facets["/c/b.py"].kind == "code" and facets["/n/a.md"].collection == "notes"
+    notes_source = facets["/n/a.md"].id
+    assert list(store.chunks_matching([notes_source], None, None, [])) == notes
+    assert list(store.chunks_matching([notes_source], 150.0, None, [])) == notes[1:]
+    assert list(store.chunks_matching([notes_source], None, 150.0, [])) == notes[:1]
+    assert list(store.chunks_matching([notes_source], None, None, [("status", "final")])) == notes[:1]
+    assert list(store.chunks_matching([notes_source], None, None, [("tags", "b")])) == notes[:1]
+    assert list(store.chunks_matching([], None, None, [])) == []
+
+
+def test_glossary_tables(store):
+    with store.transaction():
+        g = store.add_glossary_group("", "manual")
+        c = store.add_glossary_term(g, "auth", "auth", "canonical", None, "manual", None)
+        a = store.add_glossary_term(g, "Login", "login", "pending", "proper noun", "suggest", '{"n": 1}')
+    assert [(x.id, x.scope, x.origin) for x in store.glossary_groups()] == [(g, "", "manual")]
+    terms = store.glossary_terms()
+    assert [t.id for t in terms] == [c, a] and terms[1].evidence == '{"n": 1}' and terms[1].protected
+    with store.transaction():
+        h = store.add_glossary_group("notes", "suggest")
+        store.update_glossary_term(a, "alias")
+        store.update_glossary_term(c, "alias", group_id=h)
+        store.set_glossary_group_origin(h, "manual")
+    by_id = {t.id: t for t in store.glossary_terms()}
+    assert by_id[a].status == "alias" and by_id[c].group_id == h
+    assert {x.id: x.origin for x in store.glossary_groups()}[h] == "manual"
+    with store.transaction():
+        store.delete_glossary_term(a)
+        store.delete_glossary_group(g)
+    assert [x.id for x in store.glossary_groups()] == [h] and [t.id for t in store.glossary_terms()] == [c]
+
+
+def test_clear_keeps_vectors_and_glossary(store):
+    add_file(store, chunks=[Chunk("d", "", "text")])
+    with store.transaction():
+        store.add_glossary_group("", "manual")
+        store.clear()
+    assert store.counts()["chunks"] == 0 and store.sources() == [] and len(store.read_snapshot().live) == 0
+    assert len(store.glossary_groups()) == 1
+
+
+# ------------------------------------------------------------------------------------------ sqlite only
+def test_an_older_schema_is_migrated_forward(tmp_path):
+    store = SqliteStore(tmp_path / "ix")
+    with store.transaction():
+        store.add_glossary_group("", "manual")
+    store.close()
+    conn = sqlite3.connect(tmp_path / "ix" / DB_NAME)  # make it look like a version 3 index
+    conn.execute("DROP TABLE glossary_terms")
+    conn.execute("DROP TABLE glossary_groups")
+    conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    store = open_store(tmp_path / "ix")
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION) and store.glossary_groups() == []
+    store.close()
+
+
+def test_a_newer_or_much_older_schema_is_refused(tmp_path):
+    SqliteStore(tmp_path / "ix").close()
+    conn = sqlite3.connect(tmp_path / "ix" / DB_NAME)
+    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    conn.commit()
+    with pytest.raises(StorageError, match="newer kenning"):
+        SqliteStore(tmp_path / "ix")
+    with pytest.raises(StorageError, match="newer kenning"):
+        SqliteStore(tmp_path / "ix", rebuild_outdated=True)  # never thrown away silently
+    conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StorageError, match="older kenning.*--force"):
+        SqliteStore(tmp_path / "ix")
+    SqliteStore(tmp_path / "ix", rebuild_outdated=True).close()  # --force rebuilds it
+    assert SqliteStore(tmp_path / "ix").get_meta("schema_version") == str(SCHEMA_VERSION)
+
+
+def test_no_index_is_a_clear_error(tmp_path):
+    with pytest.raises(StorageError, match="no kenning index"):
+        SqliteStore(tmp_path / "none", create=False)
