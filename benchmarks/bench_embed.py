@@ -33,8 +33,8 @@ import numpy as np
 os.environ["HF_HUB_OFFLINE"] = "1"  # the baseline must never reach for the hub
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from kenning.embed import MiniLMEmbedder, make_embedder  # noqa: E402
 from kenning.ingest import parse_file  # noqa: E402
+from kenning.models.embed import MiniLMEmbedder, make_embedder  # noqa: E402
 
 DEFAULT_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 

@@ -26,8 +26,8 @@ from multiprocessing import Pool
 from pathlib import Path
 
 from kenning import Bm25Params, Index
-from kenning.eval import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
-from kenning.fusion import FusionParams
+from kenning.eval.beir import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
+from kenning.search.fusion import FusionParams
 
 DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 REFERENCES = {  # the single channels and their plain RRF: what the bars are made of

@@ -1,6 +1,6 @@
 """The analyzer: folding, stemming switch, identifier parts, CJK, and query-side stopwords."""
 
-from kenning.analysis import Analyzer, AnalyzerConfig, fold, identifier_parts
+from kenning.analysis.analyzer import Analyzer, AnalyzerConfig, fold, identifier_parts
 
 
 def test_accent_and_case_folding():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kenning.cli import main
+from kenning.surfaces.cli import main
 
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 

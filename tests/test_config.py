@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from kenning.cli import main
-from kenning.config import ConfigError, find_config, load_config
+from kenning.api.settings import ConfigError, find_config, load_config
+from kenning.surfaces.cli import main
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from kenning.embed import EmbedderError, OllamaEmbedder, OpenAIEmbedder, make_embedder
+from kenning.models.embed import EmbedderError, OllamaEmbedder, OpenAIEmbedder, make_embedder
 
 DIM = 12
 PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from kenning.embed import EmbedderError, MiniLMEmbedder, make_embedder
-from kenning.embed import minilm as minilm_module
+from kenning.models.embed import EmbedderError, MiniLMEmbedder, make_embedder
+from kenning.models.embed import minilm as minilm_module
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_graph_rewrite_keeps_the_vectors():
 def test_nan_guard_removal_alone_is_bit_identical():
     import onnxruntime as ort
 
-    from kenning.embed._onnx_graph import drop_softmax_nan_guards
+    from kenning.models.embed._onnx_graph import drop_softmax_nan_guards
 
     path = minilm_module.default_model_path()
     data, removed = drop_softmax_nan_guards(path.read_bytes())
@@ -173,7 +173,7 @@ def test_nan_guard_removal_alone_is_bit_identical():
 
 
 def test_graph_rewrite_counts_and_falls_back(tmp_path, monkeypatch):
-    from kenning.embed._onnx_graph import speed_up
+    from kenning.models.embed._onnx_graph import speed_up
 
     original = minilm_module.default_model_path()
     data, changes = speed_up(original.read_bytes(), minilm_module.HEADS)

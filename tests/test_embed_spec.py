@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from kenning.embed import (
+from kenning.models.embed import (
     EmbedderError,
     MiniLMEmbedder,
     NoEmbedder,
@@ -17,7 +17,7 @@ from kenning.embed import (
     make_embedder,
     parse_spec,
 )
-from kenning.embed import st as st_module
+from kenning.models.embed import st as st_module
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,7 @@ def test_st_real_model_agrees_with_minilm():
     assert (np.sum(vectors * reference, axis=1) > 0.99).all()
     import torch
 
-    from kenning.embed.minilm import default_threads
+    from kenning.models.embed.minilm import default_threads
 
     if "OMP_NUM_THREADS" not in os.environ:  # not left at 1 by kenning's MKL_NUM_THREADS=1
         assert torch.get_num_threads() == default_threads()

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from kenning.eval import DatasetError, evaluate, load_beir, mrr_at, ndcg_at, recall_at
+from kenning.eval.beir import DatasetError, evaluate, load_beir, mrr_at, ndcg_at, recall_at
 
 
 def test_ndcg_by_hand():
@@ -82,7 +82,7 @@ def test_queries_go_in_as_plain_text_and_a_failing_query_scores_zero(tmp_path, m
     dialect = evaluate(tmp_path / "tiny", index_dir=tmp_path / "ix", syntax="dialect")
     assert dialect.per_query["q1"]["ndcg@10"] == 0.0  # through the dialect, -drag excludes doc 2
 
-    from kenning.index import Index
+    from kenning.api.index import Index
 
     real = Index.search
 

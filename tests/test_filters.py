@@ -6,8 +6,8 @@ import os
 import pytest
 
 from kenning import Index
-from kenning.cli import main
-from kenning.filters import FilterError, Filters, parse_meta, parse_time
+from kenning.query.filters import FilterError, Filters, parse_meta, parse_time
+from kenning.surfaces.cli import main
 
 
 def write(path, text, mtime=None):

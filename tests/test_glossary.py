@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from kenning.cli_glossary import add_glossary_parser, cmd_glossary
-from kenning.glossary import Alternative, Glossary, GlossaryError
-from kenning.index import Index
+from kenning.api.index import Index
+from kenning.glossary.glossary import Alternative, Glossary, GlossaryError
+from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
 
 AUTH_DOC = """# Authentication
 

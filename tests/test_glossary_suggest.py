@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kenning.analysis import fold
-from kenning.glossary import Glossary
-from kenning.glossary_suggest import (
+from kenning.analysis.analyzer import fold
+from kenning.analysis.protected import case_stats, protected_reason
+from kenning.api.index import Index
+from kenning.glossary.glossary import Glossary
+from kenning.glossary.suggest import (
     Corpus,
     load_passages,
     mine_acronyms,
@@ -17,8 +19,6 @@ from kenning.glossary_suggest import (
     mine_morphology,
     mine_names,
 )
-from kenning.index import Index
-from kenning.protected import case_stats, protected_reason
 
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kenning import Index
-from kenning.filters import Filters
-from kenning.fusion import Channel, FusionParams, fuse
+from kenning.query.filters import Filters
+from kenning.search.fusion import Channel, FusionParams, fuse
 from kenning.signals.dense import DenseView
 from kenning.store import StorageError
 
@@ -417,7 +417,7 @@ def test_cosine_scores_are_cosines(index):
 
 
 def test_mmr_and_diversity_run_through_search(corpus, index):
-    from kenning.postprocess import PostprocessOptions
+    from kenning.search.postprocess import PostprocessOptions
 
     write(corpus / "docs" / "cars2.md", "# Cars again\n\nThe car needs new tyres and an oil change soon.\n")
     index.add([corpus / "docs"])

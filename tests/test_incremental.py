@@ -142,7 +142,7 @@ def test_merges_take_the_newest_segments_and_keep_sizes_doubling(tmp_path):
     every word finds exactly the files that hold it now."""
     import random
 
-    from kenning import segments
+    from kenning.indexing import segments
 
     rng = random.Random(5)
     root = tmp_path / "notes"
@@ -177,7 +177,7 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning import index as index_module
+    from kenning.api import index as index_module
     from kenning.store.sqlite import SqliteStore as Storage
 
     monkeypatch.setattr(index_module, "FLUSH_CHUNKS", 4)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kenning.postprocess import (
+from kenning.search.postprocess import (
     Candidate,
     PostprocessOptions,
     apply_recency,

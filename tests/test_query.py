@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kenning import Index
-from kenning.query import Phrase, Word, parse_query
+from kenning.query.parser import Phrase, Word, parse_query
 
 # ------------------------------------------------------------------------------------------ parsing
 

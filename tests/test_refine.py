@@ -8,7 +8,7 @@ import time
 from tiny_cross_encoder import expected_score, make_cross_encoder
 
 from kenning import Index
-from kenning.postprocess import PostprocessOptions
+from kenning.search.postprocess import PostprocessOptions
 
 
 def test_overlap_dedup_drops_repeated_windows(tmp_path):

@@ -11,8 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from tiny_cross_encoder import expected_score, make_cross_encoder
 
-from kenning.postprocess import Candidate, describe
-from kenning.rerank import (
+from kenning.models.rerankers import (
     ChatReranker,
     OnnxCrossEncoder,
     RerankError,
@@ -21,6 +20,7 @@ from kenning.rerank import (
     pool_size,
     rerank,
 )
+from kenning.search.postprocess import Candidate, describe
 
 
 def test_pool_size():

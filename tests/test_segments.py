@@ -1,12 +1,11 @@
 """The segment builder's posting lists against a direct, per-chunk reference."""
 
-
 import numpy as np
 from pyroaring import BitMap
 
-from kenning import segments
-from kenning.analysis import Analyzer
-from kenning.segments import SegmentBuilder, merge_plan
+from kenning.analysis.analyzer import Analyzer
+from kenning.indexing import segments
+from kenning.indexing.segments import SegmentBuilder, merge_plan
 
 CHUNKS = [
     (3, "Parsing", "def parseQueryString(raw): parse the query string, then parse it again"),

@@ -3,8 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kenning.analysis import fold
-from kenning.spelling import Speller, edit_distance
+from kenning.analysis.analyzer import fold
+from kenning.query.spelling import Speller, edit_distance
 
 
 def test_edit_distance_counts_each_kind_of_edit_once():

@@ -8,8 +8,8 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from kenning.index import Index, IndexReport  # noqa: E402
-from kenning.search import Funnel, Hit, SearchResponse  # noqa: E402
+from kenning.api.index import Index, IndexReport  # noqa: E402
+from kenning.search.pipeline import Funnel, Hit, SearchResponse  # noqa: E402
 from kenning.signals.lexical import Bm25Params  # noqa: E402
 
 __version__ = "0.1.0"

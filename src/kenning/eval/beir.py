@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kenning.fusion import FusionParams
-from kenning.index import Index
+from kenning.api.index import Index
+from kenning.search.fusion import FusionParams
 from kenning.signals.lexical import Bm25Params
 
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.analysis import Analyzer
+from kenning.analysis.analyzer import Analyzer
 
 MAX_SEGMENTS = 10
 FLUSH_CHUNKS = 20_000

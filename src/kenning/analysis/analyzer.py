@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import Stemmer
 
-from kenning.stopwords import ENGLISH_QUERY_STOPWORDS
+from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 
 # A token is a run of letters and digits, joined by inner underscores (snake_case stays one token,
 # but Markdown _emphasis_ does not keep its underscores); apostrophes split it ("don't" -> don, t).

@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kenning.analysis import fold
-from kenning.stopwords import ENGLISH_QUERY_STOPWORDS
+from kenning.analysis.analyzer import fold
+from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 
 ACRONYM_RE = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Z][A-Z0-9]{1,7}s?$")
 SNAKE_RE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$|^__[A-Za-z0-9]+__$")

@@ -25,7 +25,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from kenning.fusion import FusionParams
+from kenning.search.fusion import FusionParams
 from kenning.signals.lexical import Bm25Params
 
 CONFIG_NAME = "kenning.toml"

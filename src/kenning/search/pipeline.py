@@ -29,16 +29,16 @@ from functools import partial
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.analysis import TOKEN_RE
-from kenning.filters import Filters
-from kenning.fusion import Channel, FusionParams, fuse
-from kenning.postprocess import Candidate, PostprocessOptions, describe, run_stages
-from kenning.query import Clause, Item, ParsedQuery, Phrase, Word
-from kenning.relax import RELAX_BELOW, Constraint, Relaxation, relax, strict_first
-from kenning.rerank import pool_size, rerank
+from kenning.analysis.analyzer import TOKEN_RE
+from kenning.models.rerankers import pool_size, rerank
+from kenning.query.filters import Filters
+from kenning.query.parser import Clause, Item, ParsedQuery, Phrase, Word
+from kenning.search.fusion import Channel, FusionParams, fuse
+from kenning.search.postprocess import Candidate, PostprocessOptions, describe, run_stages
+from kenning.search.relax import RELAX_BELOW, Constraint, Relaxation, relax, strict_first
+from kenning.search.snippets import make_snippet
 from kenning.signals.lexical import Bm25Params, ScoringClause, ScoringTerm
 from kenning.signals.substring import substring_words, top_scores
-from kenning.snippets import make_snippet
 
 DETAILS = ("full", "heads")
 VERBATIM_MIN_WORDS = 5

@@ -34,7 +34,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from kenning.postprocess import Candidate
+from kenning.search.postprocess import Candidate
 
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_BATCH = 16

@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from kenning.analysis import TOKEN_RE, fold
+from kenning.analysis.analyzer import TOKEN_RE, fold
 
 
 def vocabulary_delta(analyzer, added_raws: Counter, removed_texts) -> Counter:

@@ -20,20 +20,20 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.analysis import Analyzer, AnalyzerConfig
-from kenning.filters import DEFAULT_COLLECTION, Filters, resolve
-from kenning.fusion import FusionParams
-from kenning.glossary import Glossary
+from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+from kenning.glossary.glossary import Glossary
+from kenning.indexing.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
-from kenning.postprocess import PostprocessOptions
-from kenning.query import ParsedQuery, parse_query
-from kenning.rerank import make_reranker
-from kenning.search import SearchContext, SearchResponse, run_search
-from kenning.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
+from kenning.models.rerankers import make_reranker
+from kenning.query.filters import DEFAULT_COLLECTION, Filters, resolve
+from kenning.query.parser import ParsedQuery, parse_query
+from kenning.query.spelling import Speller, vocabulary_delta
+from kenning.search.fusion import FusionParams
+from kenning.search.pipeline import SearchContext, SearchResponse, run_search
+from kenning.search.postprocess import PostprocessOptions
 from kenning.signals.dense import DenseView
 from kenning.signals.lexical import Bm25Params, LexicalIndex
 from kenning.signals.substring import SubstringView
-from kenning.spelling import Speller, vocabulary_delta
 from kenning.store import ChunkRow, StorageError, open_store
 
 DEFAULT_INDEX_DIR = ".kenning"
@@ -390,7 +390,7 @@ class Index:
         recorded = self.embedding_model()
         wanted = spec or (recorded or {}).get("spec") or "minilm"
         if wanted not in self._embedders:
-            from kenning.embed import make_embedder  # loads model code only when vectors are used
+            from kenning.models.embed import make_embedder  # loads model code only when vectors are used
 
             self._embedders[wanted] = make_embedder(wanted)
         return self._embedders[wanted]

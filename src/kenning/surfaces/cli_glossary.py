@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from kenning.config import find_config, load_config, resolve_index_dir
-from kenning.glossary import Glossary, GlossaryError
-from kenning.index import Index
+from kenning.api.index import Index
+from kenning.api.settings import find_config, load_config, resolve_index_dir
+from kenning.glossary.glossary import Glossary, GlossaryError
 from kenning.store import StorageError
 
 

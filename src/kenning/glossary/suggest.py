@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kenning.analysis import TOKEN_RE, Analyzer, fold
-from kenning.protected import (
+from kenning.analysis.analyzer import TOKEN_RE, Analyzer, fold
+from kenning.analysis.protected import (
     ABBREVIATED_TITLES,
     ACRONYM_RE,
     NAME_PARTICLES,
@@ -52,7 +52,7 @@ from kenning.protected import (
     CaseStats,
     iter_words,
 )
-from kenning.stopwords import ENGLISH_QUERY_STOPWORDS
+from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 
 SNIPPET_CHARS = 160
 

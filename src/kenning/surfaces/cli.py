@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from kenning.cli_glossary import add_glossary_parser, cmd_glossary
-from kenning.config import (
+from kenning.api.index import SEARCH_MODES, Index, display_path
+from kenning.api.settings import (
     SEARCH_KEYS,
     ConfigError,
     find_config,
@@ -23,13 +23,13 @@ from kenning.config import (
     resolve_index_dir,
     resolve_search,
 )
-from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
-from kenning.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
-from kenning.fusion import FUSIONS, FusionParams
-from kenning.index import SEARCH_MODES, Index, display_path
-from kenning.postprocess import PostprocessOptions, describe
+from kenning.eval.beir import DatasetError, evaluate, known_item, open_eval_index
+from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
+from kenning.search.fusion import FUSIONS, FusionParams
+from kenning.search.postprocess import PostprocessOptions, describe
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.store import StorageError
+from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:

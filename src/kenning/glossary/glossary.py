@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from kenning.analysis import TOKEN_RE
-from kenning.protected import CaseStats, iter_words, protected_reason
+from kenning.analysis.analyzer import TOKEN_RE
+from kenning.analysis.protected import CaseStats, iter_words, protected_reason
 from kenning.store import GlossaryTermRow
 
 STATUSES = ("canonical", "alias", "pending", "rejected")
@@ -650,7 +650,7 @@ class Glossary:
 
         Returns what was added, best first, at most `limit` entries.
         """
-        from kenning.glossary_suggest import mine
+        from kenning.glossary.suggest import mine
 
         if limit <= 0:
             return []
