@@ -26,7 +26,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 from kenning import Bm25Params, Index  # noqa: E402
-from kenning.eval.beir import load_beir, ndcg_at  # noqa: E402
+from kenning.eval import load_beir, ndcg_at  # noqa: E402
 
 
 def read_corpus(path: Path) -> list[dict]:

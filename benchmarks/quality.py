@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 from bench_lexical import Bm25sSystem, TantivySystem, read_corpus  # noqa: E402
 from tune_hybrid import format_folds, leave_one_out, sweep  # noqa: E402
 
-from kenning.eval.beir import evaluate, known_item, load_beir, ndcg_at, open_eval_index  # noqa: E402
+from kenning.eval import evaluate, known_item, load_beir, ndcg_at, open_eval_index  # noqa: E402
 
 DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 BOOKS = "../shared/data/books"

@@ -26,7 +26,7 @@ from multiprocessing import Pool
 from pathlib import Path
 
 from kenning import Bm25Params, Index
-from kenning.eval.beir import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
+from kenning.eval import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
 from kenning.search.fusion import FusionParams
 
 DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from kenning import Bm25Params, Index
-from kenning.eval.beir import load_beir, ndcg_at, ranked_doc_keys
+from kenning.eval import load_beir, ndcg_at, ranked_doc_keys
 
 GRID = {
     "variant": ["classic", "plus", "l"],

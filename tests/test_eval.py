@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from kenning.eval.beir import DatasetError, evaluate, load_beir, mrr_at, ndcg_at, recall_at
+from kenning.eval import DatasetError, evaluate, load_beir, mrr_at, ndcg_at, recall_at
 
 
 def test_ndcg_by_hand():

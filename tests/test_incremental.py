@@ -177,7 +177,7 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning.api import index as index_module
+    from kenning.indexing import writer as index_module
     from kenning.store.sqlite import SqliteStore as Storage
 
     monkeypatch.setattr(index_module, "FLUSH_CHUNKS", 4)

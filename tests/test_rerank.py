@@ -17,9 +17,8 @@ from kenning.models.rerankers import (
     RerankError,
     make_reranker,
     parse_rating,
-    pool_size,
-    rerank,
 )
+from kenning.search.rerank import pool_size, rerank
 from kenning.search.postprocess import Candidate, describe
 
 

@@ -8,9 +8,30 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from kenning.api.index import Index, IndexReport  # noqa: E402
-from kenning.search.pipeline import Funnel, Hit, SearchResponse  # noqa: E402
+from kenning.api import (  # noqa: E402
+    Funnel,
+    Hit,
+    Index,
+    IndexReport,
+    IndexWriter,
+    SearchRequest,
+    SearchResponse,
+    build_request,
+)
+from kenning.search.fusion import FusionParams  # noqa: E402
 from kenning.signals.lexical import Bm25Params  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Index", "IndexReport", "Bm25Params", "SearchResponse", "Hit", "Funnel", "__version__"]
+__all__ = [
+    "Bm25Params",
+    "Funnel",
+    "FusionParams",
+    "Hit",
+    "Index",
+    "IndexReport",
+    "IndexWriter",
+    "SearchRequest",
+    "SearchResponse",
+    "__version__",
+    "build_request",
+]

@@ -25,15 +25,18 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from kenning.search.fusion import FusionParams
+from kenning.search.fusion import fusion_knobs
 from kenning.signals.lexical import Bm25Params
 
 CONFIG_NAME = "kenning.toml"
-SEARCH_KEYS = (
-    {f.name: f.type for f in fields(Bm25Params)}
-    | {f.name: f.type for f in fields(FusionParams) if f.name != "mode"}
-    | {"limit": "int", "strict": "bool", "mode": "str", "fusion": "str"}
-)
+
+
+def search_keys() -> dict[str, str]:
+    """Every search setting a flag, the environment or kenning.toml may set, with its type: the BM25
+    knobs, the fusion knobs and every registered signal's weight and knobs."""
+    keys = {f.name: str(f.type) for f in fields(Bm25Params)}
+    keys |= {name: type(default).__name__ for name, (default, _help) in fusion_knobs().items()}
+    return keys | {"limit": "int", "strict": "bool", "mode": "str", "fusion": "str"}
 
 
 class ConfigError(ValueError):
@@ -101,10 +104,11 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
     if "index" in data:
         config.index = (base / str(data["index"])).resolve()
+    keys = search_keys()
     for key, value in (data.get("search") or {}).items():
-        if key not in SEARCH_KEYS:
-            raise ConfigError(f"{path}: [search] {key} is not a search setting ({', '.join(SEARCH_KEYS)})")
-        config.search[key] = _convert(value, SEARCH_KEYS[key], f"{path}: [search] {key}")
+        if key not in keys:
+            raise ConfigError(f"{path}: [search] {key} is not a search setting ({', '.join(keys)})")
+        config.search[key] = _convert(value, keys[key], f"{path}: [search] {key}")
     for name, spec in (data.get("collections") or {}).items():
         if not isinstance(spec, dict) or not spec.get("paths"):
             raise ConfigError(f"{path}: [collections.{name}] needs paths = [...]")
@@ -132,7 +136,7 @@ def resolve_index_dir(flag: str | None, config: Config) -> Path:
 def resolve_search(flags: dict, config: Config) -> dict:
     """Each search setting from the first place that sets it: flag, environment, file, default."""
     out = {}
-    for key, kind in SEARCH_KEYS.items():
+    for key, kind in search_keys().items():
         if flags.get(key) is not None:
             out[key] = flags[key]
         elif (env := os.environ.get(f"KENNING_{key.upper()}")) is not None:

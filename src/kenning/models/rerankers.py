@@ -1,9 +1,8 @@
 """Second-stage rerankers: re-score an over-fetched pool of fused candidates with a slower model.
 
 A reranker sees the query and each passage together, so it can judge their interaction, which the
-fused first stage cannot. It is too slow for the whole corpus, so the caller fetches a pool of
-`pool_size(limit)` candidates (three times the limit, at least 30), `rerank` reorders that pool by
-the reranker's scores and keeps the top `limit`.
+fused first stage cannot. It is too slow for the whole corpus, so the search fetches a pool of
+candidates and kenning.search.rerank reorders it by the reranker's scores.
 
 Specs understood by `make_reranker`:
 
@@ -28,13 +27,10 @@ import re
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-
-from kenning.search.postprocess import Candidate
 
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_BATCH = 16
@@ -56,60 +52,6 @@ class Reranker(Protocol):
         ...
 
 
-def pool_size(limit: int) -> int:
-    """How many fused candidates to hand the reranker for a final list of `limit`."""
-    return max(3 * limit, 30)
-
-
-# --------------------------------------------------------------------------------------- the stage
-def rerank(
-    cands: list[Candidate], query: str, texts: dict[int, str], reranker: Reranker | None, limit: int
-) -> list[Candidate]:
-    """Reorder the pool by reranker score and return the top `limit`.
-
-    Each returned candidate is a copy whose score is the reranker's score and whose adjustments end
-    with {"stage": "rerank", "reranker", "before", "after" (1-based ranks), "score",
-    "previous_score"}, plus a "note" when the reranker left one (e.g. an unparseable LLM answer) or
-    the chunk had no text. Equal reranker scores keep their pool order. With no reranker the pool is
-    only cut to `limit`.
-    """
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit!r}")
-    if reranker is None or not cands:
-        return list(cands[:limit])
-    passages = [texts.get(c.id, "") for c in cands]
-    if hasattr(reranker, "score_with_notes"):  # rerankers that can say why a score is odd
-        raw, notes = reranker.score_with_notes(query, passages)
-        notes = dict(notes)
-    else:
-        raw, notes = reranker.score(query, passages), {}
-    scores = [float(s) for s in raw]
-    if len(scores) != len(cands):
-        raise RerankError(f"reranker {reranker.name} returned {len(scores)} scores for {len(cands)} passages")
-    for i, c in enumerate(cands):
-        if c.id not in texts:
-            notes[i] = "; ".join(filter(None, [notes.get(i), "no text for this chunk"]))
-        if not math.isfinite(scores[i]):
-            notes[i] = "; ".join(filter(None, [notes.get(i), f"reranker score {scores[i]} ranked last"]))
-    order = sorted(range(len(cands)), key=lambda i: (-scores[i] if math.isfinite(scores[i]) else math.inf, i))
-    out = []
-    for after, i in enumerate(order[:limit], start=1):
-        c = cands[i]
-        adj = {
-            "stage": "rerank",
-            "reranker": reranker.name,
-            "before": i + 1,
-            "after": after,
-            "score": scores[i],
-            "previous_score": c.score,
-        }
-        if notes.get(i):
-            adj["note"] = notes[i]
-        out.append(replace(c, score=scores[i], adjustments=[*c.adjustments, adj]))
-    return out
-
-
-# ------------------------------------------------------------------------------------------- specs
 def make_reranker(spec: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> Reranker | None:
     """Build a reranker from a spec string (see the module docstring); None or "none" gives None."""
     if spec is None or spec.strip().lower() in ("", "none", "off"):

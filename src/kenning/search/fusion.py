@@ -31,32 +31,74 @@ validation; see docs/scoring.md.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from kenning import signals
+from kenning.signals.base import Channel
+
 FUSIONS = ("rrf", "norm", "blend", "rerank", "zscore")
+FEEDBACK_FUSIONS = ("zscore", "norm", "rrf")  # the fusions a feedback pass follows
 
 
-@dataclass(frozen=True)
+_FIXED = {  # the fusion knobs of the fusion itself; signal weights and knobs come from the registry
+    "mode": "zscore",
+    "depth": 100,
+    "rrf_k": 60.0,
+    "alpha": 0.5,
+    "beta": 0.0,
+    "min_similarity": 0.3,  # a chunk found only by vectors needs at least this cosine
+    "feedback_k": 2,  # pseudo-relevance feedback from the first pass's top chunks (0 = off)
+    "feedback_beta": 1.0,  # Rocchio weight of their mean vector
+    "feedback_gamma": 0.5,  # weight of their expansion terms in the lexical channel
+    "feedback_terms": 10,
+}
+INT_KNOBS = ("depth", "feedback_k", "feedback_terms")
+
+
+@dataclass(frozen=True, init=False)
 class FusionParams:
-    """Every fusion knob, with defaults chosen by `kenning eval` (see benchmarks/tune_hybrid.py)."""
+    """Every fusion knob, with defaults chosen by benchmarks/tune_hybrid.py, plus every registered
+    signal's weight (`w_<signal>`) and knobs, given as keywords: FusionParams(w_dense=2, depth=50)."""
 
-    mode: str = "zscore"
-    depth: int = 100
-    rrf_k: float = 60.0
-    w_lexical: float = 1.0
-    w_dense: float = 2.0
-    w_substring: float = 0.0
-    alpha: float = 0.5
-    beta: float = 0.0
-    min_similarity: float = 0.3  # a chunk found only by vectors needs at least this cosine
-    feedback_k: int = 2  # pseudo-relevance feedback from the first pass's top chunks (0 = off)
-    feedback_beta: float = 1.0  # Rocchio weight of their mean vector
-    feedback_gamma: float = 0.5  # weight of their expansion terms in the lexical channel
-    feedback_terms: int = 10
+    mode: str
+    depth: int
+    rrf_k: float
+    alpha: float
+    beta: float
+    min_similarity: float
+    feedback_k: int
+    feedback_beta: float
+    feedback_gamma: float
+    feedback_terms: int
+    weights: tuple[tuple[str, float], ...]  # (signal, weight) for every signal registered
+    knobs: tuple[tuple[str, float], ...]  # (knob, value) for every signal's own knob
 
-    def __post_init__(self):
+    def __init__(self, **settings):
+        registry = signals.registered()
+        weights = {name: float(s.weight) for name, s in registry.items()}
+        knobs = {k.name: k.default for s in registry.values() for k in getattr(s, "knobs", ())}
+        fixed = dict(_FIXED)
+        for key, value in settings.items():
+            if key in ("weights", "knobs"):  # dataclasses.replace hands these back as pairs
+                (weights if key == "weights" else knobs).update(dict(value))
+            elif key in fixed:
+                fixed[key] = value
+            elif key.startswith("w_") and key[2:] in weights:
+                weights[key[2:]] = float(value)
+            elif key in knobs:
+                knobs[key] = value
+            else:
+                known = [*fixed, *(f"w_{n}" for n in weights), *knobs]
+                raise ValueError(f"unknown fusion setting {key!r}: choose from {', '.join(known)}")
+        for key, value in fixed.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "weights", tuple(weights.items()))
+        object.__setattr__(self, "knobs", tuple(knobs.items()))
+        self._check()
+
+    def _check(self) -> None:
         if self.mode not in FUSIONS:
             raise ValueError(f"unknown fusion {self.mode!r}: choose one of {', '.join(FUSIONS)}")
         if self.depth < 1:
@@ -67,37 +109,46 @@ class FusionParams:
             raise ValueError(f"min_similarity must be between -1 and 1, got {self.min_similarity}")
         if self.feedback_k < 0 or self.feedback_terms < 0:
             raise ValueError("feedback_k and feedback_terms must be >= 0")
-        for name in (
-            "w_lexical",
-            "w_dense",
-            "w_substring",
-            "alpha",
-            "beta",
-            "feedback_beta",
-            "feedback_gamma",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        named = [("alpha", self.alpha), ("beta", self.beta), ("feedback_beta", self.feedback_beta)]
+        named += [("feedback_gamma", self.feedback_gamma), *((f"w_{n}", w) for n, w in self.weights)]
+        for name, value in named:
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
 
     def weight(self, channel: str) -> float:
-        return getattr(self, f"w_{channel}")
+        """A signal's weight; one registered after these params were made has its own default."""
+        for name, w in self.weights:
+            if name == channel:
+                return w
+        registry = signals.registered()
+        return float(registry[channel].weight) if channel in registry else 0.0
+
+    def knob(self, name: str, default: float | None = None) -> float | None:
+        return dict(self.knobs).get(name, default)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = {key: getattr(self, key) for key in _FIXED}
+        out.update({f"w_{name}": w for name, w in self.weights})
+        out.update(dict(self.knobs))
+        return out
 
 
-@dataclass
-class Channel:
-    """One channel's ranked list (best first) and a way to score any chunk in it."""
-
-    name: str
-    ids: np.ndarray
-    scores: np.ndarray
-    score_of: object = None  # callable(ids) -> raw scores, for chunks beyond the list
-    background: tuple[float, float] | None = None  # (mean, std) of an unremarkable chunk's score
-
-    def ranks(self) -> dict[int, int]:
-        return {int(c): r for r, c in enumerate(self.ids.tolist(), 1)}
+def fusion_knobs() -> dict[str, tuple[object, str]]:
+    """Every fusion setting's default and help, fixed knobs first, then the registered signals'."""
+    help_text = {
+        "depth": "results each channel contributes to the fusion",
+        "rrf_k": "RRF smoothing constant",
+        "alpha": "blend: weight of cosine similarity",
+        "beta": "blend: weight of the graph signal (kept for the entity graph)",
+        "min_similarity": "cosine a chunk found only by vectors must reach",
+        "feedback_k": "pseudo-relevance feedback: top chunks of the first pass to learn from (0 = off)",
+        "feedback_beta": "feedback: weight of their mean vector added to the query's",
+        "feedback_gamma": "feedback: weight of their expansion terms in the lexical channel",
+        "feedback_terms": "feedback: how many expansion terms",
+    }
+    out = {key: (default, help_text[key]) for key, default in _FIXED.items() if key != "mode"}
+    out.update({k.name: (k.default, k.help) for k in signals.signal_knobs()})
+    return out
 
 
 @dataclass

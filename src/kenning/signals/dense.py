@@ -8,7 +8,12 @@ to exact search over the allowed chunks when too few survive.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
+
+from kenning.signals.base import Channel
+from kenning.topk import top_k
 
 HNSW_THRESHOLD = 50_000
 
@@ -64,12 +69,7 @@ class DenseView:
         if allowed is not None:
             keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
             ids, sims = ids[keep], sims[keep]
-        k = min(k, len(ids))
-        if k == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        order = top[np.lexsort((ids[top], -sims[top]))]
-        return ids[order], sims[order].astype(np.float64)
+        return top_k(ids, sims, k)
 
     def _search_hnsw(self, query, k, allowed):
         fetch = min(len(self.ids), k * 4 if allowed is not None else k)
@@ -111,3 +111,41 @@ class DenseView:
     def vector(self, chunk_id: int) -> np.ndarray | None:
         p = self.position.get(int(chunk_id))
         return None if p is None else self.matrix[p]
+
+
+# ------------------------------------------------------------------------------------------ the signal
+class DenseSignal:
+    """Cosine between the query's embedding and each chunk's. A chunk only vectors found must reach
+    min_similarity (nearest neighbours always exist); feedback searches again with the query vector
+    moved towards the first pass's top chunks."""
+
+    name = "dense"
+    weight = 2.0
+    knobs = ()
+    help = "cosine similarity of embeddings"
+
+    def channel(self, ctx, query) -> Channel | None:
+        if ctx.dense is None or not query.text.strip():
+            return None
+        if query.vector is None:
+            query.vector = ctx.embed_query(query.text.strip())
+            query.cosine = partial(ctx.dense.similarity, query.vector)
+        ids, sims = ctx.dense.search(query.vector, query.depth, query.allowed)
+        close = query.found(ids, known=sims)
+        info = {
+            "method": ctx.dense.method,
+            "vectors": len(ctx.dense),
+            "returned": int(close.sum()),
+            "below_min_similarity": int(len(close) - close.sum()),
+        }
+        return Channel(
+            self.name, ids[close], sims[close], query.cosine, ctx.dense.background(query.vector), info
+        )
+
+    def feedback(self, ctx, query, learned) -> Channel | None:
+        if learned.vector is None:
+            return None
+        ids, sims = ctx.dense.search(learned.vector, query.depth, query.allowed)
+        keep = query.found(ids)  # the cosine that admits is the one with the query as asked
+        moved = partial(ctx.dense.similarity, learned.vector)
+        return Channel(self.name, ids[keep], sims[keep], moved, ctx.dense.background(learned.vector))

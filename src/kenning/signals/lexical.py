@@ -16,8 +16,9 @@ Variants of S (norm = 1 - b + b * len / avg_len):
 - l:       c = tf / norm,  (k1 + 1)(c + delta) / (k1 + c + delta) for tf > 0    (BM25L, Lv & Zhai 2011)
 IDF: ln(1 + (N - df + 0.5) / (df + 0.5)), floored at zero.
 
-Speed: a view of one committed generation caches, per term, its live postings and, per parameter set,
-its saturated field scores ("impacts"), so a query is a few numpy scatter-adds per term. The explain
+Speed: a view of one committed generation keeps, per term, its live postings and, per parameter set,
+its weighted field scores, in the index's bounded cache (kenning.cache), so a repeated query is a few
+numpy scatter-adds per term. The explain
 path recomputes every number from the raw term frequencies, and tests hold both paths equal.
 """
 
@@ -28,6 +29,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from pyroaring import BitMap
+
+from kenning.cache import BoundedCache, IndexCaches
+from kenning.signals.base import Channel
+from kenning.topk import top_k
 
 VARIANTS = ("classic", "plus", "l")
 
@@ -120,6 +125,9 @@ class ScoringClause:
     boost: float = 1.0  # a further weight on the clause (feedback terms carry their feedback weight)
 
 
+_ABSENT = object()  # "not cached" (None is a cached answer: the term has no postings)
+
+
 @dataclass
 class TermPostings:
     """One term's live postings across all segments, ids ascending."""
@@ -137,16 +145,14 @@ class TermPostings:
 class LexicalView:
     """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
 
-    def __init__(self, store, snapshot, segment_cache: dict, postings_cache: dict):
+    def __init__(self, store, snapshot, cache: BoundedCache):
         self.store = store
         self.snapshot = snapshot
         self.generation = snapshot.generation
         self.live = snapshot.live
         self.n_docs = len(self.live)
-        self._segment_cache = segment_cache
-        self._postings_cache = postings_cache
-        self._terms: dict[str, TermPostings | None] = {}
-        self._impacts: dict[Bm25Params, dict[tuple[str, str | None], np.ndarray]] = {}
+        self.cache = cache  # keys ("seg", segment, ...) and ("gen", generation, ...): kenning.cache
+        self._params_ids: dict[Bm25Params, int] = {}
         segments = [self._segment(s) for s in snapshot.segment_ids]
         self.max_id = int(max((int(s.doc_ids[-1]) for s in segments if len(s.doc_ids)), default=0))
         self.title_len = np.zeros(self.max_id + 1, dtype=np.float64)
@@ -164,31 +170,35 @@ class LexicalView:
             self.avg_title_len = self.avg_body_len = 0.0
 
     def _segment(self, seg_id: int):
-        seg = self._segment_cache.get(seg_id)
-        if seg is None:
-            seg = self.store.load_segment(seg_id)
-            self._segment_cache[seg_id] = seg
-        return seg
+        return self.cache.get_or_make(("seg", seg_id, "lengths"), lambda: self.store.load_segment(seg_id))
 
     # ------------------------------------------------------------------ postings
     def postings(self, terms: list[str]) -> dict[str, TermPostings | None]:
         """Live postings for each term (None when no live chunk has it). Call inside store.reading()."""
-        missing = [t for t in terms if t not in self._terms]
+        out = {t: self.cache.get(("gen", self.generation, "postings", t), _ABSENT) for t in terms}
+        missing = [t for t, p in out.items() if p is _ABSENT]
         if missing:
-            per_segment = {}
-            for seg_id in self.snapshot.segment_ids:
-                need = [t for t in missing if (seg_id, t) not in self._postings_cache]
-                if need:
-                    found = self.store.load_postings(seg_id, need)
-                    for t in need:
-                        self._postings_cache[(seg_id, t)] = found.get(t)
-                per_segment[seg_id] = {t: self._postings_cache[(seg_id, t)] for t in missing}
+            per_segment = {
+                seg_id: self._raw_postings(seg_id, missing) for seg_id in self.snapshot.segment_ids
+            }
             for t in missing:
                 parts = [
                     per_segment[s][t] for s in self.snapshot.segment_ids if per_segment[s][t] is not None
                 ]
-                self._terms[t] = self._merge_live(parts)
-        return {t: self._terms[t] for t in terms}
+                out[t] = self._merge_live(parts)
+                self.cache.put(("gen", self.generation, "postings", t), out[t])
+        return out
+
+    def _raw_postings(self, seg_id: int, terms: list[str]) -> dict:
+        """One segment's postings of each term (None where it has none), read through the cache."""
+        got = {t: self.cache.get(("seg", seg_id, "postings", t), _ABSENT) for t in terms}
+        need = [t for t, p in got.items() if p is _ABSENT]
+        if need:
+            found = self.store.load_postings(seg_id, need)
+            for t in need:
+                got[t] = found.get(t)
+                self.cache.put(("seg", seg_id, "postings", t), got[t])
+        return got
 
     def _merge_live(self, parts) -> TermPostings | None:
         if not parts:
@@ -217,19 +227,19 @@ class LexicalView:
 
     def _field_positions(self, seg_id: int, term: str, field: str):
         """(ids, start offsets, positions) of a term in one field of one segment, or None."""
-        key = (seg_id, term, field)
-        cached = self._postings_cache.get(key)
-        if cached is None:
-            raw = self._postings_cache.get((seg_id, term))
+        key = ("seg", seg_id, "positions", term, field)
+        cached = self.cache.get(key, _ABSENT)
+        if cached is _ABSENT:
+            raw = self._raw_postings(seg_id, [term])[term]
             positions = self.store.load_positions(seg_id, term, field) if raw is not None else None
             if positions is None:
-                cached = False
+                cached = None
             else:
                 tf = (raw[1] if field == "title" else raw[2]).astype(np.int64)
                 starts = np.concatenate(([0], np.cumsum(tf)))
                 cached = (raw[0], starts, positions)
-            self._postings_cache[key] = cached
-        return cached or None
+            self.cache.put(key, cached)
+        return cached
 
     def phrase_docs(
         self, words: list[tuple[str, int]], candidates: BitMap, field: str | None = None
@@ -249,7 +259,7 @@ class LexicalView:
             docs &= found[t].bitmap
         if len(words) == 1 or not docs:
             return docs if field is None else docs & self.field_docs(words[0][0], field)
-        wanted = self.mask(docs)
+        wanted = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
         matched = BitMap()
         for f in [field] if field else ["title", "body"]:
             shared = None
@@ -257,13 +267,8 @@ class LexicalView:
                 keys = []
                 for seg_id in self.snapshot.segment_ids:
                     entry = self._field_positions(seg_id, term, f)
-                    if entry is None:
-                        continue
-                    ids, starts, positions = entry
-                    counts = np.diff(starts)
-                    owner = np.repeat(ids.astype(np.int64), counts)
-                    keep = wanted[np.minimum(owner, self.max_id)] & (owner <= self.max_id)
-                    keys.append((owner[keep] << 32) + positions[keep].astype(np.int64) - offset)
+                    if entry is not None:
+                        keys.append(_occurrence_keys(entry, wanted, offset))
                 here = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
                 shared = here if shared is None else np.intersect1d(shared, here, assume_unique=True)
                 if len(shared) == 0:
@@ -274,7 +279,7 @@ class LexicalView:
 
     # ------------------------------------------------------------------ scoring
     def idf(self, term: str) -> float:
-        p = self._terms.get(term)
+        p = self.postings([term])[term]
         return idf(self.n_docs, p.df if p else 0)
 
     def mask(self, docs: BitMap) -> np.ndarray:
@@ -285,60 +290,41 @@ class LexicalView:
             out[ids[ids <= self.max_id]] = True
         return out
 
-    def _per_params(self, params: Bm25Params) -> dict:
-        """The impacts cache for one parameter set (looked up once per query, not per term)."""
-        per_params = self._impacts.get(params)
-        if per_params is None:
-            if len(self._impacts) > 64:
-                self._impacts.clear()
-            per_params = self._impacts[params] = {}
-        return per_params
-
-    def impacts(
-        self,
-        term: str,
-        postings: TermPostings,
-        params: Bm25Params,
-        field: str | None = None,
-        cache: dict | None = None,
-    ) -> np.ndarray:
+    def impacts(self, postings: TermPostings, params: Bm25Params, field: str | None = None) -> np.ndarray:
         """Weighted saturated field scores for every posting of a term (idf not applied).
 
         `field` keeps one field's part only (for `title:word`); None sums both with their weights.
         """
-        cache = self._per_params(params) if cache is None else cache
-        cached = cache.get((term, field))
-        if cached is None:
-            ids = postings.ids
-            cached = np.zeros(len(ids))
-            if field != "body":
-                cached += params.title_weight * saturate(
-                    postings.tf_title, self.title_len[ids], self.avg_title_len, params
-                )
-            if field != "title":
-                cached += params.body_weight * saturate(
-                    postings.tf_body, self.body_len[ids], self.avg_body_len, params
-                )
-            cache[(term, field)] = cached
-        return cached
-
-    def weighted(
-        self,
-        term: str,
-        postings: TermPostings,
-        params: Bm25Params,
-        field: str | None = None,
-        cache: dict | None = None,
-    ) -> np.ndarray:
-        """idf x impacts: a term's whole contribution to each chunk holding it (cached like impacts)."""
-        cache = self._per_params(params) if cache is None else cache
-        key = (term, field, "idf")
-        out = cache.get(key)
-        if out is None:
-            out = cache[key] = idf(self.n_docs, postings.df) * self.impacts(
-                term, postings, params, field, cache
+        ids = postings.ids
+        out = np.zeros(len(ids))
+        if field != "body":
+            out += params.title_weight * saturate(
+                postings.tf_title, self.title_len[ids], self.avg_title_len, params
+            )
+        if field != "title":
+            out += params.body_weight * saturate(
+                postings.tf_body, self.body_len[ids], self.avg_body_len, params
             )
         return out
+
+    def weighted(
+        self, term: str, postings: TermPostings, params: Bm25Params, field: str | None = None
+    ) -> np.ndarray:
+        """idf x impacts: a term's whole contribution to each chunk holding it, kept per parameter set
+        in the index's cache, so a repeated query is a few scatter-adds."""
+        key = ("gen", self.generation, "weighted", self._params_key(params), term, field)
+        out = self.cache.get(key)
+        if out is None:
+            out = idf(self.n_docs, postings.df) * self.impacts(postings, params, field)
+            self.cache.put(key, out, out.nbytes + 96)
+        return out
+
+    def _params_key(self, params: Bm25Params) -> int:
+        """A small number per parameter set, so that cache keys hash in a few nanoseconds."""
+        key = self._params_ids.get(params)
+        if key is None:
+            key = self._params_ids[params] = len(self._params_ids)
+        return key
 
     def score(
         self,
@@ -354,7 +340,6 @@ class LexicalView:
         """
         size = self.max_id + 1
         use_coord = params.coord_floor < 1.0 and len(clauses) > 1
-        cache = self._per_params(params)
         ids_parts, weight_parts, matched_parts = [], [], []
         for clause in clauses:
             weight = (params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0) * clause.boost
@@ -363,7 +348,7 @@ class LexicalView:
                 if postings is None:
                     continue
                 ids = postings.ids
-                contribution = self.weighted(st.term, postings, params, st.field, cache)
+                contribution = self.weighted(st.term, postings, params, st.field)
                 if weight != 1.0:
                     contribution = contribution * weight
                 keep = None if st.docs is None else self.mask(st.docs)[ids]
@@ -461,13 +446,30 @@ class LexicalView:
         }
 
 
-class LexicalIndex:
-    """Keeps one LexicalView per committed generation, plus caches of immutable segment data."""
+def _occurrence_keys(entry, wanted: np.ndarray, offset: int) -> np.ndarray:
+    """chunk_id * 2^32 + (position - offset) for each occurrence of a term in the `wanted` chunks
+    (ascending ids), reading only those chunks' slices of the term's positions."""
+    ids, starts, positions = entry
+    at = np.searchsorted(ids, wanted)
+    inside = at < len(ids)
+    at, owners = at[inside], wanted[inside]
+    hit = ids[at] == owners
+    at, owners = at[hit], owners[hit]
+    lengths = starts[at + 1] - starts[at]
+    if not lengths.sum():
+        return np.zeros(0, dtype=np.int64)
+    first = np.repeat(starts[at], lengths)
+    within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return (np.repeat(owners, lengths) << 32) + positions[first + within].astype(np.int64) - offset
 
-    def __init__(self, store):
+
+class LexicalIndex:
+    """Keeps one LexicalView per committed generation; what views read goes through the index's
+    one bounded cache (kenning.cache)."""
+
+    def __init__(self, store, caches: IndexCaches):
         self.store = store
-        self._segment_cache: dict = {}
-        self._postings_cache: dict = {}
+        self.caches = caches
         self._view: LexicalView | None = None
 
     def view(self) -> LexicalView:
@@ -476,11 +478,62 @@ class LexicalIndex:
         if self._view is None or self._view.generation != generation:
             snapshot = self.store.read_snapshot()
             live_segments = set(snapshot.segment_ids)
-            for key in [k for k in self._segment_cache if k not in live_segments]:
-                del self._segment_cache[key]
-            for key in [k for k in self._postings_cache if k[0] not in live_segments]:
-                del self._postings_cache[key]
-            if len(self._postings_cache) > 1_000_000:
-                self._postings_cache.clear()
-            self._view = LexicalView(self.store, snapshot, self._segment_cache, self._postings_cache)
+            self.caches.enter(generation)
+            self.caches.bounded.drop(lambda k: k[0] != "seg" or k[1] in live_segments)
+            self._view = LexicalView(self.store, snapshot, self.caches.bounded)
         return self._view
+
+
+# ------------------------------------------------------------------------------------------ the signal
+class LexicalSignal:
+    """BM25 as a fusion channel. The lexical stage (kenning.search.score) has already scored every
+    survivor, so the channel is their top, and feedback adds the learned terms' BM25 to it."""
+
+    name = "lexical"
+    weight = 1.0
+    knobs = ()
+    help = "field-aware BM25 over title and body"
+
+    def channel(self, ctx, query) -> Channel:
+        ids = np.flatnonzero(query.holds_word[: len(query.lexical)]).astype(np.int64)
+        top_ids, top_scores = top_k(ids, query.lexical[ids], query.depth)
+        return Channel(
+            self.name,
+            top_ids,
+            top_scores,
+            _score_lookup(query.lexical),
+            _background(query.lexical, query.holds_word),
+        )
+
+    def feedback(self, ctx, query, learned) -> Channel:
+        """The query's BM25 plus the learned terms' (weighted, at `gamma`), over chunks the query
+        itself found."""
+        combined = query.lexical
+        if learned.terms and learned.gamma > 0:
+            terms = [t for t, _ in learned.terms]
+            best = learned.terms[0][1]
+            found = ctx.view.postings(terms)
+            clauses = [ScoringClause([ScoringTerm(t)], boost=w / best) for t, w in learned.terms]
+            extra = ctx.view.score(clauses, found, Bm25Params(coord_floor=1.0), query.allowed)
+            combined = query.lexical + learned.gamma * extra
+        candidates = np.flatnonzero((combined > 0) & query.allowed[: len(combined)]).astype(np.int64)
+        candidates = candidates[query.found(candidates)]
+        ids, scores = top_k(candidates, combined[candidates], query.depth)
+        holds = query.holds_word & query.allowed[: len(query.holds_word)]
+        return Channel(self.name, ids, scores, _score_lookup(combined), _background(combined, holds))
+
+
+def _score_lookup(scores: np.ndarray):
+    """ids -> their score in `scores` (0 for ids beyond it)."""
+
+    def score_of(ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.where(ids < len(scores), scores[np.minimum(ids, len(scores) - 1)], 0.0)
+
+    return score_of
+
+
+def _background(scores: np.ndarray, matched: np.ndarray) -> tuple[float, float] | None:
+    """Mean and std of the lexical score over the chunks that hold any query term."""
+    values = scores[matched[: len(scores)]] if len(scores) else scores
+    return (float(values.mean()), float(values.std())) if len(values) > 1 else None

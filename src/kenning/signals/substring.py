@@ -14,6 +14,9 @@ import re
 
 import numpy as np
 
+from kenning.signals.base import Channel
+from kenning.topk import top_k
+
 MIN_WORD = 2
 _WORD = re.compile(r"\S+")
 _TRIM = "\"'`.,;:!?()[]{}<>"
@@ -81,5 +84,27 @@ def top_scores(scores: dict[int, float], k: int, allowed: np.ndarray | None) -> 
     if allowed is not None and len(ids):
         keep = (ids < len(allowed)) & allowed[np.minimum(ids, len(allowed) - 1)]
         ids, values = ids[keep], values[keep]
-    order = np.lexsort((ids, -values))[:k]
-    return ids[order], values[order]
+    return top_k(ids, values, k)
+
+
+# ------------------------------------------------------------------------------------------ the signal
+class SubstringSignal:
+    """Raw-text matches of the query's words, for codes and identifiers the analyzer splits (v2.3.1,
+    ERR_42). Off by default (weight 0): `--w-substring 1` turns it on."""
+
+    name = "substring"
+    weight = 0.0
+    knobs = ()
+    help = "raw substring matches of the query's words"
+
+    def channel(self, ctx, query) -> Channel | None:
+        if ctx.substring is None:
+            return None
+        words = substring_words(query.words, ctx.analyzer)
+        every = ctx.substring().score_all(words) if words else {}
+        ids, scores = top_scores(every, query.depth, query.allowed)
+
+        def score_of(chunk_ids):
+            return np.array([every.get(c, 0.0) for c in np.asarray(chunk_ids).tolist()])
+
+        return Channel(self.name, ids, scores, score_of, info={"words": words, "returned": len(ids)})

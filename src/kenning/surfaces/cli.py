@@ -14,18 +14,20 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-from kenning.api.index import SEARCH_MODES, Index, display_path
+from kenning.api.index import SEARCH_MODES, Index
+from kenning.api.request import build_request, knob_names
 from kenning.api.settings import (
-    SEARCH_KEYS,
     ConfigError,
     find_config,
     load_config,
     resolve_index_dir,
     resolve_search,
+    search_keys,
 )
-from kenning.eval.beir import DatasetError, evaluate, known_item, open_eval_index
+from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
+from kenning.indexing.writer import display_path
 from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
-from kenning.search.fusion import FUSIONS, FusionParams
+from kenning.search.fusion import FUSIONS, INT_KNOBS, FusionParams, fusion_knobs
 from kenning.search.postprocess import PostprocessOptions, describe
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.store import StorageError
@@ -62,42 +64,25 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
         )
 
 
-FUSION_HELP = {
-    "depth": "results each channel contributes to the fusion",
-    "rrf_k": "RRF smoothing constant",
-    "w_lexical": "weight of the lexical channel (rrf, norm)",
-    "w_dense": "weight of the dense channel (rrf, norm)",
-    "w_substring": "weight of the substring channel (rrf, norm; 0 turns it off)",
-    "alpha": "blend: weight of cosine similarity",
-    "beta": "blend: weight of the graph signal (kept for the entity graph)",
-    "min_similarity": "cosine a chunk found only by vectors must reach",
-    "feedback_k": "pseudo-relevance feedback: top chunks of the first pass to learn from (0 = off)",
-    "feedback_beta": "feedback: weight of their mean vector added to the query's",
-    "feedback_gamma": "feedback: weight of their expansion terms in the lexical channel",
-    "feedback_terms": "feedback: how many expansion terms",
-}
-
-
 def _add_fusion(p: argparse.ArgumentParser) -> None:
     """Search mode, fusion mode and every fusion knob; unset flags fall back like the BM25 knobs."""
-    defaults = FusionParams()
-    g = p.add_argument_group("channels and fusion")
+    g = p.add_argument_group("channels and fusion (signal weights and knobs come from the registry)")
     g.add_argument(
         "--mode",
         choices=SEARCH_MODES,
         default=None,
         help="lexical, dense or hybrid (default auto: hybrid when the index has vectors)",
     )
+    default_fusion = FusionParams().mode
     g.add_argument(
-        "--fusion", choices=FUSIONS, default=None, help=f"how channels combine (default {defaults.mode})"
+        "--fusion", choices=FUSIONS, default=None, help=f"how channels combine (default {default_fusion})"
     )
-    for name, text in FUSION_HELP.items():
-        kind = int if name in ("depth", "feedback_k", "feedback_terms") else float
+    for name, (default, text) in fusion_knobs().items():
         g.add_argument(
             f"--{name.replace('_', '-')}",
-            type=kind,
+            type=int if name in INT_KNOBS else float,
             default=None,
-            help=f"{text} (default {getattr(defaults, name)})",
+            help=f"{text} (default {default})",
         )
     g.add_argument("--embedder", metavar="SPEC", help="query embedder (must match the index's vectors)")
 
@@ -142,13 +127,6 @@ def _post(args) -> PostprocessOptions:
     )
 
 
-def _fusion(settings: dict) -> FusionParams:
-    values = {k: v for k, v in settings.items() if k in FUSION_HELP}
-    if settings.get("fusion"):
-        values["mode"] = settings["fusion"]
-    return FusionParams(**values)
-
-
 def _add_filters(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scopes and filters")
     g.add_argument(
@@ -184,12 +162,15 @@ def _filters(args) -> Filters:
 
 def _settings(args) -> dict:
     """Search settings from flags, then environment, then kenning.toml (see kenning.config)."""
-    flags = {key: getattr(args, key, None) for key in SEARCH_KEYS}
+    flags = {key: getattr(args, key, None) for key in search_keys()}
     return resolve_search(flags, load_config(find_config()))
 
 
-def _params(settings: dict) -> Bm25Params:
-    return Bm25Params(**{k: v for k, v in settings.items() if k in KNOB_HELP})
+def _scoring(settings: dict):
+    """(Bm25Params, FusionParams) from the settings' knobs, read as every search reads them."""
+    names = set(knob_names())
+    request = build_request("", **{k: v for k, v in settings.items() if k in names})
+    return request.params, request.fusion
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -483,26 +464,19 @@ def cmd_embed(args) -> int:
 
 def cmd_search(args) -> int:
     settings = _settings(args)
-    params = _params(settings)  # bad knobs and filters are refused before the index is touched
-    fusion = _fusion(settings)
-    post = _post(args)
-    filters = _filters(args)
+    request = build_request(  # bad knobs and filters are refused before the index is touched
+        " ".join(args.query),
+        post=_post(args),
+        filters=_filters(args),
+        explain=args.explain,
+        spell=args.spell,
+        relax=not args.no_relax,
+        rerank=args.rerank,
+        embedder=args.embedder,
+        **settings,
+    )
     with _open(args) as index:
-        response = index.search(
-            " ".join(args.query),
-            limit=settings.get("limit", 10),
-            params=params,
-            explain=args.explain,
-            strict=bool(settings.get("strict", False)),
-            filters=filters,
-            spell=args.spell,
-            mode=settings.get("mode", "auto"),
-            fusion=fusion,
-            embedder=args.embedder,
-            post=post,
-            rerank=args.rerank,
-            relax=not args.no_relax,
-        )
+        response = index.search(request)
     if args.json:
         _emit_json(response.to_dict())
         return 0
@@ -611,8 +585,8 @@ def cmd_known_item(args, settings: dict) -> int:
             seed=args.seed,
             mode=mode,
             syntax="dialect" if args.dialect else "plain",
-            fusion=_fusion(settings),
-            params=_params(settings),
+            fusion=_scoring(settings)[1],
+            params=_scoring(settings)[0],
         )
     if args.json:
         _emit_json(report.to_dict())
@@ -644,14 +618,15 @@ def cmd_eval(args) -> int:
             if embed_bar:
                 embed_bar(f"{rate:.1f} chunks/s", done, total)
 
+        params, fusion = _scoring(settings)
         report = evaluate(
             args.dataset,
-            params=_params(settings),
+            params=params,
             index_dir=args.index,
             stem=not args.no_stem,
             progress=cb,
             mode=mode,
-            fusion=_fusion(settings),
+            fusion=fusion,
             embedder=args.embedder,
             embed_progress=embed_progress,
             syntax="dialect" if args.dialect else "plain",

@@ -1,0 +1,345 @@
+"""IndexWriter: the write path, walk -> ingest -> chunk -> analyse -> segment -> embed -> commit.
+
+Indexing is incremental by content: a file whose size and mtime are unchanged is skipped without being
+read; a file whose bytes hash the same is skipped after reading; otherwise its chunks are compared by
+content hash, so unchanged chunks keep their ids and only new ones are analysed. Files that vanished
+from an indexed folder are removed. The whole run is one atomic commit. Embedding runs afterwards, in
+blocks that each commit, so an interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pyroaring import BitMap
+
+from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+from kenning.indexing.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
+from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
+from kenning.query.filters import DEFAULT_COLLECTION
+from kenning.query.spelling import vocabulary_delta
+from kenning.store import StorageError
+
+
+def display_path(path: str | Path) -> str:
+    """A path as a person wants to read it: relative to the working directory when inside it."""
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+@dataclass
+class IndexReport:
+    """What one `Index.add` run did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_kept: int = 0
+    chunks_removed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    merged_segments: bool = False
+    seconds: float = 0.0
+    generation: int = 0
+
+    def merge(self, other: IndexReport) -> None:
+        """Add another run's counts to this one (several collections indexed by one command)."""
+        for name, value in other.__dict__.items():
+            if isinstance(value, bool):
+                setattr(self, name, getattr(self, name) or value)
+            elif isinstance(value, int | float) and name != "generation":
+                setattr(self, name, getattr(self, name) + value)
+            elif isinstance(value, list):
+                getattr(self, name).extend(value)
+        self.generation = other.generation
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
+        d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
+        return d
+
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+@dataclass
+class EmbedReport:
+    """What one `Index.embed` run did."""
+
+    model: str = ""
+    backend: str = ""
+    total: int = 0
+    embedded: int = 0
+    remaining: int = 0  # still without a vector (a run with `limit` leaves the rest for the next)
+    seconds: float = 0.0
+    per_second: float = 0.0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _VocabularyChanges:
+    """Texts of chunks added and removed in one run, to keep the spelling vocabulary exact."""
+
+    added: Counter = field(default_factory=Counter)
+    removed: list[str] = field(default_factory=list)
+
+
+class IndexWriter:
+    """Writes one index: files in (add), vectors in (embed). `embedder_for(spec)` gives embedders
+    (the index keeps them loaded between runs)."""
+
+    def __init__(self, store, analyzer: Analyzer, embedder_for: Callable[[str | None], object]):
+        self.store = store
+        self.analyzer = analyzer
+        self.embedder_for = embedder_for
+        self.directory = store.directory
+
+    def add(
+        self,
+        paths: Sequence[str | os.PathLike],
+        include: list[str] | None = None,
+        exclude: list[str] | None = None,
+        force: bool = False,
+        stem: bool | None = None,
+        options: ChunkOptions | None = None,
+        progress: ProgressCallback | None = None,
+        collection: str = DEFAULT_COLLECTION,
+    ) -> IndexReport:
+        """Index files and folders into a collection. Re-running on the same paths only re-indexes
+        what changed.
+
+        `force` rebuilds everything from scratch; `stem` chooses stemming for a new (or forced) index.
+        """
+        if not collection or not collection.strip():
+            raise ValueError("collection name must not be empty")
+        started = time.perf_counter()
+        options = options or ChunkOptions()
+        report = IndexReport()
+        files = list(discover(list(paths), include=include, exclude=exclude))
+        with self.store.transaction():
+            self._configure_analyzer(force, stem)
+            if force:
+                self.store.clear()
+            live = self.store.read_snapshot().live
+            builder = SegmentBuilder(self.analyzer)
+            vocab = _VocabularyChanges()
+            seen: set[str] = set()
+            for n, (path, skip_reason) in enumerate(files, 1):
+                shown = display_path(path)
+                if progress:
+                    progress(shown, n, len(files))
+                if skip_reason:
+                    report.skipped.append((shown, skip_reason))
+                    continue
+                seen.add(str(path))
+                report.files_seen += 1
+                self._index_file(Path(path), shown, force, options, live, builder, vocab, report, collection)
+                if len(builder) >= FLUSH_CHUNKS:
+                    builder.flush(self.store)
+            self._remove_vanished(paths, seen, live, vocab, report)
+            if report.chunks_added or report.chunks_removed or force:
+                builder.flush(self.store)
+                self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
+                if report.chunks_removed:
+                    self.store.drop_orphan_vectors()
+                self.store.set_live(live)
+                merging = merge_plan(self.store, live)
+                if merging:
+                    merge_segments(self.store, live, merging)
+                    report.merged_segments = True
+                self.store.set_meta("n_terms", str(self.store.count_terms()))
+        report.generation = self.store.generation()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _configure_analyzer(self, force: bool, stem: bool | None) -> None:
+        has_data = bool(self.store.counts()["chunks"])
+        current = self.analyzer.config
+        wanted = AnalyzerConfig(stem=current.stem if stem is None else stem, language=current.language)
+        if wanted != current and has_data and not force:
+            raise StorageError(
+                f"index at {self.directory} was built with stemming {'on' if current.stem else 'off'}; "
+                "changing it needs a rebuild: add --force"
+            )
+        if wanted != current or self.store.get_meta("analyzer") is None:
+            self.analyzer = Analyzer(wanted)
+            self.store.set_meta("analyzer", json.dumps(wanted.to_dict()))
+
+    def _index_file(
+        self,
+        path: Path,
+        shown: str,
+        force: bool,
+        options,
+        live: BitMap,
+        builder,
+        vocab,
+        report,
+        collection: str,
+    ) -> None:
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            report.errors.append((shown, f"cannot stat: {exc.strerror or exc}"))
+            return
+        source = self.store.source_by_path(str(path))
+        if source and not force and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns:
+            if source.collection != collection:
+                self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
+            report.files_unchanged += 1
+            return
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            report.errors.append((shown, f"cannot read: {exc.strerror or exc}"))
+            return
+        file_hash = hashlib.sha256(data).hexdigest()
+        if source and not force and source.content_hash == file_hash:
+            self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
+            report.files_unchanged += 1
+            return
+        try:
+            parsed = parse_file(path, options, display_name=shown, data=data)
+        except IngestError as exc:
+            report.errors.append((shown, str(exc)))
+            return
+        except Exception as exc:  # a parser bug must not lose the whole run
+            report.errors.append((shown, f"cannot parse: {type(exc).__name__}: {exc}"))
+            return
+        report.warnings.extend(parsed.warnings)
+        report.files_indexed += 1
+        source_id = self.store.upsert_source(
+            str(path), parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash, collection
+        )
+        reusable: dict[str, list[int]] = {}
+        for chunk_id, content_hash in self.store.chunk_hashes(source_id):
+            reusable.setdefault(content_hash, []).append(chunk_id)
+        for ordinal, chunk in enumerate(parsed.chunks):
+            content_hash = chunk.content_hash()
+            if chunk.time is None:
+                chunk.time = stat.st_mtime
+            pool = reusable.get(content_hash)
+            if pool:
+                self.store.move_chunk(pool.pop(0), ordinal, chunk)
+                report.chunks_kept += 1
+                continue
+            chunk_id = self.store.insert_chunk(source_id, ordinal, chunk, content_hash)
+            vocab.added.update(builder.add(chunk_id, chunk.title, chunk.body))
+            live.add(chunk_id)
+            report.chunks_added += 1
+            if len(builder) >= FLUSH_CHUNKS:  # a big file (a JSONL corpus) must not hold every token
+                builder.flush(self.store)
+        stale = [cid for ids in reusable.values() for cid in ids]
+        if stale:
+            vocab.removed.extend(self.store.chunk_texts(stale))
+            self.store.delete_chunks(stale)
+            for cid in stale:
+                live.discard(cid)
+            report.chunks_removed += len(stale)
+        self.store.set_source_chunk_count(source_id, len(parsed.chunks))
+
+    def _remove_vanished(self, roots, seen: set[str], live: BitMap, vocab, report: IndexReport) -> None:
+        """Drop indexed files that no longer exist (or no longer match) under the given roots."""
+        for root in roots:
+            root_path = Path(root).resolve()
+            prefix = str(root_path) + os.sep
+            for source in self.store.sources():
+                inside = source.path == str(root_path) or source.path.startswith(prefix)
+                if inside and source.path not in seen:
+                    vocab.removed.extend(
+                        self.store.chunk_texts([r[0] for r in self.store.chunk_hashes(source.id)])
+                    )
+                    removed = self.store.delete_source(source.id)
+                    for cid in removed:
+                        live.discard(cid)
+                    report.files_removed += 1
+                    report.chunks_removed += len(removed)
+
+    def embed(
+        self,
+        embedder=None,
+        batch_size: int = 32,
+        commit_every: int = 512,
+        progress: Callable[[int, int, float], None] | None = None,
+        replace: bool = False,
+        limit: int | None = None,
+    ) -> EmbedReport:
+        """Embed every chunk whose text has no vector from this embedder yet (at most `limit`).
+
+        Texts are embedded shortest first (less padding) and committed every `commit_every`, so an
+        interrupted run keeps what it finished and the next run resumes. Vectors from another model are
+        refused unless `replace`, which re-embeds everything with the new one.
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be 0 or more, got {limit}")
+        spec = embedder if isinstance(embedder, str) or embedder is None else None
+        embedder = self.embedder_for(spec) if spec is not None or embedder is None else embedder
+        fingerprint = embedder.fingerprint()
+        recorded = recorded_embedder(self.store)
+        if recorded and recorded["fingerprint"] != fingerprint and not replace:
+            raise StorageError(
+                f"this index holds vectors from {recorded['model']} ({recorded['backend']}); embedding with "
+                f"{embedder.model} ({embedder.backend}) would mix models: "
+                "use --replace to re-embed everything"
+            )
+        with self.store.reading():
+            missing = self.store.chunks_missing_vectors(fingerprint)
+        missing.sort(key=lambda pair: len(pair[1]))
+        report = EmbedReport(model=embedder.model, backend=embedder.backend, total=len(missing))
+        if limit is not None:
+            missing = missing[:limit]
+        started = time.perf_counter()
+        description = {
+            **embedder.describe(),
+            "spec": spec or (recorded or {}).get("spec") or embedder.backend,
+        }
+        if not missing and (recorded is None or replace) and recorded != description:
+            with self.store.transaction():
+                self._record_embedder(description, replace)
+        for start in range(0, len(missing), commit_every):
+            block = missing[start : start + commit_every]
+            vectors = []
+            for i in range(0, len(block), batch_size):
+                vectors.append(
+                    embedder.embed([text for _, text in block[i : i + batch_size]], kind="document")
+                )
+                if progress:
+                    done = start + i + len(vectors[-1])
+                    progress(done, len(missing), done / max(time.perf_counter() - started, 1e-9))
+            with self.store.transaction():
+                if start == 0:
+                    self._record_embedder(description, replace)
+                self.store.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
+            report.embedded += len(block)
+        report.remaining = report.total - report.embedded
+        report.seconds = time.perf_counter() - started
+        report.per_second = report.embedded / report.seconds if report.seconds > 0 else 0.0
+        return report
+
+    def _record_embedder(self, description: dict, replace: bool) -> None:
+        if replace:
+            self.store.keep_only_vectors_of(description["fingerprint"])
+        self.store.set_meta("embedder", json.dumps(description))
+
+
+def recorded_embedder(store) -> dict | None:
+    """The embedder that made an index's vectors: backend, model, dim, fingerprint, spec."""
+    recorded = store.get_meta("embedder")
+    return json.loads(recorded) if recorded else None

@@ -1,0 +1,48 @@
+"""SearchRequest: one search, fully specified. Every surface (CLI, Python API, MCP, HTTP) builds it
+with kenning.api.request.build_request, so they share one set of defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kenning.query.filters import Filters
+from kenning.query.parser import SYNTAXES, ParsedQuery
+from kenning.search.fusion import FusionParams
+from kenning.search.postprocess import PostprocessOptions
+from kenning.signals.lexical import Bm25Params
+
+MODES = ("auto", "lexical", "dense", "hybrid")  # auto: hybrid when the index has vectors
+DETAILS = ("full", "heads")  # heads: ids, titles and locations only (what eval and benchmarks read)
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str | ParsedQuery
+    limit: int = 10
+    mode: str = "auto"
+    syntax: str = "dialect"  # plain: every word is a word, no operators
+    strict: bool = False  # every plain word required
+    spell: bool = False  # correct words no chunk holds, and say so
+    relax: bool = True  # set aside constraints that leave almost nothing (kenning.search.relax)
+    explain: bool = False
+    detail: str = "full"
+    params: Bm25Params = field(default_factory=Bm25Params)
+    fusion: FusionParams = field(default_factory=FusionParams)
+    post: PostprocessOptions = field(default_factory=PostprocessOptions)
+    filters: Filters = field(default_factory=Filters)
+    rerank: str | None = None  # a reranker spec (cross-encoder:DIR, openai:MODEL@URL, ...)
+    embedder: str | None = None  # the query embedder (must match the index's vectors)
+
+    def __post_init__(self):
+        if not isinstance(self.limit, int) or self.limit < 1:
+            raise ValueError(f"limit must be at least 1, got {self.limit}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.detail not in DETAILS:
+            raise ValueError(f"detail must be one of {', '.join(DETAILS)}, got {self.detail!r}")
+        if self.syntax not in SYNTAXES:
+            raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, got {self.syntax!r}")
+
+    @property
+    def text(self) -> str:
+        return self.query.text if isinstance(self.query, ParsedQuery) else self.query

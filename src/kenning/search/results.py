@@ -1,0 +1,99 @@
+"""What a search returns: ranked hits with their evidence, the funnel, and the plan it ran."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from kenning.query.filters import Filters
+from kenning.query.plan import QueryPlan
+from kenning.signals.lexical import Bm25Params
+
+
+@dataclass
+class Funnel:
+    """How many chunks survived each stage, and how long each stage took (milliseconds)."""
+
+    corpus: int = 0
+    gathered: int = 0
+    filtered: int = 0
+    scored: int = 0
+    returned: int = 0
+    constraints: list[dict] = field(default_factory=list)
+    channels: dict[str, dict] = field(default_factory=dict)  # per channel: method, candidates returned
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    id: int
+    score: float
+    title: str = ""
+    path: str = ""
+    doc_key: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
+    time: float | None = None
+    meta: dict = field(default_factory=dict)
+    snippet: str = ""
+    match_reasons: list[dict] = field(default_factory=list)
+    channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
+    adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
+    # how much of the query this hit holds, whatever its fused score: clauses matched of all clauses,
+    # and the cosine with the query as asked (None without vectors)
+    evidence: dict = field(default_factory=dict)
+    # the set-aside constraints this hit does not meet (see kenning.relax); empty for a strict result
+    relaxed: list[str] = field(default_factory=list)
+    verbatim: bool = False  # holds the whole query word for word (see _verbatim)
+    explain: dict | None = None
+
+    def location(self) -> str:
+        """`file:12-40`, `file p.3`, or just the file."""
+        if self.page is not None:
+            return f"{self.path} p.{self.page}"
+        if self.start_line is not None:
+            end = f"-{self.end_line}" if self.end_line and self.end_line != self.start_line else ""
+            return f"{self.path}:{self.start_line}{end}"
+        return self.path
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    plan: QueryPlan
+    hits: list[Hit]
+    funnel: Funnel
+    params: Bm25Params
+    filters: Filters
+    missing_terms: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    suggestions: list[dict] = field(default_factory=list)
+    empty_reason: str | None = None
+    dropped: list[dict] = field(default_factory=list)  # chunks post-fusion stages removed, and why
+    relaxed: list[dict] = field(default_factory=list)  # constraints set aside because they left too little
+
+    @property
+    def terms(self) -> list[str]:
+        return self.plan.terms
+
+    @property
+    def dropped_stopwords(self) -> list[str]:
+        return self.plan.dropped_stopwords
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "terms": self.terms,
+            "plan": self.plan.to_dict(),
+            "dropped_stopwords": self.dropped_stopwords,
+            "missing_terms": self.missing_terms,
+            "notices": self.notices,
+            "suggestions": self.suggestions,
+            "empty_reason": self.empty_reason,
+            "dropped": self.dropped,
+            "relaxed": self.relaxed,
+            "filters": self.filters.to_dict(),
+            "params": self.params.to_dict(),
+            "funnel": asdict(self.funnel),
+            "hits": [asdict(h) for h in self.hits],
+        }

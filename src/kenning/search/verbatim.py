@@ -1,0 +1,68 @@
+"""Stage verbatim: chunks holding the whole query word for word come first, in every mode.
+
+Someone who pastes a sentence, an error message or a long name wants the passage it came from,
+whatever the vectors think. Results that meet every constraint keep the top of the list first
+(kenning.search.relax); among them, verbatim chunks lead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyroaring import BitMap
+
+from kenning.query.parser import ParsedQuery, Phrase
+from kenning.query.plan import plan_item
+from kenning.search.context import QueryState, SearchContext
+from kenning.search.relax import strict_first
+
+VERBATIM_MIN_WORDS = 5
+
+
+def verbatim(ctx: SearchContext, state: QueryState) -> None:
+    relaxation = state.relaxation
+    state.ranked = strict_first(state.ranked, relaxation)
+    within = state.survivors if relaxation is None else relaxation.strict
+    state.verbatim = verbatim_chunks(ctx, state.parsed, _holding_every_term(state, within))
+    if state.verbatim:
+        state.ranked = verbatim_first(state.ranked, state.verbatim, state.lexical)
+        state.funnel.channels["verbatim"] = {"chunks": len(state.verbatim)}
+    state.ranked = state.ranked[: state.pool]
+
+
+def _holding_every_term(state: QueryState, within: BitMap) -> BitMap:
+    """The chunks that hold every term of the query's own words (glossary aliases aside): only they can
+    hold the whole query. A cheap cut before the query is analysed again as one phrase; long questions
+    rarely pass it."""
+    own = dict.fromkeys(t for c in state.plan.clauses for i in c.items if i.via is None for t in i.terms)
+    out = within
+    for term in own:
+        postings = state.found.get(term)
+        if postings is None:
+            return BitMap()
+        out = out & postings.bitmap
+        if not out:
+            break
+    return out
+
+
+def verbatim_chunks(ctx: SearchContext, parsed: ParsedQuery, survivors: BitMap) -> BitMap:
+    """Chunks holding the whole query word for word: someone who pastes a sentence, an error message
+    or a long name wants the passage it came from first, whatever the vectors think. The query's own
+    text (operators read as words: a pasted message may hold quotes or dashes) of at least
+    VERBATIM_MIN_WORDS words (shorter ones are ordinary phrases), checked on token positions among the
+    chunks that meet every constraint."""
+    if not parsed.clauses or not survivors:
+        return BitMap()
+    item = plan_item(Phrase(parsed.text), ctx.analyzer)
+    if len(item.spec) < VERBATIM_MIN_WORDS:
+        return BitMap()
+    return ctx.view.phrase_docs(item.spec, survivors)
+
+
+def verbatim_first(ranked: list[tuple[int, float]], verbatim: BitMap, lexical: np.ndarray):
+    """Verbatim chunks move to the top in their ranked order (any the fusion left out follow them,
+    by lexical score); the rest keep their order."""
+    listed = {cid for cid, _ in ranked}
+    missing = sorted((c for c in verbatim if c not in listed), key=lambda c: -lexical[c])
+    top = [p for p in ranked if p[0] in verbatim] + [(c, float(lexical[c])) for c in missing]
+    return top + [p for p in ranked if p[0] not in verbatim]
