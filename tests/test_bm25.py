@@ -113,7 +113,16 @@ def test_funnel_counts(index):
     response = index.search("banana", limit=1, params=Bm25Params())
     f = response.funnel
     assert (f.corpus, f.gathered, f.filtered, f.scored, f.returned) == (3, 2, 2, 2, 1)
-    assert set(f.timings_ms) == {"analyze", "gather", "filter", "score", "rank", "verbatim", "post", "present"}
+    assert set(f.timings_ms) == {
+        "analyze",
+        "gather",
+        "filter",
+        "score",
+        "rank",
+        "verbatim",
+        "post",
+        "present",
+    }
 
 
 def test_unknown_terms_and_empty_query(index):

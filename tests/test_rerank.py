@@ -18,8 +18,8 @@ from kenning.models.rerankers import (
     make_reranker,
     parse_rating,
 )
-from kenning.search.rerank import pool_size, rerank
 from kenning.search.postprocess import Candidate, describe
+from kenning.search.rerank import pool_size, rerank
 
 
 def test_pool_size():

@@ -8,6 +8,7 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+from kenning import signals  # noqa: E402
 from kenning.api import (  # noqa: E402
     Funnel,
     Hit,
@@ -34,4 +35,5 @@ __all__ = [
     "SearchResponse",
     "__version__",
     "build_request",
+    "signals",
 ]

@@ -32,6 +32,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from kenning.models.specs import split_model_url
+
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_BATCH = 16
 DEFAULT_TIMEOUT = 60.0
@@ -72,16 +74,11 @@ def make_reranker(spec: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> Rera
 
 
 def _split_model_url(kind: str, rest: str) -> tuple[str, str]:
-    m = re.match(r"^(?P<model>[^@]+)@(?P<url>.+)$", rest)
-    if m is None:
-        model, url = rest, DEFAULT_BASE_URLS[kind]
-    else:
-        model, url = m["model"], m["url"]
-    if not model.strip():
-        raise RerankError(f"{kind} spec needs a model name: {kind}:MODEL@BASE_URL")
-    if not re.match(r"^https?://", url):
-        raise RerankError(f"{kind} base URL must start with http:// or https://, got {url!r}")
-    return model.strip(), url.rstrip("/")
+    try:
+        model, url = split_model_url(rest, kind)
+    except ValueError as exc:
+        raise RerankError(f"{kind} spec {rest!r}: {exc}") from exc
+    return model, (url or DEFAULT_BASE_URLS[kind]).rstrip("/")
 
 
 # ---------------------------------------------------------------------------------- cross-encoders

@@ -3,21 +3,21 @@
 plan_query drops stopwords from plain words only (if every plain word is one, they stay), counts
 repeated words (their query term frequency, for k3), adds glossary aliases to plain, + and OR words,
 and, when asked, replaces a word no chunk holds by the closest frequent index word.
+
+The plan reads the index through the search context (`ctx`: its view's postings, the glossary, the
+speller and the analyzer; see kenning.search.context) without importing the search package, which
+sits above it.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import TOKEN_RE
 from kenning.query.parser import Clause, Item, ParsedQuery, Phrase, Word
-
-if TYPE_CHECKING:
-    from kenning.search.context import SearchContext
 
 
 @dataclass(slots=True)
@@ -112,7 +112,7 @@ def _has_postings(view, item: PlannedItem) -> bool:
     return any(found[t] is not None for t in item.terms)
 
 
-def _expand(word: Word, ctx: SearchContext, scopes, plan: QueryPlan) -> list[PlannedItem]:
+def _expand(word: Word, ctx, scopes, plan: QueryPlan) -> list[PlannedItem]:
     if ctx.glossary is None or word.field:
         return []
     alternatives = ctx.glossary.expansions(word.text, scopes)
@@ -131,7 +131,7 @@ def _expand(word: Word, ctx: SearchContext, scopes, plan: QueryPlan) -> list[Pla
     return items
 
 
-def _correct(word: Word, ctx: SearchContext, spell: bool, plan: QueryPlan) -> Word:
+def _correct(word: Word, ctx, spell: bool, plan: QueryPlan) -> Word:
     """With --spell, replace a word that no chunk holds by the closest frequent index word.
 
     Zero-hit words are only looked for when a speller is at hand (spelling on, or full output that
@@ -151,7 +151,7 @@ def _correct(word: Word, ctx: SearchContext, spell: bool, plan: QueryPlan) -> Wo
     return word
 
 
-def plan_query(parsed: ParsedQuery, ctx: SearchContext, spell: bool, scopes) -> QueryPlan:
+def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
     plan = QueryPlan(parsed, [], [])
     analyzer = ctx.analyzer
     positive_others = any(c.kind != "plain" for c in parsed.clauses)

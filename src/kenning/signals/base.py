@@ -7,6 +7,10 @@ fusion). The fusion weights (`w_<name>`), the knobs (flags, kenning.toml keys, e
 `--explain` lines and the help text are all derived from this registry, so a new signal is one module
 that calls `register` and nothing else.
 
+Signals sit below the search package that calls them: they get the search context (`ctx`: the
+lexical view, the store, the dense view and query embedder; see kenning.search.context) and a
+SignalQuery, and import nothing from kenning.search.
+
 A signal may also take part in pseudo-relevance feedback (`feedback`: a second channel learned from
 the first pass's top chunks) and explain its score for one chunk (`explain`).
 """
@@ -15,12 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
-
-if TYPE_CHECKING:  # the search package calls signals; signals only read what it hands them
-    from kenning.search.context import SearchContext
 
 
 @dataclass
@@ -100,19 +101,19 @@ class Signal(Protocol):
     knobs: tuple[Knob, ...]
     help: str
 
-    def channel(self, ctx: SearchContext, query: SignalQuery) -> Channel | None:
+    def channel(self, ctx, query: SignalQuery) -> Channel | None:
         """This query's channel over the allowed chunks (query.allowed), None when the signal has
         nothing to say (no vectors, no words to look for)."""
         ...
 
 
-def feedback_channel(signal: Signal, ctx: SearchContext, query: SignalQuery, learned: Learned):
+def feedback_channel(signal: Signal, ctx, query: SignalQuery, learned: Learned):
     """The signal's second-pass channel after feedback, or None to keep its first one."""
     hook = getattr(signal, "feedback", None)
     return hook(ctx, query, learned) if hook is not None else None
 
 
-def explain_signal(signal: Signal, ctx: SearchContext, query: SignalQuery, chunk_id: int) -> dict | None:
+def explain_signal(signal: Signal, ctx, query: SignalQuery, chunk_id: int) -> dict | None:
     """What the signal says about one chunk's score, when it has something to say."""
     hook = getattr(signal, "explain", None)
     return hook(ctx, query, chunk_id) if hook is not None else None

@@ -559,6 +559,19 @@ def cmd_status(args) -> int:
     return 0
 
 
+@contextmanager
+def _corpus_progress(args):
+    """(indexing progress, embedding progress) callbacks for eval's two bars (None when quiet)."""
+    show = not args.quiet and not args.json
+    with _progress(show, "indexing corpus") as cb, _progress(show, "embedding corpus") as embed_bar:
+
+        def embed_progress(done: int, total: int, rate: float) -> None:
+            if embed_bar:
+                embed_bar(f"{rate:.1f} chunks/s", done, total)
+
+        yield cb, embed_progress
+
+
 def cmd_known_item(args, settings: dict) -> int:
     """Sentences from the corpus pasted back as queries, in the default mode unless --mode says."""
     target = Path(args.dataset)
@@ -566,15 +579,8 @@ def cmd_known_item(args, settings: dict) -> int:
         raise DatasetError(f"{target}: no such file or folder")
     corpus = target / "corpus.jsonl" if (target / "corpus.jsonl").is_file() else target
     mode = settings.get("mode") or "auto"
-    with (
-        _progress(not args.quiet and not args.json, "indexing corpus") as cb,
-        _progress(not args.quiet and not args.json, "embedding corpus") as embed_bar,
-    ):
-
-        def embed_progress(done: int, total: int, rate: float) -> None:
-            if embed_bar:
-                embed_bar(f"{rate:.1f} chunks/s", done, total)
-
+    params, fusion = _scoring(settings)
+    with _corpus_progress(args) as (cb, embed_progress):
         index, _, _ = open_eval_index(
             corpus, target, args.index, not args.no_stem, cb, mode, args.embedder, embed_progress
         )
@@ -585,8 +591,8 @@ def cmd_known_item(args, settings: dict) -> int:
             seed=args.seed,
             mode=mode,
             syntax="dialect" if args.dialect else "plain",
-            fusion=_scoring(settings)[1],
-            params=_scoring(settings)[0],
+            fusion=fusion,
+            params=params,
         )
     if args.json:
         _emit_json(report.to_dict())
@@ -609,15 +615,7 @@ def cmd_eval(args) -> int:
     mode = settings.get("mode") or "lexical"
     if mode == "auto":
         mode = "lexical"
-    with (
-        _progress(not args.quiet and not args.json, "indexing corpus") as cb,
-        _progress(not args.quiet and not args.json, "embedding corpus") as embed_bar,
-    ):
-
-        def embed_progress(done: int, total: int, rate: float) -> None:
-            if embed_bar:
-                embed_bar(f"{rate:.1f} chunks/s", done, total)
-
+    with _corpus_progress(args) as (cb, embed_progress):
         params, fusion = _scoring(settings)
         report = evaluate(
             args.dataset,

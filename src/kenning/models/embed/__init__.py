@@ -27,7 +27,7 @@ re-embed when it changes. HTTP embedders learn `dim` from their first answer (di
 
 from __future__ import annotations
 
-import re
+from kenning.models.specs import split_model_url
 
 from .base import Embedder, EmbedderError, NoEmbedder
 from .http import OllamaEmbedder, OpenAIEmbedder
@@ -61,7 +61,6 @@ _BACKEND_ALIASES = {
     "openai": "openai",
     "ollama": "ollama",
 }
-_URL_AT = re.compile(r"@(?=https?://)", re.IGNORECASE)
 
 
 def parse_spec(spec: str | None) -> tuple[str, str, str | None]:
@@ -88,18 +87,10 @@ def parse_spec(spec: str | None) -> tuple[str, str, str | None]:
                 f"embedder spec {spec!r}: give the model directory, as sentence-transformers:DIR"
             )
         return backend, rest, None
-    # openai / ollama: MODEL[@BASE_URL]
-    match = _URL_AT.search(rest)
-    if match:
-        model, base_url = rest[: match.start()].strip(), rest[match.end() :].strip()
-    elif "@" in rest:
-        raise EmbedderError(
-            f"embedder spec {spec!r}: the base URL after '@' must start with http:// or https://"
-        )
-    else:
-        model, base_url = rest, None
-    if not model:
-        raise EmbedderError(f"embedder spec {spec!r}: give the model name, as {backend}:MODEL[@BASE_URL]")
+    try:  # openai / ollama: MODEL[@BASE_URL]
+        model, base_url = split_model_url(rest, backend)
+    except ValueError as exc:
+        raise EmbedderError(f"embedder spec {spec!r}: {exc}") from exc
     return backend, model, base_url
 
 
