@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kenning.ingest import ChunkOptions, IngestError, detect_kind, discover, parse_file
+from kenning.ingest.walk import Found
 
 
 def write_bytes(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -286,8 +287,8 @@ def test_binary_content_detected(tmp_path: Path):
 def test_binary_extension_skipped_in_walk_but_reported_when_named(tmp_path: Path):
     png = write_bytes(tmp_path, "photo.png", b"\x89PNG\r\n\x1a\n\x00\x00")
     write_bytes(tmp_path, "notes.txt", b"hello\n")
-    assert [p.name for p, _ in discover([tmp_path])] == ["notes.txt"]
-    assert list(discover([png])) == [(png.resolve(), "binary extension")]
+    assert [f.path.name for f in discover([tmp_path])] == ["notes.txt"]
+    assert list(discover([png])) == [Found(png.resolve(), skip="binary extension")]
 
 
 def test_invalid_utf8_indexed_with_warning(tmp_path: Path):

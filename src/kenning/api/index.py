@@ -19,6 +19,7 @@ from kenning.api.request import build_request
 from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
 from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter, recorded_embedder
+from kenning.ingest.walk import path_key
 from kenning.models.rerankers import make_reranker
 from kenning.query.filters import Filters, resolve
 from kenning.query.parser import ParsedQuery
@@ -183,17 +184,28 @@ class Index:
         return self.caches.bounded.get_or_make(key, lambda: resolve(filters, self.store))
 
     def get(self, ref: str | int) -> list[ChunkRow]:
-        """A chunk by id, or every chunk of a document (by BEIR id or file path), in order."""
+        """Every chunk of a document (by document id or file path), in order; or one chunk by id,
+        written `chunk:42` or `#42` (as results show it). Bare digits name a document when one has
+        that id (a BEIR `_id` such as 42), and a chunk only when no document does, so the two never
+        mix."""
         with self.store.reading():
-            text = str(ref)
-            if text.isdigit():
-                row = self.store.chunks_by_ids([int(text)]).get(int(text))
-                if row:
-                    return [row]
-            rows = self.store.chunks_of_doc(text)
-            if not rows:
-                rows = self.store.chunks_of_doc(str(Path(text).resolve()))
-            return rows
+            text = str(ref).strip()
+            chunk_ref = None
+            if isinstance(ref, int):
+                chunk_ref = text
+            elif text.startswith(("#", "chunk:")):
+                chunk_ref = text.split(":", 1)[1] if text.startswith("chunk:") else text[1:]
+            if chunk_ref is None:
+                rows = self.store.chunks_of_doc(text) or self.store.chunks_of_doc(
+                    path_key(Path(text).resolve())
+                )
+                if rows or not text.isdigit():
+                    return rows
+                chunk_ref = text
+            if not chunk_ref.isdigit():
+                return []
+            row = self.store.chunks_by_ids([int(chunk_ref)]).get(int(chunk_ref))
+            return [row] if row else []
 
     def status(self) -> dict:
         with self.store.reading():

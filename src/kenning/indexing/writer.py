@@ -24,18 +24,20 @@ from pyroaring import BitMap
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.indexing.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
+from kenning.ingest.walk import path_key
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.query.spelling import vocabulary_delta
 from kenning.store import StorageError
 
 
 def display_path(path: str | Path) -> str:
-    """A path as a person wants to read it: relative to the working directory when inside it."""
+    """A path as a person wants to read it: relative to the working directory when inside it (bytes
+    that are not UTF-8 in a file name shown as \\xNN)."""
     p = Path(path)
     try:
-        return str(p.relative_to(Path.cwd()))
+        return path_key(p.relative_to(Path.cwd()))
     except ValueError:
-        return str(p)
+        return path_key(p)
 
 
 @dataclass
@@ -49,8 +51,9 @@ class IndexReport:
     chunks_added: int = 0
     chunks_kept: int = 0
     chunks_removed: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not indexed, by design
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (path, why): could not be indexed
+    missing: list[str] = field(default_factory=list)  # paths named on the command line that failed
     warnings: list[str] = field(default_factory=list)
     merged_segments: bool = False
     seconds: float = 0.0
@@ -72,6 +75,14 @@ class IndexReport:
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
         return d
+
+    def skip_reasons(self) -> dict[str, int]:
+        """How many files were skipped for each reason (for the summary line)."""
+        reasons: dict[str, int] = {}
+        for _, reason in self.skipped:
+            key = "link outside the indexed folders" if reason.startswith("link to ") else reason
+            reasons[key] = reasons.get(key, 0) + 1
+        return reasons
 
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -121,18 +132,24 @@ class IndexWriter:
         options: ChunkOptions | None = None,
         progress: ProgressCallback | None = None,
         collection: str = DEFAULT_COLLECTION,
+        include_secrets: bool = False,
+        follow_symlinks: bool = False,
+        hidden: bool = False,
     ) -> IndexReport:
         """Index files and folders into a collection. Re-running on the same paths only re-indexes
         what changed.
 
         `force` rebuilds everything from scratch; `stem` chooses stemming for a new (or forced) index.
+        A path that cannot be read is an error in the report, and what it contributed before stays:
+        only files that are really gone from a folder that was read are removed. `include_secrets`
+        and `follow_symlinks` lift the walk's defaults (kenning.ingest.walk).
         """
         if not collection or not collection.strip():
             raise ValueError("collection name must not be empty")
         started = time.perf_counter()
         options = options or ChunkOptions()
         report = IndexReport()
-        files = list(discover(list(paths), include=include, exclude=exclude))
+        files = list(discover(list(paths), include, exclude, include_secrets, follow_symlinks, hidden))
         with self.store.transaction():
             self._configure_analyzer(force, stem)
             if force:
@@ -141,19 +158,28 @@ class IndexWriter:
             builder = SegmentBuilder(self.analyzer)
             vocab = _VocabularyChanges()
             seen: set[str] = set()
-            for n, (path, skip_reason) in enumerate(files, 1):
-                shown = display_path(path)
+            unread: list[str] = []  # folders (or files) that failed: what they held before stays
+            given = {str(Path(p).expanduser().absolute()) for p in paths}
+            for n, found in enumerate(files, 1):
+                shown = display_path(found.path)
                 if progress:
                     progress(shown, n, len(files))
-                if skip_reason:
-                    report.skipped.append((shown, skip_reason))
+                if found.error:
+                    report.errors.append((shown, found.error))
+                    unread.append(path_key(found.path))
+                    if str(found.path) in given:
+                        report.missing.append(shown)
                     continue
-                seen.add(str(path))
+                if found.skip:
+                    report.skipped.append((shown, found.skip))
+                    seen.add(path_key(found.path))  # skipped on purpose is not gone
+                    continue
+                seen.add(path_key(found.path))
                 report.files_seen += 1
-                self._index_file(Path(path), shown, force, options, live, builder, vocab, report, collection)
+                self._index_file(found.path, shown, force, options, live, builder, vocab, report, collection)
                 if len(builder) >= FLUSH_CHUNKS:
                     builder.flush(self.store)
-            self._remove_vanished(paths, seen, live, vocab, report)
+            self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
                 builder.flush(self.store)
                 self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
@@ -194,12 +220,13 @@ class IndexWriter:
         report,
         collection: str,
     ) -> None:
+        key = path_key(path)
         try:
             stat = path.stat()
         except OSError as exc:
             report.errors.append((shown, f"cannot stat: {exc.strerror or exc}"))
             return
-        source = self.store.source_by_path(str(path))
+        source = self.store.source_by_path(key)
         if source and not force and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns:
             if source.collection != collection:
                 self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
@@ -212,11 +239,13 @@ class IndexWriter:
             return
         file_hash = hashlib.sha256(data).hexdigest()
         if source and not force and source.content_hash == file_hash:
+            # same bytes, new time: chunks that took their time from the file take the new one
+            self.store.retime_chunks(source.id, source.mtime_ns / 1e9, stat.st_mtime)
             self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
             report.files_unchanged += 1
             return
         try:
-            parsed = parse_file(path, options, display_name=shown, data=data)
+            parsed = parse_file(path, options, display_name=shown, data=data, doc_key=key)
         except IngestError as exc:
             report.errors.append((shown, str(exc)))
             return
@@ -226,7 +255,7 @@ class IndexWriter:
         report.warnings.extend(parsed.warnings)
         report.files_indexed += 1
         source_id = self.store.upsert_source(
-            str(path), parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash, collection
+            key, parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash, collection
         )
         reusable: dict[str, list[int]] = {}
         for chunk_id, content_hash in self.store.chunk_hashes(source_id):
@@ -255,14 +284,21 @@ class IndexWriter:
             report.chunks_removed += len(stale)
         self.store.set_source_chunk_count(source_id, len(parsed.chunks))
 
-    def _remove_vanished(self, roots, seen: set[str], live: BitMap, vocab, report: IndexReport) -> None:
-        """Drop indexed files that no longer exist (or no longer match) under the given roots."""
+    def _remove_vanished(
+        self, roots, seen: set[str], unread: list[str], live: BitMap, vocab, report: IndexReport
+    ) -> None:
+        """Drop indexed files that no longer exist (or no longer match) under the given roots; what
+        lies under a root or folder that could not be read is kept."""
+        kept_prefixes = [(u, u + os.sep) for u in unread]
         for root in roots:
-            root_path = Path(root).resolve()
-            prefix = str(root_path) + os.sep
+            root_key = path_key(Path(root).expanduser().absolute().resolve())
+            if any(root_key == u or root_key.startswith(p) for u, p in kept_prefixes):
+                continue
+            prefix = root_key + os.sep
             for source in self.store.sources():
-                inside = source.path == str(root_path) or source.path.startswith(prefix)
-                if inside and source.path not in seen:
+                inside = source.path == root_key or source.path.startswith(prefix)
+                kept = any(source.path == u or source.path.startswith(p) for u, p in kept_prefixes)
+                if inside and not kept and source.path not in seen:
                     vocab.removed.extend(
                         self.store.chunk_texts([r[0] for r in self.store.chunk_hashes(source.id)])
                     )

@@ -17,7 +17,7 @@ from .messages import parse_messages
 from .pdf import parse_pdf
 from .source import decode_text, split_source_lines
 from .text import parse_text
-from .walk import discover
+from .walk import discover, path_key
 
 __all__ = [
     "Chunk",
@@ -63,6 +63,7 @@ def parse_file(
     options: ChunkOptions | None = None,
     display_name: str | None = None,
     data: bytes | None = None,
+    doc_key: str | None = None,
 ) -> ParsedSource:
     """Read one file (unless its bytes are given) and parse it into chunks according to its kind.
 
@@ -71,8 +72,8 @@ def parse_file(
     """
     path = Path(path)
     options = options or ChunkOptions()
-    display = display_name or str(path)
-    doc_key = str(path.resolve())
+    display = display_name or path_key(path)
+    doc_key = doc_key or path_key(path.resolve())
     try:
         if data is None:
             data = path.read_bytes()

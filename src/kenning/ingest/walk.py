@@ -1,7 +1,18 @@
-"""Find the files to index under the paths a user gives.
+"""Find the files to index under the paths a user gives, and nothing that should stay private.
 
-Walking is deterministic (sorted names) so two runs over the same tree see files in the same order,
-and it never follows symlinked directories, which could loop or escape the tree the user named.
+- Walking is deterministic (sorted names, depth first) and iterative, so two runs see files in the
+  same order and a tree nested thousands of folders deep is walked, not a RecursionError.
+- Hidden files and folders (a name starting with '.') are left out inside walked folders, as ripgrep
+  leaves them (`hidden` to include them); a file named directly is always read.
+- `.gitignore`, `.ignore` and `.kenningignore` are honoured the way git and ripgrep honour them: each
+  file applies to its folder and below, a deeper file's rules win, `!pattern` re-includes (pathspec's
+  gitignore semantics). Tooling folders (.git, node_modules, build output...) are left out too.
+- Secret-bearing files (SECRET_PATTERNS: .env files, private keys, certificates' keys, .netrc,
+  credential stores) are skipped unless `include_secrets`; each skip is reported with its reason.
+- A symbolic link is followed only when it resolves inside one of the folders being indexed (or with
+  `follow_symlinks`): a link to /etc/passwd is never read. A loop of links ends, since every real
+  folder is walked once.
+- A path that does not exist or cannot be read is an error naming it, never a silent nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +21,11 @@ import os
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import NamedTuple
+
+import pathspec
+
+IGNORE_FILES = (".gitignore", ".ignore", ".kenningignore")
 
 # Directories that hold tooling state, dependencies or build output rather than the user's writing.
 DEFAULT_EXCLUDED_DIRS = frozenset(
@@ -38,6 +54,42 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 )
 DEFAULT_EXCLUDED_DIR_GLOBS = ("*.egg-info",)
 
+# Files that carry credentials: never indexed unless asked for (`kenning index --include-secrets`).
+SECRET_PATTERNS = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "id_ecdsa_sk",
+    "id_ed25519_sk",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".htpasswd",
+    "**/.aws/credentials",
+    "**/.docker/config.json",
+    "**/.kube/config",
+    "credentials.json",
+    "secrets.json",
+    "secrets.yaml",
+    "secrets.yml",
+)
+_SECRETS = pathspec.GitIgnoreSpec.from_lines(SECRET_PATTERNS)
+
 # Extensions whose content is not text worth indexing; checked before reading any bytes.
 BINARY_EXTENSIONS = frozenset(
     {
@@ -55,8 +107,8 @@ BINARY_EXTENSIONS = frozenset(
         ".war", ".ear", ".pyc", ".pyo", ".pyd", ".whl", ".egg", ".wasm", ".beam", ".dex", ".rlib",
         # fonts
         ".ttf", ".otf", ".woff", ".woff2", ".eot", ".pfb",
-        # office and other binary documents
-        ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".epub", ".mobi",
+        # office and other binary documents kenning cannot read (DOCX it can)
+        ".doc", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".epub", ".mobi",
         # databases, serialized data and model weights
         ".db", ".sqlite", ".sqlite3", ".mdb", ".parquet", ".feather", ".arrow", ".avro", ".npy",
         ".npz", ".pkl", ".pickle", ".h5", ".hdf5", ".onnx", ".pt", ".pth", ".ckpt", ".safetensors",
@@ -65,9 +117,29 @@ BINARY_EXTENSIONS = frozenset(
 )  # fmt: skip
 
 
+class Found(NamedTuple):
+    """A file the walk met: to index (skip and error None), skipped with a reason, or an error."""
+
+    path: Path
+    skip: str | None = None
+    error: str | None = None
+
+
+def path_key(path: Path | str) -> str:
+    """How a path is written down in the index: its text, with bytes that are not UTF-8 (a file name
+    from another system's encoding) as \\xNN, so it can be stored, shown and found again."""
+    text = os.fspath(path)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def is_binary_extension(path: Path | str) -> bool:
     """True when the file name alone says the content is not text."""
     return Path(path).suffix.lower() in BINARY_EXTENSIONS
+
+
+def is_secret(rel: str) -> bool:
+    """True for a path (relative to the walked root, '/' separated) that names a credentials file."""
+    return _SECRETS.match_file(rel)
 
 
 def _matches(patterns: Iterable[str], rel: str, name: str) -> bool:
@@ -78,73 +150,181 @@ def _default_excluded_dir(name: str) -> bool:
     return name in DEFAULT_EXCLUDED_DIRS or any(fnmatch(name, g) for g in DEFAULT_EXCLUDED_DIR_GLOBS)
 
 
+class _IgnoreRules:
+    """The ignore files met on the way down: (folder relative to the root, its compiled rules)."""
+
+    def __init__(self, rules: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()):
+        self.rules = rules
+
+    def below(self, folder: Path, rel_folder: str) -> _IgnoreRules:
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            try:
+                lines.extend((folder / name).read_text(encoding="utf-8", errors="replace").splitlines())
+            except OSError:
+                continue
+        if not lines:
+            return self
+        return _IgnoreRules((*self.rules, (rel_folder, pathspec.GitIgnoreSpec.from_lines(lines))))
+
+    def ignores(self, rel: str, is_dir: bool) -> bool:
+        """The deepest file with a rule about this path decides (a `!` rule re-includes)."""
+        for base, spec in reversed(self.rules):
+            sub = rel[len(base) + 1 :] if base else rel
+            result = spec.check_file(sub + "/" if is_dir else sub)
+            if result.include is not None:
+                return bool(result.include)
+        return False
+
+
+class _Folder(NamedTuple):
+    path: Path
+    rel: str
+    rules: _IgnoreRules
+
+
 def discover(
     paths: list[str | Path],
     include: list[str] | None = None,
     exclude: list[str] | None = None,
-) -> Iterator[tuple[Path, str | None]]:
-    """Yield (absolute resolved path, skip reason or None) for every file under `paths`.
+    include_secrets: bool = False,
+    follow_symlinks: bool = False,
+    hidden: bool = False,
+) -> Iterator[Found]:
+    """Every file under `paths`, each once, as Found (absolute, resolved path).
 
-    Files named directly are always reported (a binary one with reason "binary extension") so the
-    user learns why it was not indexed; inside walked folders, excluded directories and binary
-    extensions are dropped silently. Globs match the path relative to the walked root and the
-    basename. Each resolved file is yielded at most once.
+    Files named directly are always reported (a binary one as skipped, "binary extension") so the
+    user learns why it was not indexed, and ignore files do not apply to them; inside walked folders,
+    excluded directories, ignored paths and binary extensions are dropped silently, while secrets and
+    links that lead outside are reported as skipped. Globs match the path relative to the walked root
+    and the basename.
     """
     include = list(include or [])
     exclude = list(exclude or [])
+    roots = [Path(raw).expanduser().absolute() for raw in paths]
+    real_roots = [r.resolve() for r in roots if r.exists()]
     seen: set[Path] = set()
 
-    def emit(path: Path, reason: str | None) -> Iterator[tuple[Path, str | None]]:
-        if path not in seen:
-            seen.add(path)
-            yield path, reason
+    def inside_roots(real: Path) -> bool:
+        return any(real == root or root in real.parents for root in real_roots)
 
-    for raw in paths:
-        given = Path(raw).expanduser()
+    for given in roots:
+        try:
+            st = given.stat()
+        except FileNotFoundError:
+            yield Found(given, error="no such file or folder")
+            continue
+        except OSError as exc:
+            yield Found(given, error=f"cannot read ({exc.strerror or exc})")
+            continue
         resolved = given.resolve()
-        if not given.exists():
-            yield from emit(resolved, "not found")
-        elif given.is_dir():
-            yield from _walk(resolved, include, exclude, emit)
-        elif given.is_file():
+        if os.path.isdir(given):
+            walk = _Walk(resolved, include, exclude, include_secrets, follow_symlinks, hidden, inside_roots)
+            for found in walk.files():
+                if found.path not in seen or found.error:
+                    seen.add(found.path)
+                    yield found
+        elif os.path.isfile(given):
             rel = given.as_posix()
             if include and not _matches(include, rel, given.name):
                 continue
             if exclude and _matches(exclude, rel, given.name):
                 continue
-            yield from emit(resolved, "binary extension" if is_binary_extension(given) else None)
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            if is_binary_extension(given):
+                yield Found(resolved, skip="binary extension")
+            elif is_secret(given.name) and not include_secrets:
+                yield Found(resolved, skip="holds credentials (--include-secrets to index it)")
+            else:
+                yield Found(resolved)
         else:
-            yield from emit(resolved, "not a regular file")
+            yield Found(resolved, skip=f"not a regular file (mode {st.st_mode:o})")
 
 
-def _walk(root: Path, include: list[str], exclude: list[str], emit) -> Iterator[tuple[Path, str | None]]:
-    """Depth-first in name order, so a/x comes before b.md before c/y."""
+class _Walk:
+    """One folder walked depth first in name order (a/x before b.md before c/y), without recursion."""
 
-    def visit(folder: Path, rel_folder: str) -> Iterator[tuple[Path, str | None]]:
+    def __init__(self, root, include, exclude, include_secrets, follow_symlinks, hidden, inside_roots):
+        self.root = root
+        self.hidden = hidden
+        self.include, self.exclude = include, exclude
+        self.include_secrets = include_secrets
+        self.follow_symlinks = follow_symlinks
+        self.inside_roots = inside_roots
+
+    def files(self) -> Iterator[Found]:
+        visited: set[tuple[int, int]] = set()
+        stack: list[tuple[Iterator[os.DirEntry], _Folder]] = []
+        opened = self._open(_Folder(self.root, "", _IgnoreRules()), visited)
+        if isinstance(opened, Found):
+            yield opened
+            return
+        if opened is not None:
+            stack.append(opened)
+        while stack:
+            entries, folder = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
+            found = self._entry(folder.path, entry, folder.rel, folder.rules)
+            if isinstance(found, _Folder):
+                opened = self._open(found, visited)
+                if isinstance(opened, Found):
+                    yield opened
+                elif opened is not None:
+                    stack.append(opened)
+            elif found is not None:
+                yield found
+
+    def _open(self, folder: _Folder, visited: set):
+        """(its entries in name order, the folder with its ignore rules), None for a folder already
+        walked (a loop of links), or a Found error when it cannot be read."""
         try:
-            with os.scandir(folder) as it:
+            st = folder.path.stat()
+            if (st.st_dev, st.st_ino) in visited:
+                return None
+            visited.add((st.st_dev, st.st_ino))
+            with os.scandir(folder.path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            yield from emit(folder, f"unreadable directory ({exc.strerror or exc})")
-            return
-        for entry in entries:
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = not is_dir and entry.is_file(follow_symlinks=True)
-            except OSError:
-                continue
-            if is_dir:
-                if _default_excluded_dir(entry.name) or (exclude and _matches(exclude, rel, entry.name)):
-                    continue
-                yield from visit(folder / entry.name, rel)
-            elif is_file:
-                if is_binary_extension(entry.name):
-                    continue
-                if include and not _matches(include, rel, entry.name):
-                    continue
-                if exclude and _matches(exclude, rel, entry.name):
-                    continue
-                yield from emit((folder / entry.name).resolve(), None)
+            return Found(folder.path, error=f"cannot read folder ({exc.strerror or exc})")
+        rules = folder.rules.below(folder.path, folder.rel)
+        return iter(entries), _Folder(folder.path, folder.rel, rules)
 
-    yield from visit(root, "")
+    def _entry(self, folder: Path, entry: os.DirEntry, rel_folder: str, rules: _IgnoreRules):
+        """A subfolder to walk, a Found, or None for what is silently left out."""
+        rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+        path = folder / entry.name
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=True)
+            is_file = not is_dir and entry.is_file(follow_symlinks=True)
+        except OSError:
+            return None  # vanished, or a name the system cannot stat: nothing to index
+        if not (is_dir or is_file):
+            return None  # sockets, fifos, devices, dangling links
+        if entry.name.startswith(".") and not self.hidden:
+            return None  # hidden files and folders, as ripgrep leaves them (--hidden to include)
+        if is_link:
+            real = path.resolve()
+            if not self.follow_symlinks and not self.inside_roots(real):
+                return Found(path, skip=f"link to {real}, outside the folders being indexed")
+            path = real
+        if is_dir:
+            if _default_excluded_dir(entry.name) or rules.ignores(rel, True):
+                return None
+            if self.exclude and _matches(self.exclude, rel, entry.name):
+                return None
+            return _Folder(path, rel, rules)
+        if is_binary_extension(entry.name) or rules.ignores(rel, False):
+            return None
+        if self.include and not _matches(self.include, rel, entry.name):
+            return None
+        if self.exclude and _matches(self.exclude, rel, entry.name):
+            return None
+        if is_secret(rel) and not self.include_secrets:
+            return Found(path, skip="holds credentials (--include-secrets to index it)")
+        return Found(path)  # the root is resolved and links were resolved above: no need to again

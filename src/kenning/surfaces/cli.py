@@ -198,6 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-embed", action="store_true", help="skip embedding (run `kenning embed` later)")
     p.add_argument(
+        "--include-secrets",
+        action="store_true",
+        help="also index files that hold credentials (.env, private keys, .netrc, ...): skipped by default",
+    )
+    p.add_argument(
+        "--follow-symlinks", action="store_true", help="follow links that lead outside the indexed folders"
+    )
+    p.add_argument("--hidden", action="store_true", help="also index hidden files and folders (.name)")
+    p.add_argument(
         "--embedder", metavar="SPEC", help="embedder for new vectors (default: the index's, else minilm)"
     )
     _add_common(p)
@@ -232,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fusion(p)
     _add_post(p)
 
-    p = sub.add_parser("get", help="print a chunk (by id) or a whole document (by path or document id)")
+    p = sub.add_parser("get", help="print a whole document (by path or document id), or one chunk: chunk:ID")
     p.add_argument("ref")
     _add_common(p)
 
@@ -326,6 +335,9 @@ def cmd_index(args) -> int:
                         stem=False if args.no_stem else None,
                         progress=cb,
                         collection=collection,
+                        include_secrets=args.include_secrets,
+                        follow_symlinks=args.follow_symlinks,
+                        hidden=args.hidden,
                     )
                 )
         report = reports[0]
@@ -338,21 +350,25 @@ def cmd_index(args) -> int:
         if embedded is not None and embedded.total:
             rate = f"{embedded.per_second:.1f} chunks/s"
             print(f"embedded {embedded.embedded} chunk(s) with {embedded.model} at {rate}")
+        reasons = ", ".join(f"{n} {why}" for why, n in report.skip_reasons().items())
         print(
-            f"indexed {report.files_indexed} file(s): {report.chunks_added} chunks added, "
-            f"{report.chunks_kept} kept, {report.chunks_removed} removed; "
-            f"{report.files_unchanged} unchanged, "
-            f"{report.files_removed} removed, {len(report.errors)} error(s) in {report.seconds:.2f} s"
+            f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
+            f"{len(report.skipped)} skipped{f' ({reasons})' if reasons else ''}, "
+            f"{len(report.errors)} failed; {report.chunks_added} chunks added, {report.chunks_kept} kept, "
+            f"{report.chunks_removed} removed ({report.files_removed} file(s) gone) in {report.seconds:.2f} s"
         )
         for path, error in report.errors:
             print(
-                f"  error: {error}" if error.startswith(path) else f"  error: {path}: {error}",
+                f"  failed: {error}" if error.startswith(path) else f"  failed: {path}: {error}",
                 file=sys.stderr,
             )
         for warning in report.warnings[:20]:
             print(f"  warning: {warning}", file=sys.stderr)
         if len(report.warnings) > 20:
             print(f"  ... {len(report.warnings) - 20} more warnings (see --json)", file=sys.stderr)
+    if report.missing:
+        print(f"kenning: error: cannot read {', '.join(report.missing)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -520,7 +536,7 @@ def cmd_get(args) -> int:
     if not rows:
         print(
             f"kenning: error: nothing indexed under {args.ref!r} "
-            "(give a chunk id, a file path or a document id)",
+            "(give a file path, a document id, or chunk:ID for one chunk)",
             file=sys.stderr,
         )
         return 2

@@ -109,11 +109,20 @@ class SqliteDocuments:
         return int(cur.lastrowid)
 
     def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
-        """An unchanged chunk that only moved: update its position, keep its id and postings."""
+        """An unchanged chunk of a changed file: update its position and time, keep its id and
+        postings."""
         self._require_txn()
         self.conn.execute(
-            "UPDATE chunks SET ordinal=?, start_line=?, end_line=?, page=? WHERE id=?",
-            (ordinal, chunk.start_line, chunk.end_line, chunk.page, chunk_id),
+            "UPDATE chunks SET ordinal=?, start_line=?, end_line=?, page=?, time=? WHERE id=?",
+            (ordinal, chunk.start_line, chunk.end_line, chunk.page, chunk.time, chunk_id),
+        )
+
+    def retime_chunks(self, source_id: int, old_time: float, new_time: float) -> None:
+        """Chunks of a source whose time was the file's old modification time take the new one."""
+        self._require_txn()
+        self.conn.execute(
+            "UPDATE chunks SET time=? WHERE source_id=? AND abs(time - ?) < 0.000001",
+            (new_time, source_id, old_time),
         )
 
     def delete_chunks(self, ids: list[int]) -> None:
