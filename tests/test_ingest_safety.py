@@ -133,3 +133,28 @@ def test_secrets_and_outside_links_never_reach_the_index(tmp_path, capsys):
     )
     with Index(ix) as index:
         assert {".env", "deploy.key", "id_ed25519"} <= docs(index) and "passwd" not in docs(index)
+
+
+def test_pathological_sizes_stay_bounded(tmp_path):
+    from kenning.ingest import ChunkOptions, parse_file
+
+    one_line = write(tmp_path / "one-line.txt", ("word " * 1_000_000))  # 5 MB, no newline
+    parsed = parse_file(one_line)
+    assert len(parsed.chunks) > 600 and max(len(c.body) for c in parsed.chunks) <= ChunkOptions().max_chars
+    assert "".join(c.body for c in parsed.chunks) == one_line.read_text()  # nothing lost between pieces
+    no_space = write(tmp_path / "blob.txt", "x" * 100_000)
+    assert [len(c.body) for c in parse_file(no_space).chunks] == [8000] * 12 + [4000]
+    corpus = write(tmp_path / "corpus.jsonl", json.dumps({"_id": "big", "text": "lorem ipsum " * 10_000}))
+    chunks = parse_file(corpus).chunks
+    assert len(chunks) > 1 and {c.doc_key for c in chunks} == {"big"}  # still one document
+
+
+def test_embedders_read_at_most_their_window():
+    from kenning.models.embed.base import window
+    from kenning.models.embed.minilm import MiniLMEmbedder
+
+    text = "alpha   beta\n\ngamma " * 200_000  # 4 MB
+    cut = window(text, 1000)
+    assert len(cut) == 1000 and cut.startswith("alpha beta gamma alpha")
+    huge, head = MiniLMEmbedder().embed([text, text[: 101 * 256 * 2]])
+    assert float(huge @ head) > 0.9999  # the model reads the same first 256 tokens either way

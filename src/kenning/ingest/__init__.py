@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .beir import parse_beir
-from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource
+from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
 from .jsonl import JSONL_SUFFIXES, sniff_jsonl
 from .markdown import parse_markdown
@@ -93,7 +93,9 @@ def parse_file(
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
     if kind == "pdf":
-        return parse_pdf(data, doc_key, display, options)
+        parsed = parse_pdf(data, doc_key, display, options)
+        parsed.chunks = bounded(parsed.chunks, options.max_chars)
+        return parsed
 
     text, warnings = decode_text(data, display)
     if path.suffix.lower() in JSONL_SUFFIXES:
@@ -118,4 +120,5 @@ def parse_file(
     else:
         parsed = parse_text(text, doc_key, display, options)
     parsed.warnings[:0] = warnings
+    parsed.chunks = bounded(parsed.chunks, options.max_chars)
     return parsed

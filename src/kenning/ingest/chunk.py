@@ -17,12 +17,14 @@ class IngestError(Exception):
 
 @dataclass
 class ChunkOptions:
-    """How long text is cut into overlapping windows (counted in words)."""
+    """How long text is cut into overlapping windows (counted in words), and the most characters any
+    chunk of any format may hold (a 50 MB file with no newline must not become one chunk)."""
 
     window_words: int = 400
     overlap_words: int = 60
     message_window: int = 8
     message_stride: int = 4
+    max_chars: int = 8000
 
 
 @dataclass
@@ -71,6 +73,41 @@ class ParsedSource:
     kind: str
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
+
+
+def bounded(chunks: list[Chunk], max_chars: int) -> list[Chunk]:
+    """Every chunk at most `max_chars` long: a longer one is cut into pieces at a line break, else at
+    a space, else where it must be, each keeping its title, metadata and the lines it covers."""
+    out: list[Chunk] = []
+    for chunk in chunks:
+        if len(chunk.body) <= max_chars:
+            out.append(chunk)
+            continue
+        text, start = chunk.body, 0
+        while start < len(text):
+            end = min(len(text), start + max_chars)
+            if end < len(text):
+                floor = start + max_chars // 2  # never cut a piece to less than half the cap
+                cut = max(text.rfind("\n", floor, end), text.rfind(" ", floor, end))
+                end = cut + 1 if cut > 0 else end
+            piece = text[start:end]
+            first = chunk.start_line + text.count("\n", 0, start) if chunk.start_line is not None else None
+            last = first + piece.rstrip("\n").count("\n") if first is not None else None
+            if piece.strip():
+                out.append(
+                    Chunk(
+                        chunk.title,
+                        piece,
+                        chunk.doc_key,
+                        first,
+                        last,
+                        chunk.page,
+                        chunk.time,
+                        dict(chunk.meta),
+                    )
+                )
+            start = end
+    return out
 
 
 def split_lines_into_windows(

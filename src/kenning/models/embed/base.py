@@ -44,8 +44,18 @@ class Embedder(Protocol):
         ...
 
 
-def check_inputs(backend: str, texts: list[str], kind: str) -> list[str]:
-    """Validate the arguments of `embed` the same way for every backend."""
+def window(text: str, max_chars: int) -> str:
+    """The part of a text a model with this window can read: whitespace runs collapsed (tokenizers
+    split on whitespace anyway), then at most `max_chars` characters. A 50 MB chunk is never handed to
+    a tokenizer whole."""
+    if len(text) <= max_chars:
+        return text
+    return " ".join(text[: 4 * max_chars].split())[:max_chars]
+
+
+def check_inputs(backend: str, texts: list[str], kind: str, max_chars: int | None = None) -> list[str]:
+    """Validate the arguments of `embed` the same way for every backend, and cut each text to the
+    model's window (`max_chars`; see `window`)."""
     if kind not in KINDS:
         raise EmbedderError(f"{backend} embedder: kind must be 'document' or 'query', not {kind!r}")
     if isinstance(texts, str):
@@ -54,7 +64,7 @@ def check_inputs(backend: str, texts: list[str], kind: str) -> list[str]:
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise EmbedderError(f"{backend} embedder: texts[{i}] is {type(text).__name__}, not str")
-    return texts
+    return [window(t, max_chars) for t in texts] if max_chars else texts
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

@@ -26,6 +26,9 @@ import numpy as np
 
 from .base import EmbedderError, check_inputs, l2_normalise, make_fingerprint
 
+# What is sent per text: under an 8,192-token window (OpenAI's) for any script, since a token covers
+# at least about one character, and the same as the largest chunk kenning makes.
+HTTP_MAX_CHARS = 8000
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 OLLAMA_DEFAULT_BASE = "http://localhost:11434"
 BATCH_SIZE = 64
@@ -146,7 +149,7 @@ class HttpEmbedder:
 
     def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
         # kind is accepted and checked, but no prefix is added: the API embeds the text as given
-        texts = check_inputs(self.backend, texts, kind)
+        texts = check_inputs(self.backend, texts, kind, max_chars=HTTP_MAX_CHARS)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         blocks = []

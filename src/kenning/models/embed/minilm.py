@@ -201,7 +201,9 @@ class MiniLMEmbedder:
 
     # -- embedding -----------------------------------------------------------------------------
     def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
-        texts = check_inputs(self.backend, texts, kind)  # no query/document prefixes for this model
+        # no query/document prefixes for this model; a WordPiece token covers at most 100 characters
+        # (a longer word is one [UNK]), so the first MAX_TOKENS tokens lie in the first 101 x MAX_TOKENS
+        texts = check_inputs(self.backend, texts, kind, max_chars=101 * self.max_tokens)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out

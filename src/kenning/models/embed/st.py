@@ -180,7 +180,7 @@ class SentenceTransformerEmbedder:
         return self._model
 
     def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
-        texts = check_inputs(self.backend, texts, kind)
+        texts = check_inputs(self.backend, texts, kind, max_chars=101 * 512)  # any BERT-sized window
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
