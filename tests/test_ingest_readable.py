@@ -1,0 +1,179 @@
+"""Every format read as text a person would read: each test builds a real file of its kind."""
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from test_ingest_formats import make_pdf
+
+from kenning.ingest import IngestError, detect_kind, parse_file
+
+
+def write(tmp_path: Path, name: str, data: str | bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+def titles(parsed) -> list[str]:
+    return [c.title for c in parsed.chunks]
+
+
+def test_markdown_setext_headings_tables_and_clean_titles(tmp_path):
+    text = (
+        "Guide\n=====\n\nIntro text.\n\nInstall\n-------\n\n"
+        "| step | command |\n|------|---------|\n| 1 | pip install kenning |\n\n"
+        "```bash\n# not a heading\necho hi\n```\n\n"
+        "## \x1b[31mRed\x1b[0m \x07alert *title*\n\nbody\n"
+    )
+    parsed = parse_file(write(tmp_path, "guide.md", text))
+    assert titles(parsed) == ["Guide", "Guide > Install", "Guide > Red alert title"]  # both level 2
+    assert "pip install kenning" in parsed.chunks[1].body and "# not a heading" in parsed.chunks[1].body
+    assert parsed.chunks[0].start_line == 1 and parsed.chunks[1].start_line == 6
+
+
+def test_yaml_front_matter_becomes_fields_and_filters(tmp_path):
+    text = (
+        "---\ntitle: Release plan\ndate: 2026-02-03\ntags:\n  - launch\n  - q1\n"
+        "owner: {name: Ana, team: core}\ndraft: true\n---\nWe ship in March.\n"
+    )
+    parsed = parse_file(write(tmp_path, "plan.md", text))
+    chunk = parsed.chunks[0]
+    assert chunk.title == "Release plan" and chunk.time is not None
+    assert chunk.meta["front_matter"] == {
+        "title": "Release plan",
+        "date": "2026-02-03",
+        "tags": ["launch", "q1"],
+        "owner": {"name": "Ana", "team": "core"},
+        "draft": "true",
+    }
+    bad = parse_file(write(tmp_path, "bad.md", "---\ntitle: [unclosed\n---\nbody\n"))
+    assert bad.chunks[0].body == "body" and "not valid YAML" in bad.warnings[0]
+
+
+def test_pdf_encrypted_and_broken_are_named(tmp_path):
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    writer.append(PdfReader(io.BytesIO(make_pdf([["secret plans"]]))))
+    writer.encrypt("hunter2")
+    buf = io.BytesIO()
+    writer.write(buf)
+    with pytest.raises(IngestError, match=r"^vault/locked\.pdf: encrypted PDF"):
+        parse_file(write(tmp_path, "locked.pdf", buf.getvalue()), display_name="vault/locked.pdf")
+    with pytest.raises(IngestError, match=r"^broken\.pdf: malformed PDF"):
+        parse_file(write(tmp_path, "broken.pdf", b"%PDF-1.7\ngarbage"), display_name="broken.pdf")
+    pages = parse_file(write(tmp_path, "ok.pdf", make_pdf([["first page"], ["second page"]])))
+    assert [c.page for c in pages.chunks] == [1, 2] and pages.chunks[1].body == "second page"
+
+
+def test_html_is_its_visible_text_under_its_headings(tmp_path):
+    html = """<!doctype html>
+<html><head><title>Ops &amp; runbooks</title>
+<style>body { color: red }</style>
+<script>var secret = "do not index";</script></head>
+<body>
+<p>Start here &mdash; read everything.</p>
+<h1>Deploys</h1>
+<p>Deploy with <b>make ship</b>.</p>
+<h2>Rollback</h2>
+<ul><li>Run <code>make undo</code></li><li>Tell the team</li></ul>
+<noscript>enable scripts</noscript>
+</body></html>
+"""
+    path = write(tmp_path, "ops.html", html)
+    assert detect_kind(path, html.encode()) == "html"
+    parsed = parse_file(path)
+    assert titles(parsed) == ["Ops & runbooks", "Deploys", "Deploys > Rollback"]
+    assert [c.body for c in parsed.chunks] == [
+        "Start here — read everything.",
+        "Deploy with make ship.",
+        "Run make undo\nTell the team",
+    ]
+    assert [(c.start_line, c.end_line) for c in parsed.chunks] == [(1, 6), (7, 8), (9, 13)]
+    everything = " ".join(c.body for c in parsed.chunks)
+    assert "secret" not in everything and "color" not in everything and "<" not in everything
+
+
+def test_notebooks_are_their_markdown_and_code_cells(tmp_path):
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# Analysis\n", "\n", "Load the data."]},
+            {
+                "cell_type": "code",
+                "source": "import pandas as pd\ndf = pd.read_csv('x.csv')",
+                "outputs": [{"text": "HUGE OUTPUT"}],
+            },  # fmt: skip
+            {"cell_type": "markdown", "source": "## Results\nThe mean is 4."},
+            {"cell_type": "code", "source": ["df.mean()"]},
+        ],
+        "metadata": {"language_info": {"name": "python"}},
+    }
+    parsed = parse_file(write(tmp_path, "study.ipynb", json.dumps(notebook)))
+    assert parsed.kind == "notebook" and titles(parsed) == ["Analysis", "Analysis > Results"]
+    assert "pd.read_csv" in parsed.chunks[0].body and "df.mean()" in parsed.chunks[1].body
+    assert "HUGE OUTPUT" not in parsed.chunks[0].body and parsed.chunks[0].meta["language"] == "python"
+    with pytest.raises(IngestError, match="not a notebook"):
+        parse_file(write(tmp_path, "broken.ipynb", "{not json"))
+
+
+def make_docx(
+    paragraphs: list[tuple[str | None, str]], table: list[list[str]] | None = None, title: str = ""
+) -> bytes:
+    """A minimal .docx: (style or None, text) paragraphs, an optional table, a core title."""
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+    def para(style, text):
+        ppr = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+        return f"<w:p>{ppr}<w:r><w:t>{text}</w:t></w:r></w:p>"
+
+    body = "".join(para(s, t) for s, t in paragraphs)
+    if table:
+        rows = "".join(
+            "<w:tr>" + "".join(f"<w:tc>{para(None, c)}</w:tc>" for c in row) + "</w:tr>" for row in table
+        )
+        body += f"<w:tbl>{rows}</w:tbl>"
+    document = f'<?xml version="1.0"?><w:document xmlns:w="{w}"><w:body>{body}</w:body></w:document>'
+    core = (
+        '<?xml version="1.0"?><cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
+        f'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title>'
+        "</cp:coreProperties>"
+    )
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("word/document.xml", document)
+        z.writestr("docProps/core.xml", core)
+    return buf.getvalue()
+
+
+def test_docx_paragraphs_with_heading_styles_as_sections(tmp_path):
+    data = make_docx(
+        [
+            (None, "Summary before any heading."),
+            ("Heading1", "Budget"),
+            (None, "We spend less."),
+            ("Heading2", "Travel"),
+            (None, "Trains, not planes."),
+        ],  # fmt: skip
+        table=[["item", "cost"], ["tickets", "120"]],
+        title="Plan 2026",
+    )
+    path = write(tmp_path, "plan.docx", data)
+    assert detect_kind(path, data[:8192]) == "docx"
+    parsed = parse_file(path)
+    assert titles(parsed) == ["Plan 2026", "Budget", "Budget > Travel"]
+    assert parsed.chunks[2].body == "Trains, not planes.\nitem | cost\ntickets | 120"
+    with pytest.raises(IngestError, match=r"not a readable \.docx"):
+        parse_file(write(tmp_path, "fake.docx", b"PK\x03\x04 not really a zip"))
+
+
+def test_utf16_text_with_a_bom_is_text(tmp_path):
+    text = "Grüße aus Köln\nzweite Zeile\n"
+    for name, data in [("le.txt", text.encode("utf-16")), ("be.txt", b"\xfe\xff" + text.encode("utf-16-be"))]:
+        path = write(tmp_path, name, data)
+        assert detect_kind(path, data[:8192]) == "text"
+        parsed = parse_file(path)
+        assert parsed.chunks[0].body == "Grüße aus Köln\nzweite Zeile" and parsed.warnings == []
