@@ -56,11 +56,13 @@ def test_heading_paths_and_line_ranges(tmp_path: Path):
         ("The Count of Monte Cristo > Chapter 25. The Unknown", 5, 13),
         ("The Count of Monte Cristo > Chapter 26. The Pont du Gard Inn", 14, 23),
         ("The Count of Monte Cristo > Chapter 26. The Pont du Gard Inn > The Diamond", 24, 27),
+        ("Appendix > Skipped level", 30, 30),
     ]
-    # "# The Count..." and "# Appendix" have empty bodies and are skipped; "#### Skipped level"
-    # has no body either, so nothing of the appendix is emitted.
+    # "# The Count..." and "# Appendix" have empty bodies but subsections, so they are no chunks of
+    # their own; "#### Skipped level" has neither body nor subsections: it is kept as its heading line.
     lines = BOOK.splitlines()
-    for chunk in parsed.chunks:
+    assert parsed.chunks[-1].body == lines[29]
+    for chunk in parsed.chunks[:-1]:
         assert chunk.doc_key == str(path.resolve())
         # The body is the raw lines after the heading line, up to the section's last line.
         first_body = chunk.start_line if chunk.title == "monte-cristo" else chunk.start_line + 1

@@ -177,3 +177,96 @@ def test_utf16_text_with_a_bom_is_text(tmp_path):
         assert detect_kind(path, data[:8192]) == "text"
         parsed = parse_file(path)
         assert parsed.chunks[0].body == "Grüße aus Köln\nzweite Zeile" and parsed.warnings == []
+
+
+def test_an_unsorted_chat_export_stays_many_hits(tmp_path):
+    import random
+
+    from kenning import Index
+
+    rng = random.Random(7)
+    lines = [
+        {"id": f"m{i}", "from": "ana" if i % 2 else "bo", "channel": "ops",
+         "ts": 1_700_000_000 + 60 * i, "content": f"deploy step {i} of the rollout"}
+        for i in range(60)
+    ]  # fmt: skip
+    rng.shuffle(lines)  # an export in no particular order
+    log = write(tmp_path, "export.jsonl", "\n".join(json.dumps(x) for x in lines))
+    parsed = parse_file(log)
+    assert parsed.kind == "messages" and len(parsed.chunks) == 14
+    first = parsed.chunks[0]
+    assert first.title == "ops" and first.body.startswith(
+        "bo: deploy step 0 of the rollout\nana: deploy step 1"
+    )
+    assert first.start_line != 1 or first.end_line - first.start_line > 7  # lines are all over the file
+    ix = Index(tmp_path / "ix")
+    ix.add([log])
+    hits = ix.search("deploy rollout", limit=10, mode="lexical").hits
+    assert len(hits) >= 7  # windows overlap by half: dedup by message ids keeps every other one
+    ix.close()
+
+
+def test_repeated_identical_messages_read_as_one(tmp_path):
+    rows = [
+        {"text": "ok", "timestamp": f"2026-01-01T10:00:0{i}Z", "sender": "ana", "thread": "t"}
+        for i in range(5)
+    ]
+    rows.append(
+        {"text": "the server is back", "timestamp": "2026-01-01T10:01:00Z", "sender": "bo", "thread": "t"}
+    )
+    parsed = parse_file(write(tmp_path, "spam.jsonl", "\n".join(json.dumps(r) for r in rows)))
+    assert parsed.chunks[0].body == "ana: ok (×5)\nbo: the server is back"
+    assert parsed.chunks[0].meta["message_ids"] == ["1", "2", "3", "4", "5", "6"]
+
+
+def test_a_folder_of_everything_indexes_with_a_clean_summary(tmp_path, capsys):
+    from pypdf import PdfReader, PdfWriter
+
+    from kenning.surfaces.cli import main
+
+    root = tmp_path / "home"
+    root.mkdir()
+    write(root, "notes.md", "Notes\n=====\n\nThe launch is on Friday.\n")
+    write(root, "page.html", "<h1>Runbook</h1><p>Restart the launch service.</p><script>x()</script>")
+    write(root, "study.ipynb", json.dumps({"cells": [{"cell_type": "markdown", "source": "# Launch study"}]}))
+    write(root, "plan.docx", make_docx([("Heading1", "Launch"), (None, "Budget approved.")]))
+    write(root, "paper.pdf", make_pdf([["launch physics"]]))
+    writer = PdfWriter()
+    writer.append(PdfReader(io.BytesIO(make_pdf([["locked"]]))))
+    writer.encrypt("pw")
+    locked = io.BytesIO()
+    writer.write(locked)
+    write(root, "locked.pdf", locked.getvalue())
+    write(root, "app.py", "class Launcher:\n    def launch(self):\n        return 'go'\n")
+    write(
+        root,
+        "chat.jsonl",
+        json.dumps({"text": "launch at noon", "timestamp": 1_700_000_000, "sender": "ana"}),
+    )
+    write(root, "legacy.txt", "launch checklist\n".encode("utf-16"))
+    write(root, "photo.jpg", b"\xff\xd8\xff\xe0binary")
+    write(root, ".env", "TOKEN=abc\n")
+    write(root, ".gitignore", "scratch/\n")
+    (root / "scratch").mkdir()
+    write(root / "scratch", "tmp.md", "launch scratch\n")
+    (root / "passwd").symlink_to(write(tmp_path, "passwd", "root:x:0:0\n"))
+    code = main(["index", str(root), "--index", str(tmp_path / "ix"), "--no-embed", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in out + err
+    assert out.startswith(
+        "indexed 8 file(s), 0 unchanged, 1 skipped (1 link outside the indexed folders), 1 failed"
+    )
+    assert "locked.pdf: encrypted PDF" in err
+    code = main(["search", "launch", "--index", str(tmp_path / "ix"), "--json", "-n", "20"])
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    kinds = {Path(h["path"]).suffix for h in hits}
+    assert kinds >= {".md", ".html", ".ipynb", ".docx", ".pdf", ".py", ".jsonl", ".txt"}
+
+
+def test_a_heading_with_nothing_under_it_stays_findable(tmp_path):
+    parsed = parse_file(write(tmp_path, "todo.md", "# Inbox\n## Call the plumber\n# Done\ntext\n# Someday\n"))
+    assert [(c.title, c.body) for c in parsed.chunks] == [
+        ("Inbox > Call the plumber", "## Call the plumber"),
+        ("Done", "text"),
+        ("Someday", "# Someday"),
+    ]

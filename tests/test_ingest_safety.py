@@ -158,3 +158,20 @@ def test_embedders_read_at_most_their_window():
     assert len(cut) == 1000 and cut.startswith("alpha beta gamma alpha")
     huge, head = MiniLMEmbedder().embed([text, text[: 101 * 256 * 2]])
     assert float(huge @ head) > 0.9999  # the model reads the same first 256 tokens either way
+
+
+def test_an_index_kept_inside_the_folder_it_indexes_is_not_read_back(tmp_path, capsys):
+    (tmp_path / "notes.md").write_text("# Launch\nFriday.\n")
+    tool_cache = tmp_path / "build"
+    tool_cache.mkdir()
+    (tool_cache / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (tool_cache / "generated.md").write_text("# Launch\ngenerated copy\n")
+    index_dir = tmp_path / "ix"
+    for _ in range(2):  # the second run walks over the index written (with its WAL) by the first
+        assert main(["index", str(tmp_path), "--index", str(index_dir), "--no-embed", "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].startswith("indexed 0 file(s), 1 unchanged, 0 skipped, 0 failed")
+    assert (index_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    ix = Index(index_dir)
+    assert [Path(h.path).name for h in ix.search("launch", mode="lexical").hits] == ["notes.md"]
+    ix.close()

@@ -131,13 +131,14 @@ def test_dedup_edge_cases():
         [Candidate(1, 2.0, "x", message_ids=["1"]), Candidate(2, 1.0, "y", message_ids=["1"])]
     )
     assert ids(kept) == [1, 2]
-    # both known: the larger share decides (lines 100% though messages only 0%)
+    # both known: messages decide (an unsorted log's window spans lines from all over the file)
     both = [
-        Candidate(1, 2.0, "a", lines=(1, 8), message_ids=msgs(1, 8)),
-        Candidate(2, 1.0, "a", lines=(3, 6), message_ids=msgs(20, 23)),
+        Candidate(1, 2.0, "a", lines=(1, 80), message_ids=msgs(1, 8)),
+        Candidate(2, 1.0, "a", lines=(3, 60), message_ids=msgs(20, 23)),
+        Candidate(3, 0.5, "a", lines=(90, 95), message_ids=msgs(5, 8)),
     ]
-    _, dropped = dedup_overlap(both)
-    assert last(dropped[0])["basis"] == "lines"
+    kept, dropped = dedup_overlap(both)
+    assert ids(kept) == [1, 2] and last(dropped[0])["basis"] == "messages"
     # input order is kept (dedup may follow MMR)
     kept, _ = dedup_overlap([Candidate(1, 0.1, "a"), Candidate(2, 9.0, "b")])
     assert ids(kept) == [1, 2]

@@ -10,6 +10,22 @@ import json
 from collections.abc import Iterable
 
 JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
+
+# The field names a message log may use, first match wins (exports from chat tools differ).
+MESSAGE_FIELDS = {
+    "text": ("text", "content", "message", "body"),
+    "timestamp": ("timestamp", "time", "ts", "date", "created_at", "sent_at"),
+    "sender": ("sender", "from", "author", "user", "role", "name"),
+    "conversation": ("conversation", "thread", "channel", "chat", "room"),
+    "id": ("id", "message_id", "msg_id", "uuid"),
+}
+
+
+def first_field(obj: dict, names: tuple[str, ...]) -> str | None:
+    """The first of `names` that the object has (with a value that is not null)."""
+    return next((n for n in names if obj.get(n) is not None), None)
+
+
 MAX_LINE_WARNINGS = 20  # beyond this a broken file would drown the user; the rest are counted
 
 
@@ -24,10 +40,10 @@ def sniff_jsonl(lines: Iterable[str]) -> str | None:
             continue
         if not isinstance(obj, dict):
             continue
-        if "text" in obj and "timestamp" in obj:
-            return "messages"
         if "_id" in obj and "text" in obj:
             return "beir"
+        if first_field(obj, MESSAGE_FIELDS["text"]) and first_field(obj, MESSAGE_FIELDS["timestamp"]):
+            return "messages"
         return None
     return None
 

@@ -11,6 +11,7 @@ the first heading, and its `date` is the document time.
 
 from __future__ import annotations
 
+import copy
 import re
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -46,7 +47,8 @@ def parse_markdown(text: str, doc_key: str, display: str, options: ChunkOptions)
     heading_line: int | None = None  # 0-based index of the current section's heading
     body_first = body_start  # 0-based index of the current section's first body line
 
-    def close(end: int) -> None:
+    def close(end: int, next_level: int) -> None:
+        before = len(chunks)
         chunks.extend(
             windowed_chunks(
                 lines[body_first:end],
@@ -59,15 +61,29 @@ def parse_markdown(text: str, doc_key: str, display: str, options: ChunkOptions)
                 meta=meta,
             )
         )
+        if len(chunks) == before and heading_line is not None and stack and next_level <= stack[-1][0]:
+            # A heading with nothing under it and no subsections ("# TODO") is still something the
+            # author wrote: it stays findable as a chunk of its own heading lines.
+            chunks.append(
+                Chunk(
+                    title=section_title,
+                    body="\n".join(lines[heading_line:body_first]),
+                    doc_key=doc_key,
+                    start_line=heading_line + 1,
+                    end_line=body_first,
+                    time=time,
+                    meta=copy.deepcopy(meta),
+                )
+            )
 
     for level, heading, start, end in _headings("\n".join(lines[body_start:]), body_start):
-        close(start)
+        close(start, level)
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, heading))
         section_title = " > ".join(h for _, h in stack if h) or fallback_title
         heading_line, body_first = start, end
-    close(len(lines))
+    close(len(lines), 0)
     return ParsedSource(kind="markdown", chunks=chunks, warnings=warnings)
 
 

@@ -1,8 +1,16 @@
-"""Message logs (.jsonl/.ndjson with `text` and `timestamp`): overlapping windows of a conversation.
+"""Message logs (.jsonl/.ndjson, one message per line): overlapping windows of a conversation.
 
 A single chat message is usually too short to rank well and loses its context; a window of
 consecutive messages from one conversation reads like a passage. Windows overlap (stride < window)
-so an exchange cut at a window edge is still whole in the neighbouring window.
+so an exchange cut at a window edge is still whole in the neighbouring window. Messages are ordered
+by time whatever the file's order, and a run of identical messages from one sender ("ok", "ok",
+"ok") reads as one, marked with how many it stands for.
+
+Accepted fields (kenning.ingest.jsonl.MESSAGE_FIELDS; the first present wins): the text (`text`,
+`content`, `message`, `body`) and the time (`timestamp`, `time`, `ts`, `date`, `created_at`,
+`sent_at`: ISO 8601, or epoch seconds or milliseconds) are required; the sender (`sender`, `from`,
+`author`, `user`, `role`, `name`), the conversation (`conversation`, `thread`, `channel`, `chat`,
+`room`) and an id (`id`, `message_id`, `msg_id`, `uuid`; else the line number) are optional.
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .chunk import Chunk, ChunkOptions, ParsedSource
-from .jsonl import LineWarnings, load_object
+from .jsonl import MESSAGE_FIELDS, LineWarnings, first_field, load_object
 from .source import iso_utc, parse_timestamp
 
 
@@ -22,6 +30,8 @@ class Message:
     sender: str
     text: str
     id: str
+    ids: list[str] | None = None  # every message a collapsed run stands for
+    repeats: int = 1
 
 
 def parse_messages(lines: list[str], doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
@@ -46,6 +56,7 @@ def parse_messages(lines: list[str], doc_key: str, display: str, options: ChunkO
     chunks: list[Chunk] = []
     for name, messages in conversations.items():
         messages.sort(key=lambda m: (m.time, m.line_no))
+        messages = _collapse_repeats(messages)
         for start in range(0, len(messages), stride):
             window = messages[start : start + size]
             chunks.append(_window_chunk(name, window, doc_key))
@@ -54,18 +65,37 @@ def parse_messages(lines: list[str], doc_key: str, display: str, options: ChunkO
     return ParsedSource(kind="messages", chunks=chunks, warnings=warnings.as_list())
 
 
+def _collapse_repeats(messages: list[Message]) -> list[Message]:
+    """Consecutive identical messages from one sender read as one."""
+    out: list[Message] = []
+    for m in messages:
+        last = out[-1] if out else None
+        if last is not None and last.sender == m.sender and last.text == m.text:
+            last.repeats += 1
+            last.ids = [*(last.ids or [last.id]), m.id]
+            continue
+        out.append(m)
+    return out
+
+
+def _field(obj: dict, name: str):
+    key = first_field(obj, MESSAGE_FIELDS[name])
+    return obj.get(key) if key is not None else None
+
+
 def _message(obj: dict, line_no: int) -> tuple[Message | None, str | None]:
-    text = obj.get("text")
+    text = _field(obj, "text")
     if text is None:
-        return None, "missing text"
-    if "timestamp" not in obj:
-        return None, "missing timestamp"
-    time = parse_timestamp(obj["timestamp"])
+        return None, "missing text (" + ", ".join(MESSAGE_FIELDS["text"]) + ")"
+    stamp = _field(obj, "timestamp")
+    if stamp is None:
+        return None, "missing timestamp (" + ", ".join(MESSAGE_FIELDS["timestamp"]) + ")"
+    time = parse_timestamp(stamp)
     if time is None:
-        return None, f"unparseable timestamp {obj['timestamp']!r}"
-    sender = _label(obj.get("sender"))
-    conversation = _label(obj.get("conversation")) or sender or "messages"
-    raw_id = obj.get("id")
+        return None, f"unparseable timestamp {stamp!r}"
+    sender = _label(_field(obj, "sender"))
+    conversation = _label(_field(obj, "conversation")) or sender or "messages"
+    raw_id = _field(obj, "id")
     message_id = str(raw_id) if raw_id is not None and raw_id != "" else str(line_no)
     return Message(line_no, time, conversation, sender, _label(text), message_id), None
 
@@ -83,14 +113,17 @@ def _window_chunk(conversation: str, window: list[Message], doc_key: str) -> Chu
             senders.append(m.sender or "unknown")
     return Chunk(
         title=conversation,
-        body="\n".join(f"{m.sender or 'unknown'}: {m.text}" for m in window),
+        body="\n".join(
+            f"{m.sender or 'unknown'}: {m.text}" + (f" (×{m.repeats})" if m.repeats > 1 else "")
+            for m in window
+        ),
         doc_key=doc_key,
         start_line=min(m.line_no for m in window),
         end_line=max(m.line_no for m in window),
         time=window[-1].time,
         meta={
             "conversation": conversation,
-            "message_ids": [m.id for m in window],
+            "message_ids": [i for m in window for i in (m.ids or [m.id])],
             "senders": senders,
             "time_start": iso_utc(window[0].time),
             "time_end": iso_utc(window[-1].time),

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import pathspec
 
+from kenning.cachedir import is_tagged_cache
+
 IGNORE_FILES = (".gitignore", ".ignore", ".kenningignore")
 
 # Directories that hold tooling state, dependencies or build output rather than the user's writing.
@@ -112,7 +114,7 @@ BINARY_EXTENSIONS = frozenset(
         # databases, serialized data and model weights
         ".db", ".sqlite", ".sqlite3", ".mdb", ".parquet", ".feather", ".arrow", ".avro", ".npy",
         ".npz", ".pkl", ".pickle", ".h5", ".hdf5", ".onnx", ".pt", ".pth", ".ckpt", ".safetensors",
-        ".gguf",
+        ".gguf", ".db-wal", ".db-shm", ".sqlite-wal", ".sqlite-shm",
     }
 )  # fmt: skip
 
@@ -314,7 +316,7 @@ class _Walk:
                 return Found(path, skip=f"link to {real}, outside the folders being indexed")
             path = real
         if is_dir:
-            if _default_excluded_dir(entry.name) or rules.ignores(rel, True):
+            if _default_excluded_dir(entry.name) or rules.ignores(rel, True) or is_tagged_cache(path):
                 return None
             if self.exclude and _matches(self.exclude, rel, entry.name):
                 return None

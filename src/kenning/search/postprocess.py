@@ -114,9 +114,11 @@ def dedup_overlap(cands: list[Candidate], threshold: float = 0.5) -> StageResult
     """Walk the list in order (best first) and drop each candidate whose content is already shown.
 
     Coverage is the share of a candidate's message ids already in kept candidates of the same
-    document, or the share of its line range (inclusive) already covered by kept ranges of the same
-    document; when both are known, the larger share counts. A candidate with coverage >= threshold is
-    dropped; the first candidate is always kept, and so is one with neither messages nor lines.
+    document; for chunks without message ids, the share of its line range (inclusive) already covered
+    by kept ranges of the same document. Messages decide when they are known: a window of a log
+    sorted by time can span lines from all over an unsorted file, so its line range says nothing.
+    A candidate with coverage >= threshold is dropped; the first candidate is always kept, and so is
+    one with neither messages nor lines.
     Message ids are compared within a document, so logs that number their messages 1, 2, 3 do not
     collide.
     """
@@ -132,7 +134,7 @@ def dedup_overlap(cands: list[Candidate], threshold: float = 0.5) -> StageResult
             ids = list(dict.fromkeys(c.message_ids))
             hits = [seen_messages[(c.doc_key, m)] for m in ids if (c.doc_key, m) in seen_messages]
             shares.append((len(hits) / len(ids), "messages", sorted(set(hits)), len(hits), len(ids)))
-        if c.lines is not None:
+        elif c.lines is not None:
             span = _span(c.lines)
             covered, by = _covered_lines(span, kept_spans[c.doc_key])
             total = span[1] - span[0] + 1

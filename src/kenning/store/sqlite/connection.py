@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyroaring import BitMap
 
+from kenning.cachedir import tag_as_cache
 from kenning.store.records import Snapshot, StorageError
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
@@ -80,6 +81,7 @@ class SqliteConnection:
                 Path(f"{db_path}{suffix}").unlink(missing_ok=True)
             self._connect(db_path)
             version = None
+        tag_as_cache(self.directory)
         if version is None:
             self._create()
         elif version < SCHEMA_VERSION:
