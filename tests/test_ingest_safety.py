@@ -120,8 +120,9 @@ def test_secrets_and_outside_links_never_reach_the_index(tmp_path, capsys):
     passwd = write(tmp_path / "etc" / "passwd", "root:x:0:0:root:/root:/bin/bash\n")
     (home / "pw").symlink_to(passwd)
     ix = str(tmp_path / "ix")
-    code, out, _ = run(capsys, "index", home, "--index", ix, "-q", "--no-embed", "--hidden")
+    code, out, err = run(capsys, "index", home, "--index", ix, "-q", "--no-embed", "--hidden")
     assert code == 0 and "3 skipped" not in out and "4 skipped" in out
+    assert "skipped: " in err and "id_ed25519: holds credentials (--include-secrets" in err  # by name
     assert "holds credentials" in out and "link outside the indexed folders" in out
     with Index(ix) as index:
         assert docs(index) == {"notes.md"}

@@ -362,14 +362,20 @@ def cmd_index(args) -> int:
                 f"  failed: {error}" if error.startswith(path) else f"  failed: {path}: {error}",
                 file=sys.stderr,
             )
-        for warning in report.warnings[:20]:
-            print(f"  warning: {warning}", file=sys.stderr)
-        if len(report.warnings) > 20:
-            print(f"  ... {len(report.warnings) - 20} more warnings (see --json)", file=sys.stderr)
+        _print_capped("skipped", [f"{path}: {why}" for path, why in report.skipped])
+        _print_capped("warning", report.warnings)
     if report.missing:
         print(f"kenning: error: cannot read {', '.join(report.missing)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_capped(label: str, lines: list[str], cap: int = 20) -> None:
+    """Name what happened to each file on stderr, the first `cap` of them (--json has them all)."""
+    for line in lines[:cap]:
+        print(f"  {label}: {line}", file=sys.stderr)
+    if len(lines) > cap:
+        print(f"  ... {len(lines) - cap} more ({label}; see --json)", file=sys.stderr)
 
 
 def _print_funnel(funnel) -> None:
