@@ -20,6 +20,8 @@ from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
 from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter, recorded_embedder
 from kenning.ingest.walk import path_key
+from kenning.models.embed.base import EmbedderError
+from kenning.models.endpoints import REMOTE_BACKENDS, EndpointError, not_configured, user_endpoint
 from kenning.models.rerankers import make_reranker
 from kenning.query.filters import Filters, resolve
 from kenning.query.parser import ParsedQuery
@@ -129,14 +131,30 @@ class Index:
         return recorded_embedder(self.store)
 
     def embedder(self, spec: str | None = None):
-        """An embedder: `spec` if given, else the one this index records, else the default (minilm)."""
-        recorded = self.embedding_model()
-        wanted = spec or (recorded or {}).get("spec") or "minilm"
+        """An embedder: `spec` if given, else the model this index records, else the default (minilm).
+
+        A remote model the index records is reached only where the user says (kenning.models.endpoints):
+        the index names the model, never the address, so it cannot send your key anywhere. Raises
+        EndpointError when the user has not said where that model is served.
+        """
+        wanted = spec or self._recorded_spec()
         if wanted not in self._embedders:
             from kenning.models.embed import make_embedder  # loads model code only when vectors are used
 
             self._embedders[wanted] = make_embedder(wanted)
         return self._embedders[wanted]
+
+    def _recorded_spec(self) -> str:
+        recorded = self.embedding_model()
+        if recorded is None:
+            return "minilm"
+        backend = recorded["backend"]
+        if backend in REMOTE_BACKENDS:
+            url = user_endpoint(backend)
+            if url is None:
+                raise EndpointError(not_configured(backend, recorded["model"]))
+            return f"{backend}:{recorded['model']}@{url}"
+        return recorded.get("spec") or backend
 
     def _attach_vectors(self, ctx: SearchContext, mode: str, spec: str | None) -> str | None:
         """Give the search its dense view and query embedder; a notice when there are no vectors."""
@@ -147,8 +165,14 @@ class Index:
                     "this index has no vectors: run `kenning embed` (or index without --no-embed)"
                 )
             return "this index has no vectors yet (run `kenning embed`): searched lexically"
-        embedder = self.embedder(spec)
-        if embedder.fingerprint() != recorded["fingerprint"]:
+        try:
+            embedder = self.embedder(spec)
+            fingerprint = embedder.fingerprint()  # a remote model may be asked for its dimension here
+        except (EndpointError, EmbedderError) as exc:
+            if mode == "dense":
+                raise
+            return f"{exc}: searched lexically"
+        if fingerprint != recorded["fingerprint"]:
             raise StorageError(
                 f"this index's vectors come from {recorded['model']} "
                 f"({recorded['backend']}, {recorded['dim']}-d); "

