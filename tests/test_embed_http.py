@@ -94,7 +94,8 @@ class FakeServer:
         return self
 
     def __exit__(self, *exc):
-        self.httpd.shutdown()
+        if self.thread.is_alive():
+            self.httpd.shutdown()
         self.httpd.server_close()
 
 

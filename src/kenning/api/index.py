@@ -113,7 +113,14 @@ class Index:
             notice = self._attach_vectors(ctx, mode, request.embedder) if mode != "lexical" else None
             if notice:
                 mode = "lexical"
-            response = run_search(ctx, request, mode)
+            try:
+                response = run_search(ctx, request, mode)
+            except EmbedderError as exc:  # the embedding server is down or too slow: answer lexically
+                if mode == "dense":
+                    raise
+                ctx.dense = ctx.embed_query = ctx.substring = None
+                response = run_search(ctx, request, "lexical")
+                notice = f"the query could not be embedded ({exc}): searched lexically"
             if notice:
                 response.notices.append(notice)
             return response
@@ -167,16 +174,28 @@ class Index:
             return "this index has no vectors yet (run `kenning embed`): searched lexically"
         try:
             embedder = self.embedder(spec)
-            fingerprint = embedder.fingerprint()  # a remote model may be asked for its dimension here
-        except (EndpointError, EmbedderError) as exc:
+            if not embedder.dim and spec is None:
+                embedder.dim = recorded["dim"]  # a remote model's dimension, known without asking it
+            fingerprint = embedder.fingerprint()
+        except EndpointError as exc:
             if mode == "dense":
                 raise
             return f"{exc}: searched lexically"
+        except EmbedderError as exc:
+            if mode == "dense":
+                raise
+            return f"the query could not be embedded ({exc}): searched lexically"
         if fingerprint != recorded["fingerprint"]:
             raise StorageError(
                 f"this index's vectors come from {recorded['model']} "
                 f"({recorded['backend']}, {recorded['dim']}-d); "
                 f"a query embedded with {embedder.model} ({embedder.backend}) cannot be compared with them"
+                + (
+                    "; a remote model's vectors belong to the server address that made them: reach it "
+                    "there, or re-embed with `kenning embed --replace`"
+                    if recorded["backend"] in REMOTE_BACKENDS
+                    else ""
+                )
             )
         view = ctx.view
         ctx.dense = self.caches.view(

@@ -62,3 +62,4 @@ class QueryState:
     dropped: list[dict] = field(default_factory=list)  # post
     hits: list[Hit] = field(default_factory=list)  # present
     pool: int = 0  # how many ranked candidates the later stages need (kenning.search.refine.pool_for)
+    notices: list[str] = field(default_factory=list)  # any stage: what the user should know (a fault met)

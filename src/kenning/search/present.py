@@ -50,6 +50,7 @@ def respond(ctx: SearchContext, state: QueryState) -> SearchResponse:
     response.notices = list(parsed.notices) + [
         f"searched for {c['to']!r} instead of {c['from']!r}" for c in plan.corrections
     ]
+    response.notices += state.notices
     if response.relaxed:
         response.notices.append(relaxation.notice())
     if request.detail == "full" and ctx.speller is not None:

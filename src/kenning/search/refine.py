@@ -5,6 +5,7 @@ adjustments, and `--explain` shows them."""
 
 from __future__ import annotations
 
+from kenning.models.rerankers import RerankError
 from kenning.query.plan import semantic_text
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.postprocess import Candidate, describe, run_stages
@@ -90,7 +91,11 @@ def rerank_stage(ctx: SearchContext, state: QueryState) -> None:
     reranker, kept = ctx.reranker, state.kept  # post-processing never skips when a reranker follows
     rows = ctx.store.chunks_by_ids([c.id for c in kept])
     texts = {cid: f"{row.title}\n{row.body}" if row.title else row.body for cid, row in rows.items()}
-    reranked = rerank(kept, semantic_text(state.parsed, state.plan), texts, reranker, state.request.limit)
+    try:
+        reranked = rerank(kept, semantic_text(state.parsed, state.plan), texts, reranker, state.request.limit)
+    except RerankError as exc:  # a reranker that is down or broken costs the reordering, not the answer
+        state.notices.append(f"{exc}: results are in fused order, not reranked")
+        reranked = kept[: state.request.limit]
     state.funnel.channels["rerank"] = {"reranker": reranker.name, "pool": len(kept)}
     state.ranked = [(c.id, c.score) for c in reranked]
     state.adjustments = {c.id: c.adjustments for c in reranked}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -26,6 +27,9 @@ from kenning.api.settings import (
 )
 from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
 from kenning.indexing.writer import display_path
+from kenning.ingest.chunk import IngestError
+from kenning.models.embed.base import EmbedderError
+from kenning.models.rerankers import RerankError
 from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
 from kenning.search.fusion import FUSIONS, INT_KNOBS, FusionParams, fusion_knobs
 from kenning.search.postprocess import PostprocessOptions, describe
@@ -711,17 +715,26 @@ def _query_words_last(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     return ["search", *options, "--", *words] if words else ["search", *options]
 
 
+# Faults the user can act on: each message names the file, the setting or the server; never a traceback.
+USER_ERRORS = (StorageError, DatasetError, ConfigError, ValueError, EmbedderError, RerankError, IngestError)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_query_words_last(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         return COMMANDS[args.command](args)
-    except (StorageError, DatasetError, ConfigError, ValueError) as exc:
+    except USER_ERRORS as exc:
         print(f"kenning: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kenning: interrupted; the index keeps its last committed state", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader stopped early (`kenning search q | head -1`): nothing went wrong, so say nothing;
+        # stdout goes to /dev/null so the interpreter's final flush cannot complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@
 
 Texts go in batches (default 64 per request). The dimension is learnt from the first answer and then
 checked on every later one. Every failure (HTTP error status, refused connection, timeout, a body that
-is not JSON or has the wrong shape) raises EmbedderError naming the backend and the URL.
+is not JSON or has the wrong shape) raises EmbedderError naming the backend and the URL. A refused or
+dropped connection, HTTP 429 or 5xx is retried with backoff (ATTEMPTS in all) within the timeout, which
+is TIMEOUT for documents (KENNING_EMBED_TIMEOUT) and at most QUERY_TIMEOUT for a query.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import http.client
 import json
 import os
 import socket
+import time
 import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
@@ -32,7 +35,11 @@ HTTP_MAX_CHARS = 8000
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 OLLAMA_DEFAULT_BASE = "http://localhost:11434"
 BATCH_SIZE = 64
-TIMEOUT = 60.0
+TIMEOUT = 60.0  # seconds for a batch, retries included; KENNING_EMBED_TIMEOUT changes it
+QUERY_TIMEOUT = 10.0  # a search waits at most this for its query vector, then answers lexically
+ATTEMPTS = 3
+BACKOFF = 0.25  # seconds before the second attempt, doubled before each later one
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 KEY_ENV = "KENNING_EMBED_API_KEY"
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
@@ -50,7 +57,7 @@ class HttpEmbedder:
         base_url: str,
         *,
         batch_size: int = BATCH_SIZE,
-        timeout: float = TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         if not model:
             raise EmbedderError(f"{self.backend} embedder: no model name given")
@@ -70,7 +77,7 @@ class HttpEmbedder:
         self.host = parts.netloc.lower()
         self.dim = 0
         self.batch_size = max(1, int(batch_size))
-        self.timeout = float(timeout)
+        self.timeout = _default_timeout() if timeout is None else float(timeout)
         self._opener = urllib.request.build_opener()  # proxies from the environment, read once here
 
     # -- identity ------------------------------------------------------------------------------
@@ -105,7 +112,23 @@ class HttpEmbedder:
                 return value
         return None
 
-    def _post(self, payload: dict):
+    def _post(self, payload: dict, budget: float | None = None):
+        """POST with retries: a refused connection, a dropped one, HTTP 429 or 5xx is tried again
+        after 0.25 s, then 0.5 s, ..., ATTEMPTS times in all, all within `budget` seconds (the timeout)."""
+        budget = self.timeout if budget is None else budget
+        deadline = time.monotonic() + budget
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return self._post_once(payload, max(0.05, deadline - time.monotonic()), budget)
+            except _Transient as exc:
+                wait = BACKOFF * 2 ** (attempt - 1)
+                if attempt == ATTEMPTS or time.monotonic() + wait >= deadline:
+                    tries = f" (tried {attempt} time{'s' if attempt > 1 else ''})"
+                    raise EmbedderError(f"{exc}{tries}") from None
+                time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _post_once(self, payload: dict, timeout: float, budget: float):
         body = json.dumps(payload).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = self._api_key()
@@ -114,7 +137,7 @@ class HttpEmbedder:
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         where = f"{self.backend} embedder: POST {self.url}"
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             detail = _error_detail(exc)
@@ -127,24 +150,25 @@ class HttpEmbedder:
                 )
             elif exc.code == 404:
                 hint = f" (is {self.model!r} a model this server has, and is the base URL right?)"
-            raise EmbedderError(f"{where} returned HTTP {exc.code} {exc.reason}{hint}: {detail}") from None
+            error = _Transient if exc.code in RETRY_STATUSES else EmbedderError
+            raise error(f"{where} returned HTTP {exc.code} {exc.reason}{hint}: {detail}") from None
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, ConnectionRefusedError):
-                raise EmbedderError(f"{where}: connection refused (is the server running?)") from None
+                raise _Transient(f"{where}: connection refused (is the server running?)") from None
             if isinstance(reason, TimeoutError | socket.timeout):
-                raise EmbedderError(f"{where}: no answer within {self.timeout:g} s") from None
-            raise EmbedderError(f"{where}: cannot connect ({reason})") from None
+                raise _Transient(f"{where}: no answer within {budget:g} s") from None
+            raise _Transient(f"{where}: cannot connect ({reason})") from None
         except TimeoutError:
-            raise EmbedderError(f"{where}: no answer within {self.timeout:g} s") from None
+            raise _Transient(f"{where}: no answer within {budget:g} s") from None
         except (OSError, http.client.HTTPException) as exc:
-            raise EmbedderError(f"{where}: connection failed ({type(exc).__name__}: {exc})") from None
+            raise _Transient(f"{where}: connection failed ({type(exc).__name__}: {exc})") from None
         try:
             return json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EmbedderError(f"{where}: the answer is not valid JSON ({exc}): {_snippet(raw)}") from None
 
-    def _embed_batch(self, texts: list[str]) -> list:
+    def _embed_batch(self, texts: list[str], budget: float) -> list:
         raise NotImplementedError
 
     def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
@@ -152,10 +176,11 @@ class HttpEmbedder:
         texts = check_inputs(self.backend, texts, kind, max_chars=HTTP_MAX_CHARS)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        budget = min(self.timeout, QUERY_TIMEOUT) if kind == "query" else self.timeout
         blocks = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
-            vectors = self._embed_batch(batch)
+            vectors = self._embed_batch(batch, budget)
             blocks.append(self._to_matrix(vectors, len(batch)))
         return l2_normalise(np.concatenate(blocks, axis=0))
 
@@ -192,8 +217,8 @@ class OpenAIEmbedder(HttpEmbedder):
     def __init__(self, model: str, base_url: str | None = None, **kwargs) -> None:
         super().__init__(model, base_url or OPENAI_DEFAULT_BASE, **kwargs)
 
-    def _embed_batch(self, texts: list[str]) -> list:
-        answer = self._post({"model": self.model, "input": texts, "encoding_format": "float"})
+    def _embed_batch(self, texts: list[str], budget: float) -> list:
+        answer = self._post({"model": self.model, "input": texts, "encoding_format": "float"}, budget)
         where = f"{self.backend} embedder: POST {self.url}"
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
@@ -224,8 +249,8 @@ class OllamaEmbedder(HttpEmbedder):
     def __init__(self, model: str, base_url: str | None = None, **kwargs) -> None:
         super().__init__(model, base_url or OLLAMA_DEFAULT_BASE, **kwargs)
 
-    def _embed_batch(self, texts: list[str]) -> list:
-        answer = self._post({"model": self.model, "input": texts, "truncate": True})
+    def _embed_batch(self, texts: list[str], budget: float) -> list:
+        answer = self._post({"model": self.model, "input": texts, "truncate": True}, budget)
         where = f"{self.backend} embedder: POST {self.url}"
         vectors = answer.get("embeddings") if isinstance(answer, dict) else None
         if not isinstance(vectors, list):
@@ -265,3 +290,20 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
         if error is not None:
             return _snippet(error)
     return _snippet(body)
+
+
+def _default_timeout() -> float:
+    raw = os.environ.get("KENNING_EMBED_TIMEOUT", "").strip()
+    if not raw:
+        return TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value < 86400):
+        raise EmbedderError(f"KENNING_EMBED_TIMEOUT must be a number of seconds above 0, not {raw!r}")
+    return value
+
+
+class _Transient(EmbedderError):
+    """A failure worth trying again: the server is down, busy, or dropped the connection."""
