@@ -96,7 +96,7 @@ def test_errors_are_clear(tmp_path, capsys):
     code, _, err = run(capsys, "search", "x", "--index", str(tmp_path / "none"))
     assert code == 2 and "no kenning index" in err
     code, _, err = run(capsys, "search", "x", "--index", str(tmp_path / "none"), "--b", "3")
-    assert code == 2 and "b must be between 0 and 1" in err
+    assert code == 2 and "b must be a number in [0, 1], got 3.0" in err
     code, _, err = run(capsys, "eval", str(tmp_path))
     assert code == 2 and "corpus.jsonl" in err
 

@@ -2,12 +2,15 @@
 read-only and full disks, a second writer."""
 
 import json
+import math
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_embed_http import PROXY_VARS, FakeServer
 
 from kenning import Index
@@ -118,3 +121,85 @@ def test_output_closed_early_exits_quietly(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and err == ""
+
+
+@pytest.fixture
+def lexical_index(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Launch\n\nthe launch is on Friday\n")
+    assert main(["index", str(docs), "--index", str(tmp_path / "ix"), "--no-embed", "-q"]) == 0
+    return tmp_path / "ix"
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--k1", "nan"], "k1 must be a number in [0, 100], got nan"),
+        (["--k1", "inf"], "k1 must be a number in [0, 100], got inf"),
+        (["--k1", "1e300"], "k1 must be a number in [0, 100]"),
+        (["--b=-0.1"], "b must be a number in [0, 1]"),
+        (["--title-weight", "nan"], "title_weight must be a number"),
+        (["--delta=-inf"], "delta must be a number"),
+        (["--w-dense", "inf"], "w_dense must be a number in [0, 1000], got inf"),
+        (["--w-lexical=-1"], "w_lexical must be a number in [0, 1000]"),
+        (["--depth", "0"], "depth must be a whole number in [1, 10,000,000]"),
+        (["--depth", "99999999999"], "depth must be a whole number"),
+        (["--rrf-k", "0"], "rrf_k must be a number in (0,"),
+        (["--min-similarity", "nan"], "min_similarity must be a number in [-1, 1]"),
+        (["-n", "0"], "limit must be a whole number in [1, 100000]"),
+        (["-n", "1000000000"], "limit must be a whole number in [1, 100000]"),
+        (["--mmr", "nan"], "MMR lambda must be a number in [0, 1]"),
+        (["--recency", "inf"], "recency lambda must be a number"),
+        (["--diversity", "0"], "diversity penalty must be a number in (0, 1]"),
+        (["--cap", "0"], "per-document cap must be a whole number"),
+        (["--rerank", "bogus"], "unknown reranker spec 'bogus'"),
+        (["--rerank", "openai:"], "give the model name"),
+        (["--embedder", "bogus"], "unknown embedder 'bogus'"),
+        (["--embedder", "openai:m@ftp://x"], "must start with http:// or https://"),
+        (["--since", "yesterday-ish"], "expected a date like 2026-01-31, or an age like 7d"),
+    ],
+)
+def test_bad_settings_are_one_clear_line(lexical_index, capsys, flags, message):
+    code = main(["search", "launch", "--index", str(lexical_index), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+def test_an_age_older_than_the_calendar_means_everything(lexical_index, capsys):
+    for age in ("99999999d", "99999999999999y"):
+        assert main(["search", "launch", "--index", str(lexical_index), "--since", age, "--json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)["hits"]) == 1
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["k1", "b", "delta", "title_weight", "body_weight", "coord_floor", "k3"]),
+        st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**20), 10**20),
+    )
+)
+def test_any_number_for_any_bm25_knob_is_a_ranking_or_a_value_error(knobs):
+    from kenning.signals.lexical import Bm25Params
+
+    try:
+        params = Bm25Params(**knobs)
+    except ValueError as exc:
+        assert str(exc).split(" must be ")[0] in knobs
+        return
+    assert all(math.isfinite(getattr(params, k)) for k in knobs)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["depth", "rrf_k", "alpha", "min_similarity", "feedback_k", "w_dense", "w_lexical"]),
+        st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**20), 10**20),
+    )
+)
+def test_any_number_for_any_fusion_knob_is_accepted_or_a_value_error(knobs):
+    from kenning.search.fusion import FusionParams
+
+    try:
+        FusionParams(**knobs)
+    except ValueError as exc:
+        assert str(exc).split(" must be ")[0] in knobs

@@ -95,6 +95,8 @@ class Index:
         index has vectors and lexical otherwise. See kenning.search.pipeline for the stages.
         """
         request = query if isinstance(query, SearchRequest) else build_request(query, **settings)
+        if request.embedder:
+            self.embedder(request.embedder)  # the user's own spec: a bad one is an error in any mode
         with self.store.reading():
             view = self.lexical.view()
             ctx = SearchContext(

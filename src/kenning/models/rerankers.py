@@ -55,8 +55,9 @@ class Reranker(Protocol):
         ...
 
 
-def make_reranker(spec: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> Reranker | None:
-    """Build a reranker from a spec string (see the module docstring); None or "none" gives None."""
+def parse_rerank_spec(spec: str | None) -> tuple[str, str] | None:
+    """(kind, the rest) of a reranker spec, None for no reranker; RerankError when it cannot be one.
+    Reads nothing and connects nowhere, so a request can be checked before it runs."""
     if spec is None or spec.strip().lower() in ("", "none", "off"):
         return None
     kind, sep, rest = spec.strip().partition(":")
@@ -66,11 +67,22 @@ def make_reranker(spec: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> Rera
             f"unknown reranker spec {spec!r}: use none, cross-encoder:/local/dir, "
             "openai:MODEL@BASE_URL or ollama:MODEL@BASE_URL"
         )
+    if kind == "cross-encoder" and not rest.strip():
+        raise RerankError("cross-encoder spec needs a directory: cross-encoder:/local/dir")
+    if kind != "cross-encoder":
+        _split_model_url(kind, rest.strip())
+    return kind, rest.strip()
+
+
+def make_reranker(spec: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> Reranker | None:
+    """Build a reranker from a spec string (see the module docstring); None or "none" gives None."""
+    parsed = parse_rerank_spec(spec)
+    if parsed is None:
+        return None
+    kind, rest = parsed
     if kind == "cross-encoder":
-        if not rest.strip():
-            raise RerankError("cross-encoder spec needs a directory: cross-encoder:/local/dir")
-        return load_cross_encoder(Path(rest.strip()).expanduser())
-    model, base_url = _split_model_url(kind, rest.strip())
+        return load_cross_encoder(Path(rest).expanduser())
+    model, base_url = _split_model_url(kind, rest)
     return ChatReranker(kind, model, base_url, timeout=timeout)
 
 

@@ -24,6 +24,9 @@ class FilterError(ValueError):
     """A filter value that cannot be read; the message names the option and the value."""
 
 
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+
+
 def parse_time(value: str, option: str, now: datetime | None = None) -> float:
     """ISO date/datetime (UTC unless it says otherwise), or a relative age like 7d, 12h, 2w, 6m, 1y."""
     text = value.strip()
@@ -31,7 +34,10 @@ def parse_time(value: str, option: str, now: datetime | None = None) -> float:
     if m:
         amount, unit = int(m.group(1)), m.group(2)
         days = {"h": amount / 24, "d": amount, "w": 7 * amount, "m": 30 * amount, "y": 365 * amount}[unit]
-        return ((now or datetime.now(UTC)) - timedelta(days=days)).timestamp()
+        try:
+            return ((now or datetime.now(UTC)) - timedelta(days=days)).timestamp()
+        except OverflowError:  # an age older than the calendar (99999999d): every date is after it
+            return EARLIEST
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:

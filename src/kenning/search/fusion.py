@@ -37,6 +37,7 @@ import numpy as np
 
 from kenning import signals
 from kenning.signals.base import Channel
+from kenning.validate import check_number
 
 FUSIONS = ("rrf", "norm", "blend", "rerank", "zscore")
 FEEDBACK_FUSIONS = ("zscore", "norm", "rrf")  # the fusions a feedback pass follows
@@ -101,19 +102,18 @@ class FusionParams:
     def _check(self) -> None:
         if self.mode not in FUSIONS:
             raise ValueError(f"unknown fusion {self.mode!r}: choose one of {', '.join(FUSIONS)}")
-        if self.depth < 1:
-            raise ValueError(f"depth must be at least 1, got {self.depth}")
-        if self.rrf_k <= 0:
-            raise ValueError(f"rrf_k must be > 0, got {self.rrf_k}")
-        if not -1.0 <= self.min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be between -1 and 1, got {self.min_similarity}")
-        if self.feedback_k < 0 or self.feedback_terms < 0:
-            raise ValueError("feedback_k and feedback_terms must be >= 0")
+        check_number("depth", self.depth, 1, 10_000_000, integer=True)
+        check_number("rrf_k", self.rrf_k, 0, 1_000_000, low_open=True)
+        check_number("min_similarity", self.min_similarity, -1, 1)
+        check_number("feedback_k", self.feedback_k, 0, 1000, integer=True)
+        check_number("feedback_terms", self.feedback_terms, 0, 1000, integer=True)
         named = [("alpha", self.alpha), ("beta", self.beta), ("feedback_beta", self.feedback_beta)]
         named += [("feedback_gamma", self.feedback_gamma), *((f"w_{n}", w) for n, w in self.weights)]
         for name, value in named:
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
+            check_number(name, value, 0, 1000)
+        minimum = {k.name: k.minimum for s in signals.registered().values() for k in getattr(s, "knobs", ())}
+        for name, value in self.knobs:
+            check_number(name, value, -1e9 if minimum.get(name) is None else minimum[name], 1e9)
 
     def weight(self, channel: str) -> float:
         """A signal's weight; one registered after these params were made has its own default."""

@@ -30,6 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kenning.validate import check_number
+
 SECONDS_PER_DAY = 86400.0
 
 
@@ -303,6 +305,21 @@ class PostprocessOptions:
     mmr_k: int | None = None
     dedup_threshold: float | None = 0.5  # ... and overlap dedup runs after it (or alone)
     cap: int | None = None
+
+    def __post_init__(self):
+        """Settings are checked when given, not when a stage first meets them (maybe never)."""
+        checks = [
+            ("recency lambda", self.recency_lambda, 0, 1000, False, False),
+            ("diversity penalty", self.diversity_penalty, 0, 1, False, True),
+            ("diversity free count", self.diversity_free, 0, 100_000, True, False),
+            ("MMR lambda", self.mmr_lambda, 0, 1, False, False),
+            ("MMR pool", self.mmr_k, 1, 100_000, True, False),
+            ("dedup threshold", self.dedup_threshold, 0, 1, False, False),
+            ("per-document cap", self.cap, 1, 100_000, True, False),
+        ]
+        for name, value, low, high, integer, low_open in checks:
+            if value is not None:
+                check_number(name, value, low, high, integer=integer, low_open=low_open)
 
 
 @dataclass

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kenning.models.rerankers import parse_rerank_spec
 from kenning.query.filters import Filters
 from kenning.query.parser import SYNTAXES, ParsedQuery
 from kenning.search.fusion import FusionParams
 from kenning.search.postprocess import PostprocessOptions
 from kenning.signals.lexical import Bm25Params
+from kenning.validate import check_number
 
 MODES = ("auto", "lexical", "dense", "hybrid")  # auto: hybrid when the index has vectors
 DETAILS = ("full", "heads")  # heads: ids, titles and locations only (what eval and benchmarks read)
+
+MAX_LIMIT = 100_000  # results a search may be asked for; more is a mistake, not a need
 
 
 @dataclass(frozen=True)
@@ -34,8 +38,8 @@ class SearchRequest:
     embedder: str | None = None  # the query embedder (must match the index's vectors)
 
     def __post_init__(self):
-        if not isinstance(self.limit, int) or self.limit < 1:
-            raise ValueError(f"limit must be at least 1, got {self.limit}")
+        check_number("limit", self.limit, 1, MAX_LIMIT, integer=True)
+        parse_rerank_spec(self.rerank)  # a bad spec is an error before the search, not after it
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.detail not in DETAILS:

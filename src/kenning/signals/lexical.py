@@ -33,6 +33,7 @@ from pyroaring import BitMap
 from kenning.cache import BoundedCache, IndexCaches
 from kenning.signals.base import Channel
 from kenning.topk import top_k
+from kenning.validate import check_number
 
 VARIANTS = ("classic", "plus", "l")
 
@@ -60,18 +61,13 @@ class Bm25Params:
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown BM25 variant {self.variant!r}: choose one of {', '.join(VARIANTS)}")
-        if self.k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {self.k1}")
-        if not 0 <= self.b <= 1:
-            raise ValueError(f"b must be between 0 and 1, got {self.b}")
-        if self.delta < 0:
-            raise ValueError(f"delta must be >= 0, got {self.delta}")
-        if self.title_weight < 0 or self.body_weight < 0:
-            raise ValueError("field weights must be >= 0")
-        if not 0 <= self.coord_floor <= 1:
-            raise ValueError(f"coord_floor must be between 0 and 1, got {self.coord_floor}")
-        if not 0 <= self.k3 < math.inf:
-            raise ValueError(f"k3 must be a finite number >= 0, got {self.k3}")
+        check_number("k1", self.k1, 0, 100)
+        check_number("b", self.b, 0, 1)
+        check_number("delta", self.delta, 0, 100)
+        check_number("title_weight", self.title_weight, 0, 1000)
+        check_number("body_weight", self.body_weight, 0, 1000)
+        check_number("coord_floor", self.coord_floor, 0, 1)
+        check_number("k3", self.k3, 0, 1000)
 
     def query_weight(self, qtf: int) -> float:
         """How much a term the query says `qtf` times counts (1 for a term said once)."""
