@@ -173,33 +173,28 @@ def test_an_age_older_than_the_calendar_means_everything(lexical_index, capsys):
         assert len(json.loads(capsys.readouterr().out)["hits"]) == 1
 
 
+ANY_NUMBER = st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**20), 10**20)
+BM25_KNOBS = ["k1", "b", "delta", "title_weight", "body_weight", "coord_floor", "k3"]
+FUSION_KNOBS = ["depth", "rrf_k", "alpha", "min_similarity", "feedback_k", "w_dense", "w_lexical"]
+
+
 @given(
-    st.dictionaries(
-        st.sampled_from(["k1", "b", "delta", "title_weight", "body_weight", "coord_floor", "k3"]),
-        st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**20), 10**20),
+    st.sampled_from(["bm25", "fusion"]).flatmap(
+        lambda kind: st.tuples(
+            st.just(kind),
+            st.dictionaries(st.sampled_from(BM25_KNOBS if kind == "bm25" else FUSION_KNOBS), ANY_NUMBER),
+        )
     )
 )
-def test_any_number_for_any_bm25_knob_is_a_ranking_or_a_value_error(knobs):
+def test_any_number_for_any_knob_is_accepted_finite_or_a_value_error_naming_it(case):
+    from kenning.search.fusion import FusionParams
     from kenning.signals.lexical import Bm25Params
 
+    kind, knobs = case
     try:
-        params = Bm25Params(**knobs)
+        params = (Bm25Params if kind == "bm25" else FusionParams)(**knobs)
     except ValueError as exc:
         assert str(exc).split(" must be ")[0] in knobs
         return
-    assert all(math.isfinite(getattr(params, k)) for k in knobs)
-
-
-@given(
-    st.dictionaries(
-        st.sampled_from(["depth", "rrf_k", "alpha", "min_similarity", "feedback_k", "w_dense", "w_lexical"]),
-        st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**20), 10**20),
-    )
-)
-def test_any_number_for_any_fusion_knob_is_accepted_or_a_value_error(knobs):
-    from kenning.search.fusion import FusionParams
-
-    try:
-        FusionParams(**knobs)
-    except ValueError as exc:
-        assert str(exc).split(" must be ")[0] in knobs
+    if kind == "bm25":
+        assert all(math.isfinite(getattr(params, k)) for k in knobs)

@@ -41,7 +41,7 @@ def built(analyzer, chunks):
     builder = SegmentBuilder(analyzer)
     for chunk_id, title, body in chunks:
         builder.add(chunk_id, title, body)
-    return {term: tuple(np.asarray(part).tolist() for part in rest) for term, *rest in builder._rows()}
+    return {term: tuple(np.asarray(part).tolist() for part in rest) for term, *rest in builder.rows()}
 
 
 def test_postings_match_the_reference():

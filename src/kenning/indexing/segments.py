@@ -65,7 +65,7 @@ class SegmentBuilder:
             self.token_field.extend(array("B", [field]) * len(terms))
         return raws
 
-    def _rows(self):
+    def rows(self):
         """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, from the flat token arrays."""
         term = np.frombuffer(self.token_term, dtype=np.uint32)
         if not len(term):
@@ -118,7 +118,7 @@ class SegmentBuilder:
         if not self.doc_ids:
             return None
         seg_id = store.write_segment(
-            np.array(self.doc_ids), np.array(self.title_lens), np.array(self.body_lens), self._rows()
+            np.array(self.doc_ids), np.array(self.title_lens), np.array(self.body_lens), self.rows()
         )
         self._reset()
         return seg_id

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import sqlite3
 import sys
 import time
 from contextlib import contextmanager
@@ -36,6 +38,7 @@ from kenning.search.postprocess import PostprocessOptions, describe
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.store import StorageError
 from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
+from kenning.surfaces.cli_integrity import add_integrity_parsers, cmd_repair, cmd_verify
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -276,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_knobs(p)
     _add_fusion(p)
     add_glossary_parser(sub, _add_common)
+    add_integrity_parsers(sub, _add_common)
     return parser
 
 
@@ -679,6 +683,8 @@ COMMANDS = {
     "eval": cmd_eval,
     "embed": cmd_embed,
     "glossary": cmd_glossary,
+    "verify": lambda args: cmd_verify(args, _progress),
+    "repair": lambda args: cmd_repair(args, _progress),
 }
 
 
@@ -719,13 +725,36 @@ def _query_words_last(parser: argparse.ArgumentParser, argv: list[str]) -> list[
 USER_ERRORS = (StorageError, DatasetError, ConfigError, ValueError, EmbedderError, RerankError, IngestError)
 
 
+class _StderrHandler(logging.Handler):
+    """Writes to whatever sys.stderr is when the message comes (not when the handler was made)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"kenning: {record.getMessage()}", file=sys.stderr)
+
+
+def _log_to_stderr() -> None:
+    """What the library says while it works (a writer waiting for another) goes to stderr, once."""
+    log = logging.getLogger("kenning")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+        log.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _log_to_stderr()
     parser = build_parser()
     args = parser.parse_args(_query_words_last(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         return COMMANDS[args.command](args)
     except USER_ERRORS as exc:
         print(f"kenning: error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        print(
+            f"kenning: error: the index database cannot be read ({exc}); "
+            "`kenning verify` says what is wrong and `kenning repair` rebuilds it",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print("kenning: interrupted; the index keeps its last committed state", file=sys.stderr)

@@ -7,12 +7,14 @@ intact, and WAL mode lets searches in other processes read a consistent snapshot
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from pyroaring import BitMap
 
@@ -27,6 +29,8 @@ from kenning.store.sqlite.schema import (
 )
 
 DB_NAME = "index.db"
+LOG = logging.getLogger("kenning")
+DEFAULT_LOCK_TIMEOUT = 60.0
 BATCH = 500  # ids per `IN (...)` list: well under SQLite's limit on bound parameters
 
 
@@ -34,6 +38,42 @@ def batches(items: Sequence, size: int = BATCH) -> Iterator[Sequence]:
     """Consecutive slices of `items`, each short enough for one `IN (...)` list."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def lock_timeout() -> float:
+    """How long a writer waits for another one: KENNING_LOCK_TIMEOUT seconds, else 60."""
+    raw = os.environ.get("KENNING_LOCK_TIMEOUT", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_LOCK_TIMEOUT
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:
+        raise StorageError(f"KENNING_LOCK_TIMEOUT must be a number of seconds in [0, 86400], not {raw!r}")
+    return value
+
+
+def _why_not_writable(directory: Path, db_path: Path) -> str:
+    probe = directory if not os.access(directory, os.W_OK) else db_path
+    try:
+        if os.statvfs(probe).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        pass
+    return f"no permission to write {probe}"
+
+
+def _connect_read_only(db_path: Path) -> sqlite3.Connection:
+    """A read-only connection. A WAL database normally needs its -shm file, which a read-only folder
+    cannot hold; when it is missing (the last writer closed cleanly) nobody can be writing, so the file
+    is opened as immutable."""
+    uri = f"file:{quote(str(db_path.absolute()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
 
 def marks(n: int) -> str:
@@ -53,6 +93,7 @@ class SqliteConnection:
         """
         self.directory = Path(directory)
         self._in_txn = False
+        self.read_only: str | None = None  # why this index cannot be written, when it cannot
         db_path = self.directory / DB_NAME
         if not db_path.exists():
             if not create:
@@ -60,7 +101,17 @@ class SqliteConnection:
                     f"no kenning index at {self.directory} (run `kenning index PATH` first, "
                     "or choose one with --index / KENNING_INDEX)"
                 )
-            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot create an index in {self.directory}: {exc.strerror or exc}"
+                ) from exc
+        elif db_path.stat().st_size == 0:
+            raise StorageError(
+                f"{db_path} is empty (0 bytes): the index was truncated or never written; "
+                "`kenning repair` rebuilds it from its source files"
+            )
         self._connect(db_path)
         version = self._stored_version()
         if version is not None and version > SCHEMA_VERSION:
@@ -81,6 +132,17 @@ class SqliteConnection:
                 Path(f"{db_path}{suffix}").unlink(missing_ok=True)
             self._connect(db_path)
             version = None
+        if version is None and self._has_other_tables():
+            self.conn.close()
+            raise StorageError(f"{db_path} is an SQLite database but not a kenning index (no meta table)")
+        if self.read_only:
+            if version is None or version < SCHEMA_VERSION:
+                self.conn.close()
+                raise StorageError(
+                    f"index at {self.directory} needs to be {'created' if version is None else 'upgraded'}, "
+                    f"but {self.read_only}"
+                )
+            return
         tag_as_cache(self.directory)
         if version is None:
             self._create()
@@ -88,13 +150,29 @@ class SqliteConnection:
             self._migrate(version)
 
     def _connect(self, db_path: Path) -> None:
+        """Open read-write; where the folder or the file cannot be written (permissions, a read-only
+        file system), open read-only instead, so searching still works and writing says why not."""
+        writable = os.access(self.directory, os.W_OK) and (
+            not db_path.exists() or os.access(db_path, os.W_OK)
+        )
         try:
-            self.conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False, timeout=30)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA busy_timeout=30000")
+            if writable:
+                self.conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.execute("PRAGMA busy_timeout=30000")
+                return
+            self.read_only = (
+                f"{self.directory} cannot be written ({_why_not_writable(self.directory, db_path)})"
+            )
+            self.conn = _connect_read_only(db_path)
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open index database {db_path}: {exc}") from exc
+
+    def _has_other_tables(self) -> bool:
+        return (
+            self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' LIMIT 1").fetchone() is not None
+        )
 
     # ----------------------------------------------------------------------------- schema
     def _stored_version(self) -> int | None:
@@ -161,13 +239,15 @@ class SqliteConnection:
     # ----------------------------------------------------------------------------- transactions
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One atomic commit. On any exception (including KeyboardInterrupt) nothing is written."""
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StorageError(
-                f"index at {self.directory} is locked by another writer ({exc}); try again when it finishes"
-            ) from exc
+        """One atomic commit. On any exception (including KeyboardInterrupt) nothing is written.
+
+        A second writer waits for the first (saying so on the `kenning` logger) for up to
+        KENNING_LOCK_TIMEOUT seconds (default 60), then fails with a message. A full disk rolls the
+        run back: the index stays as its last commit left it.
+        """
+        if self.read_only:
+            raise StorageError(f"cannot write the index: {self.read_only}; searching it still works")
+        self._begin_writing()
         self._in_txn = True
         changes_before = self.conn.total_changes
         try:
@@ -177,11 +257,43 @@ class SqliteConnection:
                 self._set_meta("generation", str(generation))
                 self._set_meta("last_commit", str(time.time()))
             self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+        except BaseException as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                raise StorageError(
+                    f"the disk holding {self.directory} is full ({exc}): this run was rolled back and the "
+                    "index is as its last commit left it; free some space and run again"
+                ) from exc
             raise
         finally:
             self._in_txn = False
+
+    def _begin_writing(self) -> None:
+        self.conn.execute("PRAGMA busy_timeout=0")
+        try:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise StorageError(f"cannot write the index at {self.directory}: {exc}") from exc
+            wait = lock_timeout()
+            LOG.warning(
+                "the index at %s is being written by another process; waiting up to %g s for it",
+                self.directory,
+                wait,
+            )
+            self.conn.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StorageError(
+                    f"the index at {self.directory} is still being written by another process after "
+                    f"{wait:g} s ({exc}); try again when it finishes, or set KENNING_LOCK_TIMEOUT"
+                ) from exc
+        finally:
+            self.conn.execute("PRAGMA busy_timeout=30000")
 
     @contextmanager
     def reading(self) -> Iterator[None]:

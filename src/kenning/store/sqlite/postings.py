@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.records import RawPostings, SegmentData, SegmentPostings, StorageError
 from kenning.store.sqlite.connection import batches, marks
 
@@ -86,22 +87,20 @@ class SqlitePostings:
         ascending and each field's positions concatenated in posting order (tf positions per posting).
         """
         self._require_txn()
+        doc_ids = np.asarray(doc_ids, dtype=np.uint32)
+        title_lens = np.minimum(title_lens, 65535).astype(np.uint16)
+        body_lens = np.minimum(body_lens, 65535).astype(np.uint16)
         cur = self.conn.execute(
             "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens) VALUES (?,?,?,?,?)",
-            (
-                time.time(),
-                len(doc_ids),
-                np.asarray(doc_ids, dtype=np.uint32).tobytes(),
-                np.minimum(title_lens, 65535).astype(np.uint16).tobytes(),
-                np.minimum(body_lens, 65535).astype(np.uint16).tobytes(),
-            ),
+            (time.time(), len(doc_ids), doc_ids.tobytes(), title_lens.tobytes(), body_lens.tobytes()),
         )
         seg_id = int(cur.lastrowid)
-        self.conn.executemany(
-            "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body, pos_title, pos_body)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (
-                (
+        digests: list[tuple[str, bytes]] = []
+
+        def stored_rows():
+            for term, ids, tft, tfb, pt, pb in rows:
+                digests.append((term, posting_digest(term, ids, tft, tfb, pt, pb)))
+                yield (
                     seg_id,
                     term,
                     np.asarray(ids, dtype=np.uint32).tobytes(),
@@ -110,10 +109,19 @@ class SqlitePostings:
                     np.asarray(pt, dtype=np.uint32).tobytes(),
                     np.asarray(pb, dtype=np.uint32).tobytes(),
                 )
-                for term, ids, tft, tfb, pt, pb in rows
-            ),
+
+        self.conn.executemany(
+            "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body, pos_title, pos_body)"
+            " VALUES (?,?,?,?,?,?,?)",
+            stored_rows(),
         )
+        checksum = segment_checksum(doc_ids, title_lens, body_lens, digests)
+        self.conn.execute("UPDATE segments SET checksum=? WHERE id=?", (checksum, seg_id))
         return seg_id
+
+    def segment_checksums(self) -> dict[int, str]:
+        """Each segment's checksum as written at its commit ('' if it was never recorded)."""
+        return dict(self.conn.execute("SELECT id, checksum FROM segments"))
 
     def drop_segments(self, segment_ids: Sequence[int]) -> None:
         self._require_txn()

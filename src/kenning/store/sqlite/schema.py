@@ -5,7 +5,8 @@ Tables:
 - `sources`: one row per indexed file (path, size, mtime, content hash) for incremental re-indexing.
 - `chunks`: the retrievable pieces with their raw text and provenance. Ids are never reused.
 - `segments` + `postings`: immutable inverted-index segments, with per-field term frequencies and
-  token positions. Deleting a chunk only removes it from the `live` bitmap; merges drop dead postings.
+  token positions; each segment carries a checksum of all it holds (kenning.store.checksum).
+  Deleting a chunk only removes it from the `live` bitmap; merges drop dead postings.
 - `embeddings`: one vector per (hash of the embedded text, embedder fingerprint).
 - `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
 - `glossary_groups` + `glossary_terms`: the curated alias groups.
@@ -16,7 +17,11 @@ kenning than this one is refused with a message that says so.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+import numpy as np
+
+from kenning.store.checksum import posting_digest, segment_checksum
+
+SCHEMA_VERSION = 5
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -56,7 +61,8 @@ CREATE TABLE IF NOT EXISTS segments (
     n_docs INTEGER NOT NULL,
     doc_ids BLOB NOT NULL,
     title_lens BLOB NOT NULL,
-    body_lens BLOB NOT NULL
+    body_lens BLOB NOT NULL,
+    checksum TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS embeddings (
     text_hash TEXT NOT NULL,
@@ -113,4 +119,33 @@ def _v3_to_v4(execute) -> None:
             execute(statement)
 
 
-MIGRATIONS = {3: _v3_to_v4}  # from version -> a step to the next version
+def _v4_to_v5(execute) -> None:
+    """Version 5 gives every segment a checksum (kenning.store.checksum), computed here for the
+    segments an older kenning wrote."""
+    if "checksum" not in {row[1] for row in execute("PRAGMA table_info(segments)")}:
+        execute("ALTER TABLE segments ADD COLUMN checksum TEXT NOT NULL DEFAULT ''")
+    segments = execute("SELECT id, doc_ids, title_lens, body_lens FROM segments").fetchall()
+    for seg_id, doc_ids, title_lens, body_lens in segments:
+        rows = execute(
+            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?",
+            (seg_id,),
+        )
+        digests = [
+            (
+                term,
+                posting_digest(
+                    term, *(np.frombuffer(b, dtype=d) for b, d in zip(blobs, _ROW_DTYPES, strict=True))
+                ),
+            )
+            for term, *blobs in rows
+        ]
+        columns = (
+            np.frombuffer(doc_ids, np.uint32),
+            np.frombuffer(title_lens, np.uint16),
+            np.frombuffer(body_lens, np.uint16),
+        )
+        execute("UPDATE segments SET checksum=? WHERE id=?", (segment_checksum(*columns, digests), seg_id))
+
+
+_ROW_DTYPES = (np.uint32, np.uint16, np.uint16, np.uint32, np.uint32)
+MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5}  # from version -> a step to the next version

@@ -1,0 +1,151 @@
+"""`kenning verify` finds damage nobody else would (a flipped byte inside a row), and `kenning repair`
+rebuilds from the files, keeping sound vectors and the glossary, and loses nothing: the damaged index
+stays beside the new one."""
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kenning import Index
+from kenning.store import StorageError
+from kenning.store.sqlite.connection import DB_NAME
+from kenning.store.sqlite.schema import SCHEMA_VERSION
+from kenning.surfaces.cli import main
+
+NOTES = {
+    "keys.md": "# Keys\n\nrotate the signing keys every quarter\n",
+    "backup.md": "# Backups\n\nrestore the nightly backup from cold storage\n",
+    "deploy.md": "# Deploys\n\nroll the deploy back when the canary fails\n",
+}
+
+
+@pytest.fixture
+def built(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in NOTES.items():
+        (docs / name).write_text(text)
+    index = tmp_path / "ix"
+    with Index(index) as ix:
+        ix.add([docs])
+        ix.glossary.add("backup", ["snapshot"])
+    return docs, index
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def flip(path: Path, needle: bytes, offset: int = 0) -> None:
+    """Flip one bit of the first occurrence of `needle` in a file, as a failing disk would."""
+    data = bytearray(path.read_bytes())
+    at = data.find(needle)
+    assert at >= 0, needle
+    data[at + offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_sound_index_verifies(built, capsys):
+    _, index = built
+    code, out, _ = run(capsys, "verify", "--index", index, "--full")
+    assert code == 0 and out.startswith(f"ok: {index} is sound")
+    code, out, _ = run(capsys, "verify", "--index", index, "--json")
+    report = json.loads(out)
+    assert report["ok"] and report["checked"]["chunks"] == 3 and report["checked"]["segments"] >= 1
+
+
+def test_a_flipped_byte_in_a_postings_list_is_found_and_repaired(built, capsys):
+    docs, index = built
+    ids = np.arange(1, 4, dtype=np.uint32).tobytes()  # the segment's chunk ids 1, 2, 3
+    flip(index / DB_NAME, ids, offset=4)
+    assert sqlite3.connect(index / DB_NAME).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    code, out, err = run(capsys, "verify", "--index", index)
+    assert code == 1 and "checksum mismatch" in out and "kenning repair" in err
+    code, out, err = run(capsys, "repair", "--index", index, "--no-embed")
+    assert code == 0 and "3 file(s) indexed again" in out and "2 glossary term(s) kept" in out
+    assert run(capsys, "verify", "--index", index, "--full")[0] == 0
+    aside = [p for p in index.parent.iterdir() if p.name.startswith("ix.damaged-")]
+    assert len(aside) == 1 and (aside[0] / DB_NAME).exists()  # nothing thrown away
+    with Index(index) as ix:
+        assert ix.search("signing keys", mode="lexical").hits[0].path.endswith("keys.md")
+        assert "snapshot" in json.dumps(ix.glossary.groups())
+        assert ix.search("snapshot", mode="lexical").hits[0].path.endswith("backup.md")  # expands
+
+
+def test_a_flipped_byte_in_a_chunks_text_is_found(built, capsys):
+    _, index = built
+    flip(index / DB_NAME, b"rotate the signing keys")
+    code, out, _ = run(capsys, "verify", "--index", index)
+    assert code == 1 and "its text changed after it was written" in out
+
+
+def test_damaged_vectors_are_found_dropped_and_made_again(built, capsys):
+    _, index = built
+    with Index(index) as ix:
+        ix.embed()
+        fingerprint = ix.embedding_model()["fingerprint"]
+    with sqlite3.connect(index / DB_NAME) as conn:
+        text_hash, blob = conn.execute("SELECT text_hash, vector FROM embeddings LIMIT 1").fetchone()
+        broken = np.frombuffer(blob, dtype=np.float32).copy()
+        broken[0] += 0.5
+        conn.execute(
+            "UPDATE embeddings SET vector=? WHERE text_hash=? AND fingerprint=?",
+            (broken.tobytes(), text_hash, fingerprint),
+        )
+        other = conn.execute("SELECT text_hash FROM embeddings WHERE text_hash != ? LIMIT 1", (text_hash,))
+        conn.execute("UPDATE embeddings SET vector=? WHERE text_hash=?", (b"\x00" * 10, other.fetchone()[0]))
+    code, out, _ = run(capsys, "verify", "--index", index)
+    assert code == 1 and "not unit length" in out and "not a list of float32 numbers" in out
+    code, out, _ = run(capsys, "repair", "--index", index, "--json")
+    report = json.loads(out)
+    assert report["vectors_dropped"] == 2 and report["vectors_kept"] == 1 and report["vectors_embedded"] == 2
+    assert run(capsys, "verify", "--index", index)[0] == 0
+
+
+def test_an_empty_or_truncated_database_is_an_error_and_repair_needs_the_folders(built, capsys):
+    docs, index = built
+    db = index / DB_NAME
+    original = db.read_bytes()
+    for damaged in (b"", original[: len(original) // 3]):
+        db.write_bytes(damaged)
+        for wal in index.glob(f"{DB_NAME}-*"):
+            wal.unlink()
+        code, _, err = run(capsys, "search", "keys", "--index", index)
+        assert code == 2 and "Traceback" not in err and err.startswith("kenning: error:")
+        assert db.read_bytes() == damaged  # never replaced by a fresh empty index
+        code, out, err = run(capsys, "verify", "--index", index)
+        assert code in (1, 2) and "Traceback" not in out + err
+    code, _, err = run(capsys, "repair", "--index", index)
+    assert code == 2 and "kenning repair --from PATH" in err
+    code, out, _ = run(capsys, "repair", "--index", index, "--from", docs, "--no-embed")
+    assert code == 0 and "3 file(s) indexed again" in out
+    assert run(capsys, "verify", "--index", index)[0] == 0
+
+
+def test_an_index_from_before_checksums_is_migrated_and_verifies(built, capsys):
+    _, index = built
+    with sqlite3.connect(index / DB_NAME) as conn:
+        conn.execute("ALTER TABLE segments DROP COLUMN checksum")
+        conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    code, out, _ = run(capsys, "verify", "--index", index)
+    assert code == 0, out
+    with sqlite3.connect(index / DB_NAME) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+            SCHEMA_VERSION
+        )
+
+
+def test_a_newer_index_is_refused_by_every_command(built, capsys):
+    _, index = built
+    with sqlite3.connect(index / DB_NAME) as conn:
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    for command in (["search", "keys"], ["verify"], ["status"]):
+        code, _, err = run(capsys, *command, "--index", index)
+        assert code == 2 and "written by a newer kenning" in err
+    with pytest.raises(StorageError, match="newer kenning"):
+        Index(index)
