@@ -149,8 +149,8 @@ def test_index_dir_from_environment_and_get_by_path(tmp_path, notes, capsys, mon
     code, _, _ = run(capsys, "index", str(notes), "-q")
     assert code == 0 and (tmp_path / "env-ix" / "index.db").is_file()
     code, out, _ = run(capsys, "get", str(notes / "auth.md"), "--json")
-    rows = json.loads(out)
-    assert code == 0 and [r["title"] for r in rows] == ["Auth > Tokens"]
+    document = json.loads(out)
+    assert code == 0 and [s["title"] for s in document["sections"]] == ["Auth > Tokens"]
     code, _, err = run(capsys, "get", "no-such-thing")
     assert code == 2 and "nothing indexed under 'no-such-thing'" in err
 

@@ -2,6 +2,7 @@
 flags > environment > file > defaults."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -57,10 +58,28 @@ def test_index_without_paths_uses_collections_and_search_uses_file_defaults(proj
     assert [h["title"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["b.py > def alpha"]
 
 
-def test_environment_index_beats_file(project, monkeypatch, capsys):
+def test_the_index_is_found_like_git_finds_a_repository(project, monkeypatch, capsys, tmp_path_factory):
     monkeypatch.setenv("KENNING_INDEX", str(project / "other"))
-    assert main(["index", "-q"]) == 0
-    assert (project / "other" / "index.db").is_file() and not (project / "idx").exists()
+    assert main(["index", "-q"]) == 0  # inside the project its kenning.toml names the index
+    assert (project / "idx" / "index.db").is_file() and not (project / "other").exists()
+    deep = project / "notes" / "deeper"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)  # from a subfolder: found walking up
+    capsys.readouterr()
+    assert main(["search", "alpha", "--json"]) == 0 and json.loads(capsys.readouterr().out)["hits"]
+    outside = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(outside)  # outside any project: the environment says where
+    assert main(["index", str(project), "-q", "--no-embed"]) == 0
+    assert (project / "other" / "index.db").is_file()
+    monkeypatch.delenv("KENNING_INDEX")
+    (outside / "sub").mkdir()
+    monkeypatch.chdir(outside)
+    assert main(["index", str(project / "code"), "-q", "--no-embed"]) == 0  # creates ./.kenning
+    assert (outside / ".kenning" / "index.db").is_file()
+    monkeypatch.chdir(outside / "sub")
+    capsys.readouterr()
+    assert main(["search", "alpha", "--json"]) == 0  # and finds it from below
+    assert [Path(h["path"]).name for h in json.loads(capsys.readouterr().out)["hits"]] == ["b.py"]
 
 
 def test_bad_config_names_file_and_key(project, capsys):

@@ -15,6 +15,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+from kenning.api.documents import Document, assemble, matching_paths, parse_ref
 from kenning.api.request import build_request
 from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
@@ -40,8 +41,10 @@ SEARCH_MODES = MODES
 
 
 def default_index_dir() -> Path:
-    """--index beats KENNING_INDEX beats ./.kenning."""
-    return Path(os.environ.get("KENNING_INDEX") or DEFAULT_INDEX_DIR)
+    """The index the command line would use here (kenning.api.settings.resolve_index_dir)."""
+    from kenning.api.settings import find_config, load_config, resolve_index_dir
+
+    return resolve_index_dir(None, load_config(find_config()))
 
 
 class Index:
@@ -82,6 +85,29 @@ class Index:
             self.analyzer = writer.analyzer
             self._glossary = None
         return report
+
+    def collections(self) -> dict[str, dict]:
+        """Each collection's files and chunks: {"notes": {"files": 12, "chunks": 80}, ...}."""
+        with self.store.reading():
+            files, chunks = self.store.collections(), self.store.collection_chunks()
+        return {name: {"files": n, "chunks": chunks.get(name, 0)} for name, n in sorted(files.items())}
+
+    def rename_collection(self, old: str, new: str) -> int:
+        """Give a collection another name (its glossary scope follows); returns the files moved."""
+        if not new or not new.strip():
+            raise ValueError("the new collection name must not be empty")
+        if old not in self.collections():
+            raise ValueError(f"no collection {old!r} (kenning collections lists them)")
+        if new in self.collections():
+            raise ValueError(f"a collection {new!r} exists already")
+        with self.store.transaction():
+            return self.store.rename_collection(old, new)
+
+    def remove_collection(self, name: str) -> IndexReport:
+        """Take a collection's files out of the index (the files on disk are not touched)."""
+        if name not in self.collections():
+            raise ValueError(f"no collection {name!r} (kenning collections lists them)")
+        return self.writer().remove_collection(name)
 
     def embed(self, embedder=None, **options) -> EmbedReport:
         """Embed chunks that have no vector yet (see IndexWriter.embed)."""
@@ -252,6 +278,41 @@ class Index:
             row = self.store.chunks_by_ids([int(chunk_ref)]).get(int(chunk_ref))
             return [row] if row else []
 
+    def read(self, ref: str | int) -> Document | None:
+        """A document (or one chunk, or a line range of a document) as it reads, each line once and
+        numbered (kenning.api.documents); None when the index holds nothing under `ref`."""
+        rows, line_range = self.get(ref), None
+        if not rows:
+            doc_ref, line_range = parse_ref(str(ref))
+            if line_range is None:
+                return None
+            rows = self.get(doc_ref)
+        if not rows:
+            return None
+        document = assemble(str(ref), rows, line_range)
+        source = self.store.source_by_path(rows[0].path) if rows[0].path else None
+        document.kind = source.kind if source else None
+        return document
+
+    def read_many(self, refs: str | list[str], max_chars: int = 50_000) -> dict:
+        """Several documents: a glob over the indexed paths (`notes/*.md`) or a list of references,
+        until `max_chars`; what did not fit or was not found is listed, never dropped silently."""
+        if isinstance(refs, str):
+            with self.store.reading():
+                paths = sorted(s.path for s in self.store.sources())
+            refs = matching_paths(paths, refs)
+        documents, left_out, missing, used = [], [], [], 0
+        for ref in refs:
+            document = self.read(ref)
+            if document is None:
+                missing.append(ref)
+            elif used + document.chars > max_chars:  # what does not fit is named, with its size
+                left_out.append({"ref": ref, "chars": document.chars})
+            else:
+                documents.append(document)
+                used += document.chars
+        return {"documents": documents, "left_out": left_out, "not_found": missing, "max_chars": max_chars}
+
     def status(self) -> dict:
         with self.store.reading():
             counts = self.store.counts()
@@ -268,7 +329,7 @@ class Index:
                 "generation": snapshot.generation,
                 "last_commit": snapshot.last_commit,
                 "analyzer": self.analyzer.config.to_dict(),
-                "collections": self.store.collections(),
+                "collections": self.collections(),
                 "embedder": self._vector_status(),
             }
 

@@ -14,8 +14,10 @@
     [glossary]
     scope = "notes"                    # default scope of `kenning glossary add`
 
-Precedence, highest first: command-line flags, then environment (KENNING_INDEX, and KENNING_<KNOB>
-such as KENNING_K1 or KENNING_STRICT), then this file, then kenning's defaults.
+Precedence, highest first: command-line flags, then environment (KENNING_<KNOB> such as KENNING_K1
+or KENNING_STRICT), then this file, then kenning's defaults. The index itself is found as git finds
+a repository (resolve_index_dir): --index, then the nearest `.kenning/` or kenning.toml `index`
+walking up from the current folder, then KENNING_INDEX, then `./.kenning`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kenning.search.fusion import fusion_knobs
 from kenning.signals.lexical import Bm25Params
 
 CONFIG_NAME = "kenning.toml"
+DEFAULT_INDEX_NAME = ".kenning"
 
 
 def search_keys() -> dict[str, str]:
@@ -123,14 +126,23 @@ def load_config(path: Path | None) -> Config:
     return config
 
 
-def resolve_index_dir(flag: str | None, config: Config) -> Path:
+def resolve_index_dir(flag: str | None, config: Config, start: Path | None = None) -> Path:
+    """Which index a command works on, like git finds its repository: --index; else the nearest of
+    a `.kenning/` index or a kenning.toml naming one, walking up from the current folder; else
+    $KENNING_INDEX; else `./.kenning` (where `kenning index` creates one)."""
     if flag:
         return Path(flag)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if config.path is not None and config.path.parent == folder and config.index is not None:
+            return config.index
+        if (folder / DEFAULT_INDEX_NAME / "index.db").is_file():
+            return folder / DEFAULT_INDEX_NAME
     if os.environ.get("KENNING_INDEX"):
         return Path(os.environ["KENNING_INDEX"])
     if config.index is not None:
         return config.index
-    return Path(".kenning")
+    return Path(DEFAULT_INDEX_NAME)
 
 
 def resolve_search(flags: dict, config: Config) -> dict:

@@ -182,19 +182,47 @@ class IndexWriter:
                     builder.flush(self.store)
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
-                builder.flush(self.store)
-                self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
-                if report.chunks_removed:
-                    self.store.drop_orphan_vectors()
-                self.store.set_live(live)
-                merging = merge_plan(self.store, live)
-                if merging:
-                    merge_segments(self.store, live, merging)
-                    report.merged_segments = True
-                self.store.set_meta("n_terms", str(self.store.count_terms()))
+                self._settle(builder, live, vocab, report)
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _settle(self, builder, live: BitMap, vocab, report: IndexReport) -> None:
+        """The end of every write: the last segment, the vocabulary, the live set, merges."""
+        builder.flush(self.store)
+        self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
+        if report.chunks_removed:
+            self.store.drop_orphan_vectors()
+        self.store.set_live(live)
+        merging = merge_plan(self.store, live)
+        if merging:
+            merge_segments(self.store, live, merging)
+            report.merged_segments = True
+        self.store.set_meta("n_terms", str(self.store.count_terms()))
+
+    def remove_collection(self, name: str) -> IndexReport:
+        """Take every file of a collection out of the index (the files themselves are untouched)."""
+        started = time.perf_counter()
+        report = IndexReport()
+        with self.store.transaction():
+            live = self.store.read_snapshot().live
+            vocab = _VocabularyChanges()
+            for source in self.store.sources():
+                if source.collection == name:
+                    self._drop_source(source, live, vocab, report)
+            if report.files_removed:
+                self._settle(SegmentBuilder(self.analyzer), live, vocab, report)
+        report.generation = self.store.generation()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _drop_source(self, source, live: BitMap, vocab, report: IndexReport) -> None:
+        vocab.removed.extend(self.store.chunk_texts([r[0] for r in self.store.chunk_hashes(source.id)]))
+        removed = self.store.delete_source(source.id)
+        for cid in removed:
+            live.discard(cid)
+        report.files_removed += 1
+        report.chunks_removed += len(removed)
 
     def _configure_analyzer(self, force: bool, stem: bool | None) -> None:
         has_data = bool(self.store.counts()["chunks"])
@@ -300,14 +328,7 @@ class IndexWriter:
                 inside = source.path == root_key or source.path.startswith(prefix)
                 kept = any(source.path == u or source.path.startswith(p) for u, p in kept_prefixes)
                 if inside and not kept and source.path not in seen:
-                    vocab.removed.extend(
-                        self.store.chunk_texts([r[0] for r in self.store.chunk_hashes(source.id)])
-                    )
-                    removed = self.store.delete_source(source.id)
-                    for cid in removed:
-                        live.discard(cid)
-                    report.files_removed += 1
-                    report.chunks_removed += len(removed)
+                    self._drop_source(source, live, vocab, report)
 
     def embed(
         self,

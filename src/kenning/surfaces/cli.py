@@ -7,16 +7,15 @@ Every command takes --json (machine output on stdout) and --index DIR (else $KEN
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sqlite3
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 
+from kenning import __version__
 from kenning.api.index import SEARCH_MODES, Index
 from kenning.api.request import build_request, knob_names
 from kenning.api.settings import (
@@ -34,11 +33,13 @@ from kenning.models.embed.base import EmbedderError
 from kenning.models.rerankers import RerankError
 from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
 from kenning.search.fusion import FUSIONS, INT_KNOBS, FusionParams, fusion_knobs
-from kenning.search.postprocess import PostprocessOptions, describe
+from kenning.search.postprocess import PostprocessOptions
 from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.store import StorageError
+from kenning.surfaces.cli_collections import add_collections_parser, cmd_collections
 from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
 from kenning.surfaces.cli_integrity import add_integrity_parsers, cmd_repair, cmd_verify
+from kenning.surfaces.render import FORMATS, Style, json_text, render_documents, render_search
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -184,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kenning", description="Local-first search that explains its ranking."
     )
+    parser.add_argument("--version", action="version", version=f"kenning {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="index files and folders (incremental)")
@@ -235,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="+", help="the query (words may stand unquoted; -word excludes)")
     p.add_argument("-n", "--limit", type=int, default=None, help="number of results (default 10)")
     p.add_argument("--explain", action="store_true", help="show the funnel and every score component")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (default), json (as --json), md, csv, or files (one path per line)",
+    )
     p.add_argument("--strict", action="store_true", default=None, help="every plain word is required (AND)")
     p.add_argument("--spell", action="store_true", help="correct words that no chunk holds, and say so")
     p.add_argument(
@@ -248,8 +256,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fusion(p)
     _add_post(p)
 
-    p = sub.add_parser("get", help="print a whole document (by path or document id), or one chunk: chunk:ID")
+    p = sub.add_parser(
+        "get", help="print a document once, lines numbered: PATH, PATH:START-END, a document id, or chunk:ID"
+    )
     p.add_argument("ref")
+    p.add_argument("--format", choices=("text", "json", "md", "files"), default="text")
+    _add_common(p)
+
+    p = sub.add_parser("multi-get", help="print several documents: a glob over indexed paths, or refs")
+    p.add_argument("refs", nargs="+", metavar="GLOB_OR_REF")
+    p.add_argument("--max-chars", type=int, default=50_000, help="stop adding documents past this size")
+    p.add_argument("--format", choices=("text", "json", "md", "files"), default="text")
     _add_common(p)
 
     p = sub.add_parser("status", help="what the index holds")
@@ -280,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fusion(p)
     add_glossary_parser(sub, _add_common)
     add_integrity_parsers(sub, _add_common)
+    add_collections_parser(sub, _add_common)
     return parser
 
 
@@ -312,7 +330,7 @@ def _open(args, create: bool = False, rebuild_outdated: bool = False) -> Index:
 
 
 def _emit_json(data) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    print(json_text(data))
 
 
 def _index_jobs(args) -> list[tuple[list, list | None, list | None, str]]:
@@ -357,7 +375,10 @@ def cmd_index(args) -> int:
     else:
         if embedded is not None and embedded.total:
             rate = f"{embedded.per_second:.1f} chunks/s"
-            print(f"embedded {embedded.embedded} chunk(s) with {embedded.model} at {rate}")
+            print(
+                f"embedded {embedded.embedded} chunk(s) with {embedded.model} in {embedded.seconds:.1f} s "
+                f"({rate})"
+            )
         reasons = ", ".join(f"{n} {why}" for why, n in report.skip_reasons().items())
         print(
             f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
@@ -384,86 +405,6 @@ def _print_capped(label: str, lines: list[str], cap: int = 20) -> None:
         print(f"  {label}: {line}", file=sys.stderr)
     if len(lines) > cap:
         print(f"  ... {len(lines) - cap} more ({label}; see --json)", file=sys.stderr)
-
-
-def _print_funnel(funnel) -> None:
-    times = ", ".join(f"{k} {v:.2f} ms" for k, v in funnel.timings_ms.items())
-    print(
-        f"funnel: corpus {funnel.corpus} → gathered {funnel.gathered} → filtered {funnel.filtered} → "
-        f"scored {funnel.scored} → returned {funnel.returned}"
-    )
-    for step in funnel.constraints:
-        print(f"  {step['kind']} {step['constraint']}: {step['remaining']} left")
-    for stage in ("fusion", "feedback"):
-        weights = funnel.channels.get(stage, {}).get("weights")
-        if weights:
-            mode = funnel.channels["fusion"]["mode"]
-            print(f"  {stage} ({mode}): " + "; ".join(_weight_note(n, w) for n, w in weights.items()))
-    if "verbatim" in funnel.channels:
-        held = funnel.channels["verbatim"]["chunks"]
-        print(f"  verbatim: {held} chunk(s) hold the query word for word; they come first")
-    print(f"  stages: {times}")
-
-
-def _weight_note(name: str, w: dict) -> str:
-    """One channel's per-query weighting: why it got the say it got."""
-    share = f"{100 * w['share_of_top']:.0f}% of the top score"
-    if w["normalise"] == "zscore":
-        return (
-            f"{name} ×{w['weight']:g}, best {w.get('best_z', 0):.1f} sd above its background "
-            f"(mean {w['background_mean']:.3f}, sd {w['background_std']:.3f}): {share}"
-        )
-    return f"{name} ×{w['weight']:g}, min-max over [{w['min']:.3f}, {w['max']:.3f}]: {share}"
-
-
-def _print_explain(ex: dict) -> None:
-    lex = ex["lexical"]
-    for row in lex["terms"]:
-        t, b = row["title"], row["body"]
-        where = f" [{row['field']} only]" if row["field"] else ""
-        said = f" ×{row['query_weight']:.2f} (said {row['qtf']}×, k3)" if row.get("qtf", 1) > 1 else ""
-        print(
-            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']}){where}{said}"
-            f"  title tf {t['tf']:g} → {t['contribution']:.3f}"
-            f"  body tf {b['tf']:g} → {b['contribution']:.3f}  = {row['contribution']:.3f}"
-        )
-    print(
-        f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} "
-        f"({lex['matched_clauses']}/{lex['clauses']} clauses) = {lex['score']:.4f}"
-    )
-
-
-def _print_plan(response) -> None:
-    plan = response.plan
-    dropped = f" (stopwords dropped: {plan.dropped_stopwords})" if plan.dropped_stopwords else ""
-    print(f"query: {response.query!r} read as: {plan.parsed.describe()}{dropped}")
-    for clause in plan.clauses:
-        need = "required" if clause.required else "soft"
-        items = " | ".join(
-            f"{i.describe()}{' (glossary: ' + i.via + ')' if i.via else ''}" for i in clause.items
-        )
-        print(f"  clause {clause.label!r} [{need}]: {items}")
-    for item in plan.exclusions:
-        print(f"  exclude {item.describe()}")
-
-
-def _evidence_tag(hit) -> str:
-    """A plain word on weak evidence: a hit holding only some query words, or none of them."""
-    evidence = hit.evidence
-    if not evidence or evidence["clauses"] < 1:
-        return ""
-    matched, clauses, cosine = evidence["clauses_matched"], evidence["clauses"], evidence["query_cosine"]
-    relaxed = f"  (relaxed: without {', '.join(hit.relaxed)})" if hit.relaxed else ""
-    if matched == 0:
-        return relaxed + "  (no query word" + (f"; cosine {cosine:.2f})" if cosine is not None else ")")
-    return relaxed + (f"  ({matched} of {clauses} words)" if matched < clauses else "")
-
-
-def _channel_part(name: str, part: dict) -> str:
-    """One channel of a hit for --explain; after feedback, also its score for the query as asked."""
-    asked = part.get("query_cosine", part.get("query_score"))
-    rank = f"rank {part['rank']}" + (f"; as asked {asked:.3f}" if asked is not None else "")
-    return f"{name} {part['score']:.3f} ({rank}) → {part['contribution']:.4f}"
 
 
 def _run_embed(index, args, spec, replace: bool, batch_size: int = 32, limit: int | None = None):
@@ -507,65 +448,34 @@ def cmd_search(args) -> int:
     )
     with _open(args) as index:
         response = index.search(request)
-    if args.json:
-        _emit_json(response.to_dict())
-        return 0
-    for notice in response.notices:
-        print(f"note: {notice}")
-    for s in response.suggestions:
-        print(f"did you mean {s['did_you_mean']!r} for {s['word']!r}? (search again with --spell)")
-    if args.explain:
-        _print_plan(response)
-        _print_funnel(response.funnel)
-    if not response.hits:
-        print(f"no results for {response.query!r}: {response.empty_reason}")
-        return 0
-    for gone in response.dropped if args.explain else []:
-        print(f"  #{gone['id']} {gone['why']}")
-    for rank, hit in enumerate(response.hits, 1):
-        hit.path = display_path(hit.path)
-        print(f"{rank:>2}. {hit.score:8.4f}  {hit.title or '(untitled)'}  [#{hit.id}]{_evidence_tag(hit)}")
-        print(f"     {hit.location()}")
-        if hit.snippet:
-            print(f"     {hit.snippet}")
-        glossary = [r for r in hit.match_reasons if r["via_glossary"]]
-        for reason in glossary:
-            print(
-                f"     matched {reason['matched']} via glossary group {reason['via_glossary']!r} "
-                f"in {', '.join(reason['fields'])}"
-            )
-        if hit.channels and args.explain:
-            parts = ", ".join(_channel_part(name, c) for name, c in hit.channels.items())
-            print(f"     channels: {parts}")
-        for adjustment in hit.adjustments if args.explain else []:
-            print(f"     {describe(adjustment)}")
-        if hit.explain:
-            _print_explain(hit.explain)
+    fmt = "json" if args.json else args.format
+    print(render_search(response, fmt, Style(sys.stdout), args.explain, display_path))
     return 0
 
 
 def cmd_get(args) -> int:
     with _open(args) as index:
-        rows = index.get(args.ref)
-    if not rows:
+        document = index.read(args.ref)
+    if document is None:
         print(
-            f"kenning: error: nothing indexed under {args.ref!r} "
-            "(give a file path, a document id, or chunk:ID for one chunk)",
+            f"kenning: error: nothing indexed under {args.ref!r} (give a file path, a path with lines "
+            "such as notes/a.md:10-20, a document id, or chunk:ID)",
             file=sys.stderr,
         )
         return 2
-    if args.json:
-        _emit_json([asdict(r) for r in rows])
-        return 0
-    for row in rows:
-        where = (
-            f"p.{row.page}"
-            if row.page
-            else (f"lines {row.start_line}-{row.end_line}" if row.start_line else "")
-        )
-        print(f"── #{row.id}  {row.title}  ({display_path(row.path)} {where})")
-        print(row.body)
+    fmt = "json" if args.json else args.format
+    print(render_documents([document], fmt, Style(sys.stdout), display_path))
     return 0
+
+
+def cmd_multi_get(args) -> int:
+    refs = args.refs[0] if len(args.refs) == 1 and any(c in args.refs[0] for c in "*?[") else args.refs
+    with _open(args) as index:
+        found = index.read_many(refs, max_chars=args.max_chars)
+    fmt = "json" if args.json else args.format
+    extra = {k: v for k, v in found.items() if k != "documents"}
+    print(render_documents(found["documents"], fmt, Style(sys.stdout), display_path, extra))
+    return 0 if found["documents"] else 2
 
 
 def cmd_status(args) -> int:
@@ -579,13 +489,25 @@ def cmd_status(args) -> int:
         if status["last_commit"]
         else "never"
     )
-    print(f"index      {status['index']}")
-    print(f"documents  {status['documents']}  (files: {status['sources']})")
-    print(f"chunks     {status['chunks']}  in {status['segments']} segment(s)")
-    print(f"terms      {status['terms']}")
-    print(f"size       {status['size_bytes'] / 1e6:.2f} MB")
-    print(f"committed  {last}  (generation {status['generation']})")
-    print(f"analyzer   stemming {'on' if status['analyzer']['stem'] else 'off'}")
+    print(f"index        {status['index']}")
+    print(f"documents    {status['documents']}  (files: {status['sources']})")
+    print(f"chunks       {status['chunks']}  in {status['segments']} segment(s)")
+    for name, counts in status["collections"].items():
+        print(f"  {name:<10} {counts['files']} file(s), {counts['chunks']} chunks")
+    print(f"terms        {status['terms']}")
+    print(f"size         {status['size_bytes'] / 1e6:.2f} MB")
+    print(f"committed    {last}  (generation {status['generation']})")
+    print(f"analyzer     stemming {'on' if status['analyzer']['stem'] else 'off'}")
+    vectors = status["embedder"]
+    if vectors is None:
+        print("vectors      none: searches are lexical only (`kenning embed` adds them)")
+    else:
+        have, total = vectors["vectors"], vectors["vectors"] + vectors["missing"]
+        share = f"{100 * have / total:.0f}%" if total else "-"
+        model = f"{vectors['model']} ({vectors['backend']}, {vectors['dim']}-d)"
+        print(f"vectors      {model}: {have} of {total} chunks ({share})")
+        if vectors["missing"]:
+            print(f"             {vectors['missing']} chunk(s) have no vector yet: `kenning embed` adds them")
     return 0
 
 
@@ -679,11 +601,13 @@ COMMANDS = {
     "index": cmd_index,
     "search": cmd_search,
     "get": cmd_get,
+    "multi-get": cmd_multi_get,
     "status": cmd_status,
     "eval": cmd_eval,
     "embed": cmd_embed,
     "glossary": cmd_glossary,
     "verify": lambda args: cmd_verify(args, _progress),
+    "collections": lambda args: cmd_collections(args, _open),
     "repair": lambda args: cmd_repair(args, _progress),
 }
 

@@ -78,6 +78,22 @@ class SqliteDocuments:
     def collections(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT collection, COUNT(*) FROM sources GROUP BY collection"))
 
+    def collection_chunks(self) -> dict[str, int]:
+        """Chunks per collection."""
+        return dict(
+            self.conn.execute(
+                "SELECT s.collection, COUNT(c.id) FROM sources s JOIN chunks c ON c.source_id = s.id"
+                " GROUP BY s.collection"
+            )
+        )
+
+    def rename_collection(self, old: str, new: str) -> int:
+        """Files of collection `old` now belong to `new` (glossary groups scoped to it follow)."""
+        self._require_txn()
+        moved = self.conn.execute("UPDATE sources SET collection=? WHERE collection=?", (new, old)).rowcount
+        self.conn.execute("UPDATE glossary_groups SET scope=? WHERE scope=?", (new, old))
+        return moved
+
     # ----------------------------------------------------------------------------- chunks
     def chunk_hashes(self, source_id: int) -> list[tuple[int, str]]:
         return list(

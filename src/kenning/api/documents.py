@@ -1,0 +1,145 @@
+"""Reading indexed documents back: `kenning get`, the MCP `get`/`multi_get` tools and `/api/get`.
+
+A document is shown once, in file order, with its line numbers, even though its chunks overlap
+(long sections are cut into overlapping windows, chat logs into overlapping runs of messages). Only
+what the index holds is shown, never the file on disk, so a reference can never reach outside the
+indexed roots.
+
+References:
+
+    notes/auth.md               a whole document (a path, or a document id such as a BEIR _id)
+    notes/auth.md:120-160       the lines 120 to 160 of it (`:120` for one line)
+    chunk:42  or  #42           one chunk
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+
+from kenning.store import ChunkRow
+
+_RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+
+
+@dataclass
+class Section:
+    """One titled part of a document: its lines as (line number or None, text)."""
+
+    title: str
+    lines: list[tuple[int | None, str]]
+    page: int | None = None
+    chunk_ids: list[int] = field(default_factory=list)
+    message_ids: set = field(default_factory=set, repr=False)  # chat lines already shown
+
+    def to_dict(self) -> dict:
+        return {
+            "title": self.title,
+            "page": self.page,
+            "chunk_ids": self.chunk_ids,
+            "lines": [{"n": n, "text": t} for n, t in self.lines],
+        }
+
+
+@dataclass
+class Document:
+    ref: str
+    path: str
+    sections: list[Section]
+    line_range: tuple[int, int] | None = None
+    time: float | None = None
+    kind: str | None = None
+
+    @property
+    def chars(self) -> int:
+        return sum(len(t) + 1 for s in self.sections for _, t in s.lines)
+
+    def text(self, numbered: bool = True) -> str:
+        """The document as text: each section under its title, lines numbered."""
+        out = []
+        for section in self.sections:
+            where = f" (p.{section.page})" if section.page else ""
+            out.append(f"§ {section.title}{where}" if section.title else "§")
+            for n, line in section.lines:
+                out.append(f"{n:>6}  {line}" if numbered and n is not None else line)
+        return "\n".join(out)
+
+    def to_dict(self) -> dict:
+        return {
+            "ref": self.ref,
+            "path": self.path,
+            "line_range": list(self.line_range) if self.line_range else None,
+            "time": self.time,
+            "sections": [s.to_dict() for s in self.sections],
+        }
+
+
+def parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
+    """(document or chunk reference, line range or None): `a.md:10-20` -> ("a.md", (10, 20))."""
+    match = _RANGE.match(ref.strip())
+    if not match:
+        return ref.strip(), None
+    start = int(match["start"])
+    end = int(match["end"]) if match["end"] else start
+    if end < start:
+        raise ValueError(f"{ref!r}: the line range ends before it starts")
+    return match["doc"], (start, end)
+
+
+def assemble(ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None = None) -> Document:
+    """One Document from a document's chunks (in order), each line once."""
+    sections: list[Section] = []
+    for row in rows:
+        lines = _numbered_lines(row)
+        if line_range is not None:
+            lines = [(n, t) for n, t in lines if n is not None and line_range[0] <= n <= line_range[1]]
+            if not lines:
+                continue
+        current = sections[-1] if sections else None
+        if current is None or current.title != row.title or current.page != row.page:
+            current = Section(row.title, [], row.page)
+            sections.append(current)
+        current.chunk_ids.append(row.id)
+        _merge(current, lines, row)
+    path = rows[0].path or rows[0].doc_key if rows else ref
+    times = [r.time for r in rows if r.time is not None]
+    return Document(ref, path, sections, line_range, max(times) if times else None)
+
+
+def _numbered_lines(row: ChunkRow) -> list[tuple[int | None, str]]:
+    """A chunk's body with the file's line numbers: the body is exact lines ending at end_line."""
+    body = row.body.split("\n")
+    if row.end_line is None:
+        return [(None, line) for line in body]
+    first = row.end_line - len(body) + 1
+    return list(zip(range(first, row.end_line + 1), body, strict=True))
+
+
+def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow) -> None:
+    """Add a chunk's lines to its section, skipping lines an overlapping chunk already gave: by line
+    number, or for chat logs (no line numbers) by message id."""
+    if lines and lines[0][0] is None:
+        ids = row.meta.get("message_ids") if isinstance(row.meta, dict) else None
+        if ids and len(ids) == len(lines):
+            for message_id, line in zip(ids, lines, strict=True):
+                if message_id not in section.message_ids:
+                    section.message_ids.add(message_id)
+                    section.lines.append(line)
+            return
+        section.lines.extend(lines)
+        return
+    have = {n: i for i, (n, _) in enumerate(section.lines)}
+    for n, text in lines:
+        if n not in have:
+            have[n] = len(section.lines)
+            section.lines.append((n, text))
+        elif text and text not in section.lines[have[n]][1]:  # a very long line cut into pieces
+            section.lines[have[n]] = (n, section.lines[have[n]][1] + text)
+    section.lines.sort(key=lambda pair: pair[0])
+
+
+def matching_paths(paths: list[str], pattern: str) -> list[str]:
+    """Indexed paths matched by a glob, against the whole path or its end (`notes/*.md`)."""
+    pattern = pattern.strip()
+    return [p for p in paths if fnmatch(p, pattern) or fnmatch(p, f"*/{pattern}") or p == pattern]

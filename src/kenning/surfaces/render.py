@@ -1,0 +1,280 @@
+"""How results look: search hits and documents as text, JSON, Markdown, CSV, or a list of files.
+
+Text is for people: on a terminal, matches are bold, headings coloured and paths are OSC-8 links
+(clickable in most terminals); piped or with NO_COLOR set it is plain text with no markup left in
+it. JSON is the same document every surface returns (`SearchResponse.to_dict`)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+from kenning.search.postprocess import describe
+
+FORMATS = ("text", "json", "md", "csv", "files")
+_MARK = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
+
+
+class Style:
+    """What the output stream can show: colour and links only on a terminal that wants them."""
+
+    def __init__(self, stream):
+        tty = hasattr(stream, "isatty") and stream.isatty()
+        self.rich = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+    def sgr(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.rich and text else text
+
+    def marks(self, snippet: str) -> str:
+        """A snippet's **matches**: bold on a terminal, plain text anywhere else."""
+        return _MARK.sub(lambda m: self.sgr(m.group(1), "1;33") if self.rich else m.group(1), snippet)
+
+    def link(self, text: str, path: str, line: int | None = None) -> str:
+        if not self.rich or not path.startswith("/"):
+            return text
+        target = Path(path).as_uri() + (f"#L{line}" if line else "")
+        return f"\x1b]8;;{target}\x1b\\{text}\x1b]8;;\x1b\\"
+
+
+def json_text(data) -> str:
+    """Strict JSON (no NaN): what every --json prints."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+
+
+def date_of(epoch: float | None) -> str:
+    return time.strftime("%Y-%m-%d", time.localtime(epoch)) if epoch else ""
+
+
+# ------------------------------------------------------------------------------------------ search hits
+def render_search(response, fmt: str, style: Style, explain: bool = False, shown_path=lambda p: p) -> str:
+    if fmt == "json":
+        return json_text(response.to_dict())
+    if fmt == "files":
+        return "\n".join(dict.fromkeys(shown_path(h.path) for h in response.hits))
+    if fmt == "csv":
+        return _csv(response, shown_path)
+    if fmt == "md":
+        return _markdown(response, shown_path)
+    return _text(response, style, explain, shown_path)
+
+
+def _csv(response, shown_path) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "rank",
+            "score",
+            "confidence",
+            "matched",
+            "id",
+            "path",
+            "start_line",
+            "end_line",
+            "page",
+            "title",
+            "date",
+        ]
+    )
+    for rank, hit in enumerate(response.hits, 1):
+        ev = hit.evidence or {}
+        writer.writerow(
+            [
+                rank,
+                f"{hit.score:.4f}",
+                f"{hit.confidence:.2f}" if getattr(hit, "confidence", None) is not None else "",
+                f"{ev.get('clauses_matched', '')}/{ev.get('clauses', '')}" if ev else "",
+                hit.id,
+                shown_path(hit.path),
+                hit.start_line or "",
+                hit.end_line or "",
+                hit.page or "",
+                hit.title,
+                date_of(hit.time),
+            ]
+        )
+    return out.getvalue().rstrip("\n")
+
+
+def _markdown(response, shown_path) -> str:
+    if not response.hits:
+        return f"No results for *{response.query}*: {response.empty_reason}"
+    lines = [f"Results for *{response.query}*", ""]
+    for rank, hit in enumerate(response.hits, 1):
+        where = _location(hit, shown_path)
+        lines.append(
+            f"{rank}. **{hit.title or '(untitled)'}** — `{where}` (score {hit.score:.3f}{_confidence(hit)})"
+        )
+        if hit.snippet:
+            lines.append(f"   > {hit.snippet}")
+    return "\n".join(lines)
+
+
+def _text(response, style: Style, explain: bool, shown_path) -> str:
+    out = [f"note: {n}" for n in response.notices]
+    out += [
+        f"did you mean {s['did_you_mean']!r} for {s['word']!r}? (search again with --spell)"
+        for s in response.suggestions
+    ]
+    if explain:
+        out += plan_lines(response) + funnel_lines(response.funnel)
+    if not response.hits:
+        out.append(f"no results for {response.query!r}: {response.empty_reason}")
+        return "\n".join(out)
+    out += [f"  #{gone['id']} {gone['why']}" for gone in (response.dropped if explain else [])]
+    for rank, hit in enumerate(response.hits, 1):
+        title = style.sgr(hit.title or "(untitled)", "1")
+        out.append(f"{rank:>2}. {hit.score:8.4f}{_confidence(hit)}  {title}  [#{hit.id}]{evidence_tag(hit)}")
+        where = _location(hit, shown_path)
+        dated = f"  · {date_of(hit.time)}" if hit.time else ""
+        out.append(f"     {style.link(style.sgr(where, '36'), hit.path, hit.start_line)}{dated}")
+        if hit.snippet:
+            out.append(f"     {style.marks(hit.snippet)}")
+        for reason in (r for r in hit.match_reasons if r["via_glossary"]):
+            out.append(
+                f"     matched {reason['matched']} via glossary group {reason['via_glossary']!r} "
+                f"in {', '.join(reason['fields'])}"
+            )
+        if hit.channels and explain:
+            out.append("     channels: " + ", ".join(_channel_part(n, c) for n, c in hit.channels.items()))
+        out += [f"     {describe(a)}" for a in (hit.adjustments if explain else [])]
+        if hit.explain:
+            out += explain_lines(hit.explain)
+    return "\n".join(out)
+
+
+def _location(hit, shown_path) -> str:
+    path = shown_path(hit.path)
+    if hit.page is not None:
+        return f"{path} p.{hit.page}"
+    if hit.start_line is not None:
+        end = f"-{hit.end_line}" if hit.end_line and hit.end_line != hit.start_line else ""
+        return f"{path}:{hit.start_line}{end}"
+    return path
+
+
+def _confidence(hit) -> str:
+    return f"  conf {hit.confidence:.2f}" if getattr(hit, "confidence", None) is not None else ""
+
+
+def evidence_tag(hit) -> str:
+    """A plain word on weak evidence: a hit holding only some query words, or none of them."""
+    evidence = hit.evidence
+    if not evidence or evidence["clauses"] < 1:
+        return ""
+    matched, clauses, cosine = evidence["clauses_matched"], evidence["clauses"], evidence["query_cosine"]
+    relaxed = f"  (relaxed: without {', '.join(hit.relaxed)})" if hit.relaxed else ""
+    if matched == 0:
+        return relaxed + "  (no query word" + (f"; cosine {cosine:.2f})" if cosine is not None else ")")
+    return relaxed + (f"  ({matched} of {clauses} words)" if matched < clauses else "")
+
+
+def _channel_part(name: str, part: dict) -> str:
+    """One channel of a hit for --explain; after feedback, also its score for the query as asked."""
+    asked = part.get("query_cosine", part.get("query_score"))
+    rank = f"rank {part['rank']}" + (f"; as asked {asked:.3f}" if asked is not None else "")
+    return f"{name} {part['score']:.3f} ({rank}) → {part['contribution']:.4f}"
+
+
+def funnel_lines(funnel) -> list[str]:
+    times = ", ".join(f"{k} {v:.2f} ms" for k, v in funnel.timings_ms.items())
+    out = [
+        f"funnel: corpus {funnel.corpus} → gathered {funnel.gathered} → filtered {funnel.filtered} → "
+        f"scored {funnel.scored} → returned {funnel.returned}"
+    ]
+    out += [f"  {s['kind']} {s['constraint']}: {s['remaining']} left" for s in funnel.constraints]
+    for stage in ("fusion", "feedback"):
+        weights = funnel.channels.get(stage, {}).get("weights")
+        if weights:
+            mode = funnel.channels["fusion"]["mode"]
+            out.append(f"  {stage} ({mode}): " + "; ".join(_weight_note(n, w) for n, w in weights.items()))
+    if "verbatim" in funnel.channels:
+        held = funnel.channels["verbatim"]["chunks"]
+        out.append(f"  verbatim: {held} chunk(s) hold the query word for word; they come first")
+    out.append(f"  stages: {times}")
+    return out
+
+
+def _weight_note(name: str, w: dict) -> str:
+    """One channel's per-query weighting: why it got the say it got."""
+    share = f"{100 * w['share_of_top']:.0f}% of the top score"
+    if w["normalise"] == "zscore":
+        return (
+            f"{name} ×{w['weight']:g}, best {w.get('best_z', 0):.1f} sd above its background "
+            f"(mean {w['background_mean']:.3f}, sd {w['background_std']:.3f}): {share}"
+        )
+    return f"{name} ×{w['weight']:g}, min-max over [{w['min']:.3f}, {w['max']:.3f}]: {share}"
+
+
+def explain_lines(ex: dict) -> list[str]:
+    lex = ex["lexical"]
+    out = []
+    for row in lex["terms"]:
+        t, b = row["title"], row["body"]
+        where = f" [{row['field']} only]" if row["field"] else ""
+        said = f" ×{row['query_weight']:.2f} (said {row['qtf']}×, k3)" if row.get("qtf", 1) > 1 else ""
+        out.append(
+            f"     {row['term']:<16} idf {row['idf']:.3f} (df {row['df']}){where}{said}"
+            f"  title tf {t['tf']:g} → {t['contribution']:.3f}"
+            f"  body tf {b['tf']:g} → {b['contribution']:.3f}  = {row['contribution']:.3f}"
+        )
+    out.append(
+        f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} "
+        f"({lex['matched_clauses']}/{lex['clauses']} clauses) = {lex['score']:.4f}"
+    )
+    return out
+
+
+def plan_lines(response) -> list[str]:
+    plan = response.plan
+    dropped = f" (stopwords dropped: {plan.dropped_stopwords})" if plan.dropped_stopwords else ""
+    out = [f"query: {response.query!r} read as: {plan.parsed.describe()}{dropped}"]
+    for clause in plan.clauses:
+        need = "required" if clause.required else "soft"
+        items = " | ".join(
+            f"{i.describe()}{' (glossary: ' + i.via + ')' if i.via else ''}" for i in clause.items
+        )
+        out.append(f"  clause {clause.label!r} [{need}]: {items}")
+    out += [f"  exclude {item.describe()}" for item in plan.exclusions]
+    return out
+
+
+# ------------------------------------------------------------------------------------------ documents
+def render_documents(
+    documents: list, fmt: str, style: Style, shown_path=lambda p: p, extra: dict | None = None
+) -> str:
+    """One or more documents (`kenning get`, `kenning multi-get`)."""
+    if fmt == "json":
+        data = [d.to_dict() for d in documents]
+        return json_text(
+            {**(extra or {}), "documents": data} if extra is not None else data[0] if len(data) == 1 else data
+        )
+    if fmt == "files":
+        return "\n".join(dict.fromkeys(shown_path(d.path) for d in documents))
+    blocks = []
+    for doc in documents:
+        path = shown_path(doc.path)
+        span = f":{doc.line_range[0]}-{doc.line_range[1]}" if doc.line_range else ""
+        dated = f"  · {date_of(doc.time)}" if doc.time else ""
+        if fmt == "md":
+            body = doc.text(numbered=False)
+            blocks.append(f"## {path}{span}\n\n```\n{body}\n```")
+            continue
+        head = style.sgr(f"── {path}{span}", "1;36") + dated
+        lines = [style.link(head, doc.path)]
+        for section in doc.sections:
+            where = f" (p.{section.page})" if section.page else ""
+            lines.append(style.sgr(f"§ {section.title}{where}" if section.title else "§", "1"))
+            for n, text in section.lines:
+                lines.append(f"{style.sgr(f'{n:>6}', '2')}  {text}" if n is not None else text)
+        blocks.append("\n".join(lines))
+    for item in (extra or {}).get("left_out", []):
+        blocks.append(f"(left out {item['ref']}: {item['chars']} characters over the --max-chars budget)")
+    for ref in (extra or {}).get("not_found", []):
+        blocks.append(f"(nothing indexed under {ref})")
+    return "\n\n".join(blocks)
