@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kenning.api.settings import ConfigError, find_config, load_config
+from kenning.api.settings import ConfigError, load_config
+from kenning.locate import find_config
 from kenning.surfaces.cli import main
 
 

@@ -1,4 +1,8 @@
-"""kenning: local-first hybrid search that shows why it ranked each result."""
+"""kenning: local-first hybrid search that shows why it ranked each result.
+
+The public names (Index, build_request, ...) load on first use (PEP 562), so `import kenning.x` for a
+small stdlib-only module (the command line's client of a warm server) does not pay for numpy and
+the models."""
 
 import os
 
@@ -8,32 +12,30 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from kenning import signals  # noqa: E402
-from kenning.api import (  # noqa: E402
-    Funnel,
-    Hit,
-    Index,
-    IndexReport,
-    IndexWriter,
-    SearchRequest,
-    SearchResponse,
-    build_request,
-)
-from kenning.search.fusion import FusionParams  # noqa: E402
-from kenning.signals.lexical import Bm25Params  # noqa: E402
-
 __version__ = "0.1.0"
-__all__ = [
-    "Bm25Params",
-    "Funnel",
-    "FusionParams",
-    "Hit",
-    "Index",
-    "IndexReport",
-    "IndexWriter",
-    "SearchRequest",
-    "SearchResponse",
-    "__version__",
-    "build_request",
-    "signals",
-]
+
+_PUBLIC = {
+    "Funnel": "kenning.api",
+    "Hit": "kenning.api",
+    "Index": "kenning.api",
+    "IndexReport": "kenning.api",
+    "IndexWriter": "kenning.api",
+    "SearchRequest": "kenning.api",
+    "SearchResponse": "kenning.api",
+    "build_request": "kenning.api",
+    "FusionParams": "kenning.search.fusion",
+    "Bm25Params": "kenning.signals.lexical",
+}
+__all__ = [*sorted(_PUBLIC), "__version__", "signals"]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name == "signals":
+        return importlib.import_module("kenning.signals")
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kenning' has no attribute {name!r}")

@@ -42,7 +42,8 @@ SEARCH_MODES = MODES
 
 def default_index_dir() -> Path:
     """The index the command line would use here (kenning.api.settings.resolve_index_dir)."""
-    from kenning.api.settings import find_config, load_config, resolve_index_dir
+    from kenning.api.settings import load_config, resolve_index_dir
+    from kenning.locate import find_config
 
     return resolve_index_dir(None, load_config(find_config()))
 

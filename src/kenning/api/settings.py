@@ -27,11 +27,9 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from kenning.locate import locate_index
 from kenning.search.fusion import fusion_knobs
 from kenning.signals.lexical import Bm25Params
-
-CONFIG_NAME = "kenning.toml"
-DEFAULT_INDEX_NAME = ".kenning"
 
 
 def search_keys() -> dict[str, str]:
@@ -61,15 +59,6 @@ class Config:
     search: dict = field(default_factory=dict)
     collections: dict[str, CollectionConfig] = field(default_factory=dict)
     glossary_scope: str | None = None
-
-
-def find_config(start: Path | None = None) -> Path | None:
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / CONFIG_NAME
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _convert(value, kind: str, where: str):
@@ -127,22 +116,8 @@ def load_config(path: Path | None) -> Config:
 
 
 def resolve_index_dir(flag: str | None, config: Config, start: Path | None = None) -> Path:
-    """Which index a command works on, like git finds its repository: --index; else the nearest of
-    a `.kenning/` index or a kenning.toml naming one, walking up from the current folder; else
-    $KENNING_INDEX; else `./.kenning` (where `kenning index` creates one)."""
-    if flag:
-        return Path(flag)
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if config.path is not None and config.path.parent == folder and config.index is not None:
-            return config.index
-        if (folder / DEFAULT_INDEX_NAME / "index.db").is_file():
-            return folder / DEFAULT_INDEX_NAME
-    if os.environ.get("KENNING_INDEX"):
-        return Path(os.environ["KENNING_INDEX"])
-    if config.index is not None:
-        return config.index
-    return Path(DEFAULT_INDEX_NAME)
+    """Which index a command works on, like git finds its repository (kenning.locate)."""
+    return locate_index(flag, start, config.path, config.index) if config.path else locate_index(flag, start)
 
 
 def resolve_search(flags: dict, config: Config) -> dict:

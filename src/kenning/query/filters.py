@@ -73,6 +73,29 @@ class Filters:
         if self.since is not None and self.before is not None and self.since >= self.before:
             raise FilterError("--since must be earlier than --before")
 
+    @classmethod
+    def parse(
+        cls,
+        collections=(),
+        paths=(),
+        kinds=(),
+        since: str | None = None,
+        before: str | None = None,
+        meta: dict | list | tuple = (),
+        prefix: str = "",
+    ) -> Filters:
+        """Filters as a person writes them: ages or dates as text, metadata as KEY=VALUE or a dict.
+        Errors name the setting as `prefix` + its name (`--since` on the command line)."""
+        pairs = [f"{k}={v}" for k, v in meta.items()] if isinstance(meta, dict) else list(meta or ())
+        return cls(
+            collections=tuple(collections or ()),
+            paths=tuple(paths or ()),
+            kinds=tuple(kinds or ()),
+            since=parse_time(since, f"{prefix}since") if since else None,
+            before=parse_time(before, f"{prefix}before") if before else None,
+            meta=parse_meta(pairs),
+        )
+
     def is_empty(self) -> bool:
         return not (self.collections or self.paths or self.kinds or self.meta) and (
             self.since is None and self.before is None

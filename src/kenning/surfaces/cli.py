@@ -20,7 +20,6 @@ from kenning.api.index import SEARCH_MODES, Index
 from kenning.api.request import build_request, knob_names
 from kenning.api.settings import (
     ConfigError,
-    find_config,
     load_config,
     resolve_index_dir,
     resolve_search,
@@ -29,9 +28,10 @@ from kenning.api.settings import (
 from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
 from kenning.indexing.writer import display_path
 from kenning.ingest.chunk import IngestError
+from kenning.locate import find_config
 from kenning.models.embed.base import EmbedderError
 from kenning.models.rerankers import RerankError
-from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters, parse_meta, parse_time
+from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters
 from kenning.search.fusion import FUSIONS, INT_KNOBS, FusionParams, fusion_knobs
 from kenning.search.postprocess import PostprocessOptions
 from kenning.signals.lexical import VARIANTS, Bm25Params
@@ -158,14 +158,7 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
 
 
 def _filters(args) -> Filters:
-    return Filters(
-        collections=tuple(args.collection or ()),
-        paths=tuple(args.path or ()),
-        kinds=tuple(args.type or ()),
-        since=parse_time(args.since, "--since") if args.since else None,
-        before=parse_time(args.before, "--before") if args.before else None,
-        meta=parse_meta(args.meta or ()),
-    )
+    return Filters.parse(args.collection, args.path, args.type, args.since, args.before, args.meta, "--")
 
 
 def _settings(args) -> dict:

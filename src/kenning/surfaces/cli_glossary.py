@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 from kenning.api.index import Index
-from kenning.api.settings import find_config, load_config, resolve_index_dir
+from kenning.api.settings import load_config, resolve_index_dir
 from kenning.glossary.glossary import Glossary, GlossaryError
+from kenning.locate import find_config
 from kenning.store import StorageError
 
 

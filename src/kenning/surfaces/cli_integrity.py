@@ -10,9 +10,10 @@ import json
 import sys
 
 from kenning.api.index import Index
-from kenning.api.settings import find_config, load_config, resolve_index_dir
+from kenning.api.settings import load_config, resolve_index_dir
 from kenning.integrity import repair, verify
 from kenning.integrity.verify import DEFAULT_SAMPLE
+from kenning.locate import find_config
 
 
 def add_integrity_parsers(subparsers, add_common) -> None:
