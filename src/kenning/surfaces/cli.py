@@ -12,7 +12,8 @@ import os
 import sqlite3
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from pathlib import Path
 
 from kenning import __version__
@@ -291,6 +292,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_glossary_parser(sub, _add_common)
     add_integrity_parsers(sub, _add_common)
     add_collections_parser(sub, _add_common)
+
+    p = sub.add_parser(
+        "serve", help="keep the index warm: JSON API, web page and MCP over HTTP; the CLI uses it"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7474, help="port (default 7474; 0 picks a free one)")
+    p.add_argument("--allow-write", action="store_true", help="allow indexing and glossary curation")
+    p.add_argument(
+        "--watch", nargs="+", metavar="PATH", help="also re-index these files and folders when they change"
+    )
+    _add_common(p)
+
+    p = sub.add_parser("watch", help="re-index files and folders whenever they change (Ctrl-C stops)")
+    p.add_argument("paths", nargs="+", help="files or folders to watch and index")
+    _add_common(p)
+
+    p = sub.add_parser("mcp", help="serve the index to AI agents over MCP (stdio)")
+    p.add_argument("--allow-write", action="store_true", help="also offer the index and glossary_add tools")
+    _add_common(p)
     return parser
 
 
@@ -318,7 +338,15 @@ def _progress(enabled: bool, label: str):
         yield update
 
 
-def _open(args, create: bool = False, rebuild_outdated: bool = False) -> Index:
+_WARM: ContextVar[Index | None] = ContextVar("warm_index", default=None)  # set inside `kenning serve`
+
+
+def _open(args, create: bool = False, rebuild_outdated: bool = False):
+    """The index a command works on: the server's warm one when the command runs inside `kenning
+    serve` (left open afterwards), else a fresh one for this command."""
+    warm = _WARM.get()
+    if warm is not None:
+        return nullcontext(warm)
     return Index(resolve_index_dir(args.index, load_config(find_config())), create, rebuild_outdated)
 
 
@@ -471,6 +499,55 @@ def cmd_multi_get(args) -> int:
     return 0 if found["documents"] else 2
 
 
+def cmd_mcp(args) -> int:
+    from kenning.surfaces.mcp_server import serve_stdio  # the MCP SDK loads only for this command
+    from kenning.surfaces.service import Service
+
+    service = Service(resolve_index_dir(args.index, load_config(find_config())), args.allow_write)
+    try:
+        serve_stdio(service)
+    finally:
+        service.close()
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from kenning.surfaces.server_process import run_server  # the web stack loads only for this command
+
+    index_dir = resolve_index_dir(args.index, load_config(find_config()))
+    return run_server(index_dir, args.host, args.port, args.allow_write, args.watch, quiet=args.quiet)
+
+
+def cmd_watch(args) -> int:
+    from kenning.surfaces.service import Service
+    from kenning.surfaces.watch import Watcher
+
+    def said(report, embedded) -> None:
+        if args.json:
+            print(json_text({**report.to_dict(), "embedding": embedded.to_dict() if embedded else None}))
+            return
+        vectors = f", {embedded.embedded} embedded" if embedded and embedded.embedded else ""
+        print(
+            f"{time.strftime('%H:%M:%S')} indexed {report.files_indexed} file(s), {report.chunks_added} "
+            f"chunks added, {report.chunks_removed} removed{vectors}",
+            flush=True,
+        )
+
+    service = Service(resolve_index_dir(args.index, load_config(find_config())), allow_write=True)
+    try:
+        watcher = Watcher(service, args.paths, on_update=said)
+        watcher.update()  # catch up with what changed while nobody watched
+        if not args.quiet:
+            print(
+                f"watching {', '.join(display_path(p) for p in watcher.paths)} (Ctrl-C stops)",
+                file=sys.stderr,
+            )
+        watcher.run()
+    finally:
+        service.close()
+    return 0
+
+
 def cmd_status(args) -> int:
     with _open(args) as index:
         status = index.status()
@@ -601,6 +678,9 @@ COMMANDS = {
     "glossary": cmd_glossary,
     "verify": lambda args: cmd_verify(args, _progress),
     "collections": lambda args: cmd_collections(args, _open),
+    "mcp": lambda args: cmd_mcp(args),
+    "serve": lambda args: cmd_serve(args),
+    "watch": lambda args: cmd_watch(args),
     "repair": lambda args: cmd_repair(args, _progress),
 }
 
@@ -657,10 +737,12 @@ def _log_to_stderr() -> None:
         log.setLevel(logging.INFO)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, index: Index | None = None) -> int:
+    """Run one command. `index`: an open index to use instead of opening one (a warm server's)."""
     _log_to_stderr()
     parser = build_parser()
     args = parser.parse_args(_query_words_last(parser, list(sys.argv[1:] if argv is None else argv)))
+    token = _WARM.set(index)
     try:
         return COMMANDS[args.command](args)
     except USER_ERRORS as exc:
@@ -681,6 +763,8 @@ def main(argv: list[str] | None = None) -> int:
         # stdout goes to /dev/null so the interpreter's final flush cannot complain either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        _WARM.reset(token)
 
 
 if __name__ == "__main__":

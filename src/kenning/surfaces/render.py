@@ -31,8 +31,10 @@ class Style:
         return f"\x1b[{code}m{text}\x1b[0m" if self.rich and text else text
 
     def marks(self, snippet: str) -> str:
-        """A snippet's **matches**: bold on a terminal, plain text anywhere else."""
-        return _MARK.sub(lambda m: self.sgr(m.group(1), "1;33") if self.rich else m.group(1), snippet)
+        """A snippet's **matches**: bold on a terminal, plain text anywhere else. Asterisks the
+        source itself held (Markdown bold) go too: no markup is left over either way."""
+        marked = _MARK.sub(lambda m: self.sgr(m.group(1), "1;33") if self.rich else m.group(1), snippet)
+        return marked.replace("**", "")
 
     def link(self, text: str, path: str, line: int | None = None) -> str:
         if not self.rich or not path.startswith("/"):

@@ -1,0 +1,121 @@
+"""The command line's client of a warm `kenning serve`, in the standard library only.
+
+When a server is serving the index a command would open (it leaves `serve.json`, readable only by
+its user, in the index folder), `search`, `get`, `multi-get` and `status` run inside it: the index,
+the vectors and the embedding model are already loaded, so the answer comes back without the
+engine's start-up. The server runs the very same command code with the client's folder, KENNING_*
+settings and terminal, so the output is the same. Anything else, or no server, or a server that does
+not answer: the command runs here as usual. KENNING_NO_SERVER=1 never forwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from kenning.locate import SERVER_FILE, locate_index
+
+FORWARDED = ("search", "get", "multi-get", "status")
+CLIENT_ENV = ("NO_COLOR", "TERM", "COLUMNS")
+
+
+def server_for(index_dir: Path) -> dict | None:
+    """The live server of an index folder, from its serve.json (None when none is running)."""
+    try:
+        info = json.loads((index_dir / SERVER_FILE).read_text(encoding="utf-8"))
+        os.kill(int(info["pid"]), 0)  # the process is alive (signal 0 checks, sends nothing)
+        return info if info.get("url") and info.get("local_token") else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def forward(argv: list[str]) -> int | None:
+    """Run the command in a warm server and return its exit status; None to run it here."""
+    if not argv or argv[0] not in FORWARDED or os.environ.get("KENNING_NO_SERVER"):
+        return None
+    if any(a in ("-h", "--help") for a in argv):
+        return None
+    index_dir = locate_index(_flag_value(argv, "--index")).absolute()
+    info = server_for(index_dir)
+    if info is None:
+        return None
+    env = {k: v for k, v in os.environ.items() if k.startswith("KENNING_") or k in CLIENT_ENV}
+    body = {
+        "argv": [*_without_flag(argv, "--index"), "--index", str(index_dir)],
+        "cwd": os.getcwd(),
+        "env": env,
+        "tty": sys.stdout.isatty(),
+    }
+    try:
+        answer = _post_json(info["url"], "/api/cli", body, info["local_token"])
+    except (OSError, ValueError):
+        return None  # a server that does not answer is no server: run the command here
+    try:
+        sys.stdout.write(answer.get("stdout", ""))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    sys.stderr.write(answer.get("stderr", ""))
+    return int(answer.get("code", 0))
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _without_flag(argv: list[str], flag: str) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(flag + "="):
+            out.append(arg)
+    return out
+
+
+def _post_json(url: str, path: str, body: dict, token: str, timeout: float = 120.0) -> dict:
+    """POST JSON to the local server over a plain socket: http.client and urllib cost more to import
+    (20 ms) than the whole forwarded search takes to answer."""
+    parts = urlsplit(url)
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as conn:
+        conn.sendall(head.encode() + data)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    header, _, payload = raw.partition(b"\r\n\r\n")
+    status = header.split(b" ", 2)[1] if header.startswith(b"HTTP/") else b"0"
+    if status != b"200":
+        raise ValueError(f"the server answered {status.decode(errors='replace')}")
+    if b"transfer-encoding: chunked" in header.lower():
+        payload = _unchunk(payload)
+    return json.loads(payload)
+
+
+def _unchunk(payload: bytes) -> bytes:
+    out, rest = [], payload
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)

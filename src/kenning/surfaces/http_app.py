@@ -1,0 +1,285 @@
+"""`kenning serve`: the JSON API, the web page and MCP over streamable HTTP, on one warm Service.
+
+    GET  /api/search?q=...&mode=...&limit=...&collection=...&path=...&since=...&meta=KEY=VALUE
+    GET  /api/get?path=notes/a.md:10-20        GET /api/multi-get?pattern=notes/*.md&max_chars=...
+    GET  /api/status                           POST /api/index   (only with --allow-write)
+    POST /api/cli                              commands the command line forwards (local token only)
+    /mcp                                       MCP, streamable HTTP
+    /                                          the web page       /docs, /openapi.json: the API
+
+Security, on every request: the Host header must name this server and an Origin header, when sent,
+must be one of its own addresses (DNS-rebinding protection, as the MCP specification asks). With a
+token configured (required to listen beyond this machine), every API and MCP request carries it as
+`Authorization: Bearer TOKEN`. Documents are read from the index only, never from the disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from mcp.server.transport_security import TransportSecuritySettings
+
+from kenning.surfaces.mcp_server import build_mcp
+from kenning.surfaces.render import json_text
+from kenning.surfaces.service import Service, WriteRefused
+
+WEB = Path(__file__).parent / "web"
+FORWARDED = ("search", "get", "multi-get", "status")  # what the command line may run here
+
+
+def local_addresses(host: str, port: int) -> tuple[list[str], list[str]]:
+    """(Host header values, Origin values) this server answers to."""
+    names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
+    hosts = sorted(f"{n}:{port}" for n in names)
+    return hosts, sorted(f"http://{h}" for h in hosts)
+
+
+def create_app(
+    service: Service,
+    host: str = "127.0.0.1",
+    port: int = 7474,
+    token: str | None = None,
+    local_token: str | None = None,
+) -> FastAPI:
+    hosts, origins = local_addresses(host, port)
+    mcp = build_mcp(service)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        ),
+    )
+    session_manager = mcp.session_manager
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        async with session_manager.run():  # a mounted app's lifespan is the parent's to run
+            yield
+
+    app = FastAPI(
+        title="kenning",
+        description="Local-first hybrid search that explains its ranking.",
+        version=_version(),
+        docs_url=None,  # the stock docs page loads scripts from a CDN; /docs below needs none
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        problem = _refused(request, hosts, origins, token, local_token)
+        if problem:
+            return JSONResponse({"error": problem[1]}, status_code=problem[0])
+        return await call_next(request)
+
+    @app.get("/api/search", summary="Search the index (the JSON of `kenning search --json`)")
+    def api_search(
+        q: Annotated[str, Query(min_length=1, description="the query")],
+        mode: Annotated[str | None, Query(description="auto, lexical, dense or hybrid")] = None,
+        limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        collection: Annotated[list[str] | None, Query(description="only these collections")] = None,
+        path: Annotated[list[str] | None, Query(description="only paths matching these globs")] = None,
+        type: Annotated[list[str] | None, Query(description="only these kinds of file")] = None,  # noqa: A002
+        since: Annotated[str | None, Query(description="dated at or after (2026-01-31, or 7d)")] = None,
+        before: Annotated[str | None, Query(description="dated before")] = None,
+        meta: Annotated[list[str] | None, Query(description="front matter KEY=VALUE")] = None,
+        explain: Annotated[bool, Query(description="every score component and the funnel")] = False,
+    ):
+        return _answer(
+            lambda: service.search(
+                q,
+                mode=mode,
+                limit=limit,
+                collections=collection or (),
+                paths=path or (),
+                kinds=type or (),
+                since=since,
+                before=before,
+                meta=meta or (),
+                explain=explain,
+            )
+        )
+
+    @app.get("/api/get", summary="A document once, lines numbered (path, path:START-END, chunk:ID)")
+    def api_get(path: Annotated[str, Query(min_length=1)]):
+        document = _answer(lambda: service.read(path))
+        if document is None:
+            return JSONResponse({"error": f"nothing indexed under {path!r}"}, status_code=404)
+        return document
+
+    @app.get("/api/multi-get", summary="Several documents by glob, within a size budget")
+    def api_multi_get(
+        pattern: Annotated[str, Query(min_length=1)], max_chars: Annotated[int, Query(ge=100)] = 50_000
+    ):
+        return _answer(lambda: service.read_many(pattern, max_chars=max_chars))
+
+    @app.get("/api/status", summary="What the index holds")
+    def api_status():
+        return JSONResponse(content=_plain(service.status()))
+
+    @app.post("/api/index", summary="Index files and folders (a server started with --allow-write)")
+    def api_index(body: dict):
+        return _answer(
+            lambda: service.add(list(body.get("paths") or []), body.get("collection") or "default")
+        )
+
+    @app.post("/api/cli", include_in_schema=False)
+    def api_cli(body: dict):
+        return run_forwarded(body)
+
+    @app.get("/", include_in_schema=False)
+    def page():
+        return FileResponse(WEB / "index.html", media_type="text/html")
+
+    @app.get("/web/{name}", include_in_schema=False)
+    def asset(name: str):
+        target = (WEB / name).resolve()
+        if target.parent != WEB.resolve() or not target.is_file():
+            return JSONResponse({"error": "no such file"}, status_code=404)
+        return FileResponse(target)
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return HTMLResponse(_docs_page(app.openapi()))
+
+    app.mount("/", mcp_app)  # last: it answers /mcp
+    app.state.service = service
+
+    def run_forwarded(body: dict) -> JSONResponse:
+        """Run a read-only command the command line sent (same output as running it locally)."""
+        from kenning.surfaces.cli import main
+
+        argv = [str(a) for a in body.get("argv", [])]
+        if not argv or argv[0] not in FORWARDED:
+            return JSONResponse({"error": "only search, get, multi-get and status run here"}, status_code=400)
+        out, err = _Terminal(bool(body.get("tty"))), io.StringIO()
+        with service.lock, _client_context(body.get("cwd"), body.get("env") or {}):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(argv, index=service.index)
+                except SystemExit as exc:  # argparse on a bad flag
+                    code = exc.code if isinstance(exc.code, int) else 2
+        return JSONResponse({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+
+    return app
+
+
+def _answer(call):
+    try:
+        result = call()
+    except WriteRefused as exc:
+        return JSONResponse({"error": str(exc)}, status_code=403)
+    except (ValueError, LookupError) as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return (
+        result if result is None or isinstance(result, JSONResponse) else JSONResponse(content=_plain(result))
+    )
+
+
+def _plain(data):
+    import json
+
+    return json.loads(json_text(data))  # strict JSON (no NaN), dates and paths as strings
+
+
+def _refused(request: Request, hosts, origins, token, local_token) -> tuple[int, str] | None:
+    host = request.headers.get("host", "")
+    if host not in hosts:
+        return 421, f"this server does not answer to host {host!r}"
+    origin = request.headers.get("origin")
+    if origin is not None and origin not in origins:
+        return 403, f"requests from origin {origin!r} are refused"
+    path = request.url.path
+    if path == "/api/cli":
+        if not local_token or not _bearer_is(request, local_token):
+            return 401, "forwarded commands need this server's local token"
+        return None
+    if token and (path.startswith("/api/") or path.startswith("/mcp")) and not _bearer_is(request, token):
+        return 401, "send the server's token: Authorization: Bearer TOKEN"
+    return None
+
+
+def _bearer_is(request: Request, expected: str) -> bool:
+    given = request.headers.get("authorization", "")
+    return given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), expected.encode())
+
+
+class _Terminal(io.StringIO):
+    """Captured output that answers isatty() as the client's terminal would."""
+
+    def __init__(self, tty: bool):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@contextlib.contextmanager
+def _client_context(cwd: str | None, env: dict):
+    """The client's folder and KENNING_*/colour settings, for the length of one forwarded command
+    (commands run one at a time under the service lock)."""
+    keep_cwd = os.getcwd()
+    names = [k for k in env if k.startswith("KENNING_") or k in ("NO_COLOR", "TERM", "COLUMNS")]
+    saved = {k: os.environ.get(k) for k in [*names, *(k for k in os.environ if k.startswith("KENNING_"))]}
+    try:
+        for k in saved:
+            os.environ.pop(k, None)
+        os.environ.update({k: str(env[k]) for k in names})
+        if cwd and Path(cwd).is_dir():
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(keep_cwd)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _version() -> str:
+    from kenning import __version__
+
+    return __version__
+
+
+def _docs_page(spec: dict) -> str:
+    """The API described from its OpenAPI document, as plain HTML (no scripts from a CDN)."""
+    from html import escape
+
+    rows = []
+    for route, methods in spec.get("paths", {}).items():
+        for method, op in methods.items():
+            params = "".join(
+                f"<li><code>{escape(p['name'])}</code>{' (required)' if p.get('required') else ''}: "
+                f"{escape(p.get('description') or p.get('schema', {}).get('type', ''))}</li>"
+                for p in op.get("parameters", [])
+            )
+            summary = escape(op.get("summary", ""))
+            rows.append(
+                f"<h2><code>{method.upper()} {escape(route)}</code></h2><p>{summary}</p><ul>{params}</ul>"
+            )
+    return (
+        "<!doctype html><meta charset=utf-8><title>kenning API</title>"
+        "<link rel=stylesheet href=/web/style.css><main class=docs><h1>kenning API</h1>"
+        "<p>Machine-readable: <a href=/openapi.json>/openapi.json</a>. MCP: <code>/mcp</code>.</p>"
+        + "".join(rows)
+        + "</main>"
+    )
+
+
+def serve(service: Service, host: str, port: int, token: str | None, local_token: str) -> None:
+    import uvicorn
+
+    app = create_app(service, host, port, token, local_token)
+    print(f"kenning: serving {service.index_dir} at http://{host}:{port}/ (MCP at /mcp)", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

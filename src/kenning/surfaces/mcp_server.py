@@ -1,0 +1,198 @@
+"""kenning as an MCP server (the official `mcp` SDK, 2.x): `kenning mcp` over stdio, and at `/mcp` of
+`kenning serve` over streamable HTTP.
+
+Every tool answers with structured content (the same JSON as the command line's `--json`) and a
+short text form for the model to read. A user's mistake (a bad argument, nothing under a path, a
+read-only server) is a tool error with a message that says what to do; the server never stops.
+Writing tools exist only when the server was started with --allow-write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from kenning.surfaces.service import Service, hits_text
+
+INSTRUCTIONS = """kenning searches the user's own files (notes, code, PDFs, chat logs) with a hybrid of
+BM25 and dense vectors, and says why it ranked each result. Use `search` with the user's words; read a
+result in full with `get` (a path, a path with lines such as notes/auth.md:120-160, or chunk:ID);
+`multi_get` reads several files by glob within a size budget. When a search finds nothing, say so:
+do not invent an answer."""
+
+Mode = Literal["auto", "lexical", "dense", "hybrid"]
+
+
+def _result(structured: dict, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _document_text(doc: dict) -> str:
+    lines = [
+        f"{doc['path']}"
+        + (f" lines {doc['line_range'][0]}-{doc['line_range'][1]}" if doc["line_range"] else "")
+    ]
+    for section in doc["sections"]:
+        lines.append(f"§ {section['title']}" + (f" (p.{section['page']})" if section["page"] else ""))
+        lines += [
+            f"{row['n']:>6}  {row['text']}" if row["n"] is not None else row["text"]
+            for row in section["lines"]
+        ]
+    return "\n".join(lines)
+
+
+def build_mcp(service: Service) -> MCPServer:
+    """The MCP server over a warm Service (tools only; a transport is chosen by the caller)."""
+    server = MCPServer("kenning", instructions=INSTRUCTIONS)
+    for name in ("mcp", "mcp.server"):  # the SDK logs every call at INFO; kenning's own errors say enough
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+    def guarded(call):
+        try:
+            return call()
+        except ToolError:
+            raise
+        except (ValueError, PermissionError, LookupError) as exc:
+            raise ToolError(str(exc)) from exc
+        except Exception as exc:  # a fault of kenning's own still answers, with its kind and message
+            raise ToolError(f"kenning could not do that ({type(exc).__name__}: {exc})") from exc
+
+    @server.tool(
+        name="search",
+        description=(
+            "Search the indexed files. Returns ranked hits (title = heading path, path, line range, "
+            "a snippet with **matched words**, a score and why it matched) and notices such as "
+            "'no chunk contains X'. An empty list means the evidence is not in the index."
+        ),
+    )
+    def search(
+        query: Annotated[
+            str, Field(description="What to look for, in plain words or a question", min_length=1)
+        ],
+        mode: Annotated[
+            Mode, Field(description="auto (hybrid when the index has vectors), lexical, dense, hybrid")
+        ] = "auto",
+        limit: Annotated[int, Field(description="How many results", ge=1, le=100)] = 10,
+        collections: Annotated[list[str], Field(description="Only these collections")] = [],  # noqa: B006
+        paths: Annotated[
+            list[str], Field(description="Only files whose path matches one of these globs")
+        ] = [],  # noqa: B006
+        since: Annotated[
+            str | None, Field(description="Only documents dated at or after: 2026-01-31 or an age like 7d")
+        ] = None,
+        before: Annotated[
+            str | None, Field(description="Only documents dated before this date or age")
+        ] = None,
+        meta: Annotated[
+            dict[str, str],
+            Field(description='Front-matter fields that must be equal, e.g. {"status": "draft"}'),
+        ] = {},  # noqa: B006
+        explain: Annotated[bool, Field(description="Add every score component and the funnel")] = False,
+    ) -> CallToolResult:
+        result = guarded(
+            lambda: service.search(
+                query,
+                mode=mode,
+                limit=limit,
+                collections=collections,
+                paths=paths,
+                since=since,
+                before=before,
+                meta=meta,
+                explain=explain,
+            )
+        )
+        return _result(result, hits_text(result))
+
+    @server.tool(
+        name="get",
+        description=(
+            "Read an indexed document, each line once with its line number: a path, a path with a "
+            "line range (notes/auth.md:120-160), a document id, or chunk:ID from a search hit. Only "
+            "what the index holds is returned, never other files."
+        ),
+    )
+    def get(
+        path: Annotated[
+            str, Field(description="path, path:START-END, document id, or chunk:ID", min_length=1)
+        ],
+    ) -> CallToolResult:
+        doc = guarded(lambda: service.read(path))
+        if doc is None:
+            raise ToolError(f"nothing indexed under {path!r}: use a path from a search hit, or chunk:ID")
+        return _result(doc, _document_text(doc))
+
+    @server.tool(
+        name="multi_get",
+        description=(
+            "Read several indexed documents at once: a glob over indexed paths (notes/*.md) or a list "
+            "of references, up to max_chars characters; what does not fit is listed with its size."
+        ),
+    )
+    def multi_get(
+        pattern: Annotated[
+            str | None, Field(description="A glob over indexed paths, e.g. notes/*.md")
+        ] = None,
+        refs: Annotated[list[str], Field(description="Or: paths, path:START-END, chunk:ID")] = [],  # noqa: B006
+        max_chars: Annotated[
+            int, Field(description="Stop adding documents beyond this size", ge=100, le=1_000_000)
+        ] = 50_000,
+    ) -> CallToolResult:
+        if not pattern and not refs:
+            raise ToolError("give a glob pattern or a list of refs")
+        found = guarded(lambda: service.read_many(pattern or refs, max_chars=max_chars))
+        text = "\n\n".join(_document_text(d) for d in found["documents"])
+        notes = [f"left out {x['ref']} ({x['chars']} characters)" for x in found["left_out"]]
+        notes += [f"nothing indexed under {r}" for r in found["not_found"]]
+        return _result(found, "\n".join([text, *notes]).strip() or "no documents matched")
+
+    @server.tool(
+        name="status", description="What the index holds: files, chunks, collections, model, vector coverage."
+    )
+    def status() -> CallToolResult:
+        data = guarded(service.status)
+        vectors = (
+            f"vectors from {data['embedder']['model']}" if data["embedder"] else "no vectors (lexical only)"
+        )
+        collections = len(data["collections"])
+        text = f"{data['sources']} file(s), {data['chunks']} chunks in {collections} collection(s); {vectors}"
+        return _result(json.loads(json.dumps(data, default=str)), text)
+
+    if service.allow_write:
+
+        @server.tool(
+            name="index",
+            description="Index (or re-index) files and folders into a collection; only changes are redone.",
+        )
+        def index(
+            paths: Annotated[list[str], Field(description="Files or folders", min_length=1)],
+            collection: Annotated[str, Field(description="Collection name")] = "default",
+        ) -> CallToolResult:
+            report = guarded(lambda: service.add(paths, collection))
+            return _result(
+                report, f"indexed {report['files_indexed']} file(s), {report['chunks_added']} chunks added"
+            )
+
+        @server.tool(
+            name="glossary_add",
+            description="Add a glossary group: a canonical term and aliases that expand queries.",
+        )
+        def glossary_add(
+            canonical: Annotated[str, Field(min_length=1)],
+            aliases: Annotated[list[str], Field(min_length=1)],
+            scope: Annotated[str, Field(description="A collection name, or empty for all")] = "",
+        ) -> CallToolResult:
+            result = guarded(lambda: service.glossary_add(canonical, aliases, scope))
+            return _result(result, f"glossary group {result['group']}: {canonical} = {', '.join(aliases)}")
+
+    return server
+
+
+def serve_stdio(service: Service) -> None:
+    build_mcp(service).run("stdio")

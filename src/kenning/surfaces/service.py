@@ -1,0 +1,120 @@
+"""One warm index behind every long-running surface: the MCP tools, the HTTP API, the web page and
+commands the command line forwards to `kenning serve`.
+
+The service opens the index once and keeps it (its caches, the vector matrix and the embedding
+model stay loaded), builds every search with `build_request` over the same defaults the command line
+uses (kenning.toml and KENNING_* settings), and returns the same JSON shapes as `--json`. Calls are
+serialised by one lock: SQLite connections are not shared between threads mid-call.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from kenning.api.index import Index
+from kenning.api.request import build_request
+from kenning.api.settings import load_config, resolve_search
+from kenning.locate import find_config
+from kenning.query.filters import Filters
+
+
+class WriteRefused(PermissionError):
+    """A writing call on a service started without --allow-write."""
+
+
+class Service:
+    def __init__(self, index_dir: str | Path, allow_write: bool = False, config_start: Path | None = None):
+        self.index_dir = Path(index_dir).absolute()
+        self.index = Index(self.index_dir)
+        self.allow_write = allow_write
+        self.defaults = resolve_search({}, load_config(find_config(config_start)))
+        self.lock = threading.RLock()
+
+    def close(self) -> None:
+        with self.lock:
+            self.index.close()
+
+    def warm_up(self) -> None:
+        """Load what the first real search would otherwise wait for: postings, vectors, the model."""
+        with self.lock:
+            self.index.search("warm up", limit=1, **{k: v for k, v in self.defaults.items() if k == "mode"})
+
+    # ------------------------------------------------------------------------------------ reading
+    def search(
+        self,
+        query: str,
+        mode: str | None = None,
+        limit: int | None = None,
+        collections=(),
+        paths=(),
+        kinds=(),
+        since: str | None = None,
+        before: str | None = None,
+        meta=(),
+        explain: bool = False,
+        **knobs,
+    ) -> dict:
+        """The `--json` of `kenning search` for the same query and settings."""
+        settings = {**self.defaults, **{k: v for k, v in knobs.items() if v is not None}}
+        if mode is not None:
+            settings["mode"] = mode
+        if limit is not None:
+            settings["limit"] = limit
+        filters = Filters.parse(collections, paths, kinds, since, before, meta)
+        request = build_request(query, filters=filters, explain=explain, **settings)
+        with self.lock:
+            return self.index.search(request).to_dict()
+
+    def read(self, ref: str) -> dict | None:
+        with self.lock:
+            document = self.index.read(ref)
+        return None if document is None else document.to_dict()
+
+    def read_many(self, refs, max_chars: int = 50_000) -> dict:
+        with self.lock:
+            found = self.index.read_many(refs, max_chars=max_chars)
+        return {**found, "documents": [d.to_dict() for d in found["documents"]]}
+
+    def status(self) -> dict:
+        with self.lock:
+            return self.index.status()
+
+    # ------------------------------------------------------------------------------------ writing
+    def add(self, paths: list[str], collection: str = "default") -> dict:
+        self._may_write()
+        with self.lock:
+            report = self.index.add(paths, collection=collection)
+            embedded = self.index.embed() if self.index.embedding_model() else None
+        return {**report.to_dict(), "embedding": embedded.to_dict() if embedded else None}
+
+    def glossary_add(self, canonical: str, aliases: list[str], scope: str = "") -> dict:
+        self._may_write()
+        with self.lock:
+            group = self.index.glossary.add(canonical, aliases, scope)
+        return {"group": group, "canonical": canonical, "aliases": aliases, "scope": scope}
+
+    def _may_write(self) -> None:
+        if not self.allow_write:
+            raise WriteRefused("this server is read-only: start it with --allow-write to index or curate")
+
+
+def hits_text(result: dict, limit_snippet: int = 240) -> str:
+    """A short text form of a search result (what an agent reads first)."""
+    hits = result["hits"]
+    if not hits:
+        return f"No results for {result['query']!r}: {result.get('empty_reason')}"
+    lines = [f"{len(hits)} result(s) for {result['query']!r}:"]
+    for rank, hit in enumerate(hits, 1):
+        where = hit["path"] or hit["doc_key"]
+        if hit.get("page") is not None:
+            where += f" p.{hit['page']}"
+        elif hit.get("start_line") is not None:
+            where += f":{hit['start_line']}-{hit['end_line']}"
+        lines.append(
+            f"{rank}. {hit['title'] or '(untitled)'} — {where} (score {hit['score']:.3f}, chunk {hit['id']})"
+        )
+        if hit.get("snippet"):
+            lines.append("   " + hit["snippet"].replace("**", "")[:limit_snippet])
+    lines += [f"note: {n}" for n in result.get("notices", [])]
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""Shared fixtures: a real `kenning serve` app on uvicorn, in a thread, on a free port."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+
+@pytest.fixture
+def http_server():
+    """http_server(index_dir, **options) -> base URL of a running server; stopped after the test."""
+    import uvicorn
+
+    from kenning.surfaces.http_app import create_app
+    from kenning.surfaces.service import Service
+
+    running = []
+
+    def start(index_dir, allow_write=False, token=None, local_token="local-secret"):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        service = Service(index_dir, allow_write=allow_write)
+        app = create_app(service, "127.0.0.1", port, token, local_token)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.time() + 20
+        while not server.started and time.time() < deadline:
+            time.sleep(0.02)
+        assert server.started, "the server did not start"
+        running.append((server, thread, service))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread, service in running:
+        server.should_exit = True
+        thread.join(timeout=10)
+        service.close()

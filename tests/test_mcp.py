@@ -1,0 +1,129 @@
+"""kenning over MCP, tested with the SDK's own client: over stdio (`kenning mcp`) and over streamable
+HTTP (`/mcp` of `kenning serve`), and once with the MCP inspector from the npm registry."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from kenning import Index
+
+CLI = "from kenning.surfaces.cli import main; import sys; sys.exit(main())"
+NOTES = {
+    "auth.md": "# Auth\n\n## Tokens\n\nRotate the signing keys every quarter.\nRevoke leaked tokens now.\n",
+    "backup.md": "# Backups\n\nRestore the nightly backup from cold storage.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mcp")
+    docs = root / "notes"
+    docs.mkdir()
+    for name, text in NOTES.items():
+        (docs / name).write_text(text)
+    with Index(root / "ix") as ix:
+        ix.add([docs])
+        ix.embed()
+    return root / "ix"
+
+
+def stdio(index_dir, *extra) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-c", CLI, "mcp", "--index", str(index_dir), *extra]
+    )
+
+
+async def exercise(client, notes_dir) -> dict:
+    """Every read tool, a bad argument and a query with no hits; what came back, by case."""
+    out = {"tools": sorted(t.name for t in (await client.list_tools()).tools)}
+    result = await client.call_tool("search", {"query": "rotate signing keys", "limit": 3})
+    out["search"] = result
+    out["get"] = await client.call_tool("get", {"path": f"{notes_dir / 'auth.md'}:5-6"})
+    out["multi_get"] = await client.call_tool("multi_get", {"pattern": "notes/*.md", "max_chars": 100000})
+    out["status"] = await client.call_tool("status", {})
+    out["bad_argument"] = await client.call_tool("search", {"query": "keys", "limit": "many"})
+    out["no_hits"] = await client.call_tool("search", {"query": "zyzzyva quokka", "mode": "lexical"})
+    out["outside"] = await client.call_tool("get", {"path": "/etc/passwd"})
+    return out
+
+
+def check(out: dict, notes_dir) -> None:
+    assert out["tools"] == ["get", "multi_get", "search", "status"]  # no writing tools by default
+    search = out["search"]
+    assert not search.is_error and search.structured_content["hits"][0]["path"].endswith("auth.md")
+    assert "Auth > Tokens" in search.content[0].text
+    get = out["get"]
+    lines = get.structured_content["sections"][0]["lines"]
+    assert [row["n"] for row in lines] == [5, 6] and lines[0]["text"].startswith("Rotate the signing keys")
+    assert "     5  Rotate the signing keys" in get.content[0].text
+    assert len(out["multi_get"].structured_content["documents"]) == 2
+    assert out["status"].structured_content["chunks"] >= 2 and "all-MiniLM" in out["status"].content[0].text
+    assert out["bad_argument"].is_error and "limit" in out["bad_argument"].content[0].text
+    no_hits = out["no_hits"]
+    assert not no_hits.is_error and no_hits.structured_content["hits"] == []
+    assert no_hits.content[0].text.startswith("No results for 'zyzzyva quokka'")
+    assert out["outside"].is_error and "nothing indexed under '/etc/passwd'" in out["outside"].content[0].text
+
+
+def test_mcp_over_stdio(index_dir):
+    async def main():
+        async with Client(stdio(index_dir)) as client:
+            return await exercise(client, index_dir.parent / "notes")
+
+    check(anyio.run(main), index_dir.parent / "notes")
+
+
+def test_writing_tools_only_when_allowed(index_dir, tmp_path):
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "deploy.md").write_text("# Deploys\n\nRoll the canary back when it fails.\n")
+
+    async def main():
+        async with Client(stdio(index_dir, "--allow-write")) as client:
+            tools = sorted(t.name for t in (await client.list_tools()).tools)
+            indexed = await client.call_tool("index", {"paths": [str(more)], "collection": "ops"})
+            found = await client.call_tool("search", {"query": "canary", "collections": ["ops"]})
+            return tools, indexed, found
+
+    tools, indexed, found = anyio.run(main)
+    assert tools == ["get", "glossary_add", "index", "multi_get", "search", "status"]
+    assert not indexed.is_error and indexed.structured_content["files_indexed"] == 1
+    assert found.structured_content["hits"][0]["path"].endswith("deploy.md")
+
+
+def test_mcp_over_streamable_http(index_dir, http_server):
+    base = http_server(index_dir)
+
+    async def main():
+        async with Client(f"{base}/mcp") as client:
+            return await exercise(client, index_dir.parent / "notes")
+
+    check(anyio.run(main), index_dir.parent / "notes")
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="needs node's npx to fetch the MCP inspector")
+def test_the_mcp_inspector_lists_and_calls_tools(index_dir):
+    command = [
+        "npx", "-y", "@modelcontextprotocol/inspector@0.15.0", "--cli",
+        sys.executable, "-c", CLI, "mcp", "--index", str(index_dir),
+    ]  # fmt: skip
+    listed = subprocess.run([*command, "--method", "tools/list"], capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == {"get", "multi_get", "search", "status"}
+    called = subprocess.run(
+        [*command, "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=restore backup"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ},
+    )
+    answer = json.loads(called.stdout)
+    assert called.returncode == 0 and not answer["isError"]
+    assert answer["structuredContent"]["hits"][0]["path"].endswith("backup.md")
