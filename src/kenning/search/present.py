@@ -12,11 +12,13 @@ plain statement of what emptied the result when nothing matched.
 
 from __future__ import annotations
 
+import numpy as np
 from pyroaring import BitMap
 
 from kenning import signals
 from kenning.query.filters import Filters
 from kenning.query.plan import QueryPlan
+from kenning.search.confidence import confidence
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.results import Funnel, Hit, SearchResponse
 from kenning.search.snippets import make_snippet
@@ -33,8 +35,13 @@ def present(ctx: SearchContext, state: QueryState) -> None:
         hit.verbatim = hit.id in state.verbatim
         hit.channels = state.parts.get(hit.id, {})
         hit.adjustments = state.adjustments.get(hit.id, [])
-        if request.detail == "full":
-            hit.evidence = _evidence(hit, plan)
+    if request.detail == "full":
+        weights = _clause_weights(plan, ctx.view)
+        cosines = _query_cosines(hits, ctx, state)
+        background = _cosine_background(ctx, state) if cosines else None
+        for hit in hits:
+            hit.evidence = _evidence(hit, weights, cosines.get(hit.id), background)
+            hit.confidence = confidence(hit.evidence)
     state.hits = hits
 
 
@@ -120,13 +127,52 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
     return hits
 
 
-def _evidence(hit: Hit, plan: QueryPlan) -> dict:
-    dense = hit.channels.get("dense") or {}
-    cosine = dense.get("query_cosine", dense.get("score"))
+def _clause_weights(plan: QueryPlan, view) -> dict[str, float]:
+    """Each clause's weight in the coverage: the idf of its rarest way to match (a phrase counts
+    the idf of all its words), so holding "dantes" counts for more than holding "said"."""
+    weights: dict[str, float] = {}
+    for clause in plan.clauses:
+        best = max((sum(view.idf(t) for t in item.terms) for item in clause.items), default=0.0)
+        weights[clause.label] = max(weights.get(clause.label, 0.0), best)
+    return weights
+
+
+def _query_cosines(hits: list[Hit], ctx: SearchContext, state: QueryState) -> dict[int, float]:
+    """The cosine of every hit that has a vector with the query as asked (not the feedback-moved
+    query), whichever channel found it; empty when the query was not embedded (lexical mode)."""
+    query = state.signal_query
+    if query is None or query.cosine is None or not hits:
+        return {}
+    with_vector = [h.id for h in hits if ctx.dense.vector(h.id) is not None]
+    if not with_vector:
+        return {}
+    values = query.cosine(np.asarray(with_vector, dtype=np.int64))
+    return {cid: float(v) for cid, v in zip(with_vector, values.tolist(), strict=True)}
+
+
+def _cosine_background(ctx: SearchContext, state: QueryState) -> tuple[float, float] | None:
+    """Mean and std of the query's cosine over the corpus: what an unremarkable chunk scores."""
+    mean, std = ctx.dense.background(state.signal_query.vector)
+    return (mean, std) if std > 0 else None
+
+
+def _evidence(hit: Hit, weights: dict[str, float], cosine: float | None, background) -> dict:
+    """How much of the query this hit holds, whatever its fused score: the clauses (query words,
+    phrases, quoted terms) it matches, the same weighted by idf, its cosine with the query, and how
+    many standard deviations that cosine stands above the corpus's (comparable across queries and
+    collections, where a bare cosine runs higher for some queries and some models than others)."""
+    matched = {reason["clause"] for reason in hit.match_reasons}
+    total = sum(weights.values())
+    coverage = sum(w for label, w in weights.items() if label in matched) / total if total > 0 else 0.0
+    cosine_z = None
+    if cosine is not None and background is not None:
+        cosine_z = round((cosine - background[0]) / background[1], 4)
     return {
-        "clauses_matched": len({reason["clause"] for reason in hit.match_reasons}),
-        "clauses": len(plan.clauses),
-        "query_cosine": None if cosine is None else float(cosine),
+        "clauses_matched": len(matched),
+        "clauses": len(weights),
+        "coverage": round(coverage, 4),
+        "query_cosine": cosine,
+        "cosine_z": cosine_z,
     }
 
 

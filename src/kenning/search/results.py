@@ -42,6 +42,9 @@ class Hit:
     # how much of the query this hit holds, whatever its fused score: clauses matched of all clauses,
     # and the cosine with the query as asked (None without vectors)
     evidence: dict = field(default_factory=dict)
+    # a 0-1 estimate that this hit answers the query, from the evidence alone, so the same number
+    # means the same on any query and any collection (see kenning.search.confidence, docs/scoring.md)
+    confidence: float | None = None
     # the set-aside constraints this hit does not meet (see kenning.relax); empty for a strict result
     relaxed: list[str] = field(default_factory=list)
     verbatim: bool = False  # holds the whole query word for word (see _verbatim)

@@ -89,7 +89,7 @@ def _csv(response, shown_path) -> str:
             [
                 rank,
                 f"{hit.score:.4f}",
-                f"{hit.confidence:.2f}" if getattr(hit, "confidence", None) is not None else "",
+                f"{hit.confidence:.2f}" if hit.confidence is not None else "",
                 f"{ev.get('clauses_matched', '')}/{ev.get('clauses', '')}" if ev else "",
                 hit.id,
                 shown_path(hit.path),
@@ -109,9 +109,8 @@ def _markdown(response, shown_path) -> str:
     lines = [f"Results for *{response.query}*", ""]
     for rank, hit in enumerate(response.hits, 1):
         where = _location(hit, shown_path)
-        lines.append(
-            f"{rank}. **{hit.title or '(untitled)'}** — `{where}` (score {hit.score:.3f}{_confidence(hit)})"
-        )
+        score = f"score {hit.score:.3f}{readable_score(hit, ',')}"
+        lines.append(f"{rank}. **{hit.title or '(untitled)'}** — `{where}` ({score})")
         if hit.snippet:
             lines.append(f"   > {hit.snippet}")
     return "\n".join(lines)
@@ -131,7 +130,9 @@ def _text(response, style: Style, explain: bool, shown_path) -> str:
     out += [f"  #{gone['id']} {gone['why']}" for gone in (response.dropped if explain else [])]
     for rank, hit in enumerate(response.hits, 1):
         title = style.sgr(hit.title or "(untitled)", "1")
-        out.append(f"{rank:>2}. {hit.score:8.4f}{_confidence(hit)}  {title}  [#{hit.id}]{evidence_tag(hit)}")
+        out.append(
+            f"{rank:>2}. {hit.score:8.4f}{readable_score(hit)}  {title}  [#{hit.id}]{evidence_tag(hit)}"
+        )
         where = _location(hit, shown_path)
         dated = f"  · {date_of(hit.time)}" if hit.time else ""
         out.append(f"     {style.link(style.sgr(where, '36'), hit.path, hit.start_line)}{dated}")
@@ -160,20 +161,28 @@ def _location(hit, shown_path) -> str:
     return path
 
 
-def _confidence(hit) -> str:
-    return f"  conf {hit.confidence:.2f}" if getattr(hit, "confidence", None) is not None else ""
+def readable_score(hit, sep: str = " ") -> str:
+    """What to read next to the raw score: the 0-1 confidence, comparable across queries, and how
+    many of the query's words (clauses) the hit holds."""
+    parts = []
+    if hit.confidence is not None:
+        parts.append(f"conf {hit.confidence:.2f}")
+    evidence = hit.evidence
+    if evidence and evidence.get("clauses"):
+        parts.append(f"{evidence['clauses_matched']}/{evidence['clauses']} words")
+    return "".join(f"{sep} {p}" for p in parts)
 
 
 def evidence_tag(hit) -> str:
-    """A plain word on weak evidence: a hit holding only some query words, or none of them."""
+    """A plain word on weak evidence: a relaxed hit, or one that holds none of the query words."""
     evidence = hit.evidence
     if not evidence or evidence["clauses"] < 1:
         return ""
-    matched, clauses, cosine = evidence["clauses_matched"], evidence["clauses"], evidence["query_cosine"]
+    matched, cosine = evidence["clauses_matched"], evidence["query_cosine"]
     relaxed = f"  (relaxed: without {', '.join(hit.relaxed)})" if hit.relaxed else ""
     if matched == 0:
         return relaxed + "  (no query word" + (f"; cosine {cosine:.2f})" if cosine is not None else ")")
-    return relaxed + (f"  ({matched} of {clauses} words)" if matched < clauses else "")
+    return relaxed
 
 
 def _channel_part(name: str, part: dict) -> str:

@@ -111,9 +111,14 @@ def hits_text(result: dict, limit_snippet: int = 240) -> str:
             where += f" p.{hit['page']}"
         elif hit.get("start_line") is not None:
             where += f":{hit['start_line']}-{hit['end_line']}"
-        lines.append(
-            f"{rank}. {hit['title'] or '(untitled)'} — {where} (score {hit['score']:.3f}, chunk {hit['id']})"
-        )
+        said = [f"score {hit['score']:.3f}"]
+        if hit.get("confidence") is not None:
+            said.append(f"confidence {hit['confidence']:.2f}")
+        evidence = hit.get("evidence") or {}
+        if evidence.get("clauses"):
+            said.append(f"{evidence['clauses_matched']}/{evidence['clauses']} query words")
+        said.append(f"chunk {hit['id']}")
+        lines.append(f"{rank}. {hit['title'] or '(untitled)'} — {where} ({', '.join(said)})")
         if hit.get("snippet"):
             lines.append("   " + hit["snippet"].replace("**", "")[:limit_snippet])
     lines += [f"note: {n}" for n in result.get("notices", [])]

@@ -71,7 +71,7 @@ function render(data, explain) {
   if (!hits.length) parts.push(`<p class="note">No results: ${escapeHtml(data.empty_reason || "nothing matched")}</p>`);
   hits.forEach((hit, i) => {
     parts.push(`<div class="hit" role="button" tabindex="-1" data-i="${i}">
-      <h3>${escapeHtml(hit.title || "(untitled)")}<span class="score">${hit.score.toFixed(3)}</span></h3>
+      <h3>${escapeHtml(hit.title || "(untitled)")}<span class="score">${readable(hit)}</span></h3>
       <div class="where" title="${escapeHtml(hit.path)}">${escapeHtml(where(hit))}</div>
       ${hit.snippet ? `<p class="snippet">${marked(hit.snippet)}</p>` : ""}
       ${explain ? `<pre class="explain">${escapeHtml(explainText(hit))}</pre>` : ""}
@@ -80,6 +80,15 @@ function render(data, explain) {
   $("results").innerHTML = parts.join("");
   document.querySelectorAll(".hit").forEach((el) => el.addEventListener("click", () => { select(+el.dataset.i); open(); }));
   highlight();
+}
+
+// the raw score, then what a person can compare across queries: confidence and words matched
+function readable(hit) {
+  const parts = [hit.score.toFixed(3)];
+  if (hit.confidence !== null && hit.confidence !== undefined) parts.push(`conf ${hit.confidence.toFixed(2)}`);
+  const ev = hit.evidence || {};
+  if (ev.clauses) parts.push(`${ev.clauses_matched}/${ev.clauses} words`);
+  return escapeHtml(parts.join(" · "));
 }
 
 function highlight() {
