@@ -38,6 +38,7 @@ class DenseView:
 
     def _graph(self):
         if self._hnsw is None:
+            import onnxruntime  # noqa: F401  (loading onnxruntime after usearch crashes the process)
             from usearch.index import Index as HnswIndex
 
             graph = HnswIndex(
