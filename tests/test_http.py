@@ -59,6 +59,9 @@ def test_api_returns_what_the_command_line_prints(index_dir, http_server, capsys
     status, body = fetch(f"{base}/api/search?q=keys&since=someday")
     assert status == 400 and "since 'someday'" in json.loads(body)["error"]
     assert fetch(f"{base}/api/index", {"Content-Type": "application/json"}, b'{"paths": ["/"]}')[0] == 403
+    status, body = fetch(f"{base}/api/answer?q=How+often+are+the+signing+keys+rotated%3F")
+    main(["answer", "How often are the signing keys rotated?", "--index", str(index_dir), "--json"])
+    assert status == 200 and json.loads(body) == json.loads(capsys.readouterr().out)
 
 
 def test_page_docs_and_assets_need_nothing_from_outside(index_dir, http_server):

@@ -48,6 +48,7 @@ async def exercise(client, notes_dir) -> dict:
     out["get"] = await client.call_tool("get", {"path": f"{notes_dir / 'auth.md'}:5-6"})
     out["multi_get"] = await client.call_tool("multi_get", {"pattern": "notes/*.md", "max_chars": 100000})
     out["status"] = await client.call_tool("status", {})
+    out["answer"] = await client.call_tool("answer", {"question": "How often are the signing keys rotated?"})
     out["bad_argument"] = await client.call_tool("search", {"query": "keys", "limit": "many"})
     out["no_hits"] = await client.call_tool("search", {"query": "zyzzyva quokka", "mode": "lexical"})
     out["outside"] = await client.call_tool("get", {"path": "/etc/passwd"})
@@ -55,7 +56,13 @@ async def exercise(client, notes_dir) -> dict:
 
 
 def check(out: dict, notes_dir) -> None:
-    assert out["tools"] == ["get", "multi_get", "search", "status"]  # no writing tools by default
+    assert out["tools"] == ["answer", "get", "multi_get", "search", "status"]  # no writing tools by default
+    answer = out["answer"].structured_content
+    assert not out["answer"].is_error and {"question", "found", "answer", "citations", "queries"} <= set(
+        answer
+    )
+    if answer["found"]:
+        assert answer["citations"][0]["path"].endswith("auth.md") and "[1]" in out["answer"].content[0].text
     search = out["search"]
     assert not search.is_error and search.structured_content["hits"][0]["path"].endswith("auth.md")
     assert "Auth > Tokens" in search.content[0].text
@@ -93,7 +100,7 @@ def test_writing_tools_only_when_allowed(index_dir, tmp_path):
             return tools, indexed, found
 
     tools, indexed, found = anyio.run(main)
-    assert tools == ["get", "glossary_add", "index", "multi_get", "search", "status"]
+    assert tools == ["answer", "get", "glossary_add", "index", "multi_get", "search", "status"]
     assert not indexed.is_error and indexed.structured_content["files_indexed"] == 1
     assert found.structured_content["hits"][0]["path"].endswith("deploy.md")
 
@@ -116,7 +123,13 @@ def test_the_mcp_inspector_lists_and_calls_tools(index_dir):
     ]  # fmt: skip
     listed = subprocess.run([*command, "--method", "tools/list"], capture_output=True, text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr[-2000:]
-    assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == {"get", "multi_get", "search", "status"}
+    assert {t["name"] for t in json.loads(listed.stdout)["tools"]} == {
+        "answer",
+        "get",
+        "multi_get",
+        "search",
+        "status",
+    }
     called = subprocess.run(
         [*command, "--method", "tools/call", "--tool-name", "search", "--tool-arg", "query=restore backup"],
         capture_output=True,

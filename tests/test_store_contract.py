@@ -230,6 +230,26 @@ def test_glossary_tables(store):
     assert [x.id for x in store.glossary_groups()] == [h] and [t.id for t in store.glossary_terms()] == [c]
 
 
+def test_entity_postings_union_compact_and_clear(store):
+    with store.transaction():
+        store.add_entity_postings({"edmond dantes": ("Edmond Dantès", "name", BitMap([1, 2]))})
+        store.add_entity_postings(
+            {
+                "edmond dantes": ("EDMOND DANTÈS", "name", BitMap([5])),
+                "pharaon": ("Pharaon", "name", BitMap([2])),
+            }
+        )
+    held = {p.key: p for p in store.entity_postings()}
+    assert set(held["edmond dantes"].docs) == {1, 2, 5} and held["edmond dantes"].surface == "Edmond Dantès"
+    with store.transaction():
+        gone = store.compact_entities(BitMap([1, 5]))
+    held = {p.key: p for p in store.entity_postings()}
+    assert gone == 1 and set(held) == {"edmond dantes"} and set(held["edmond dantes"].docs) == {1, 5}
+    with store.transaction():
+        store.clear()
+    assert store.entity_postings() == []
+
+
 def test_clear_keeps_vectors_and_glossary(store):
     add_file(store, chunks=[Chunk("d", "", "text")])
     with store.transaction():

@@ -18,6 +18,7 @@ from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.api.documents import Document, assemble, matching_paths, parse_ref
 from kenning.api.request import build_request
 from kenning.cache import IndexCaches
+from kenning.entities.graph import EntityGraph
 from kenning.glossary.glossary import Glossary
 from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter, recorded_embedder
 from kenning.ingest.walk import path_key
@@ -93,6 +94,44 @@ class Index:
             files, chunks = self.store.collections(), self.store.collection_chunks()
         return {name: {"files": n, "chunks": chunks.get(name, 0)} for name, n in sorted(files.items())}
 
+    def answer(self, question: str, llm=None, candidates: int = 20):
+        """A cited answer, or found=False with what the sources do not say (kenning.answer). `llm` is
+        a chat model spec or ChatModel (None: $KENNING_LLM, else extractive)."""
+        from kenning.answer.answering import answer_question
+        from kenning.models.chat import ChatModel, make_chat_model
+
+        model = llm if isinstance(llm, ChatModel) else make_chat_model(llm)
+        return answer_question(self, question, llm=model, candidates=candidates)
+
+    def entity_graph(self) -> EntityGraph:
+        """The entity graph of the current generation (built once per generation)."""
+        with self.store.reading():
+            snapshot = self.store.read_snapshot()
+            return self.caches.view(
+                snapshot.generation, "graph", lambda: EntityGraph.load(self.store, snapshot.live)
+            )
+
+    def entity_neighbours(self, name: str, limit: int = 20, scoring: str = "relatedness") -> dict:
+        """An entity (as written, any case or accents) and its neighbours with a, b, k, z and weight.
+        Raises ValueError when no chunk holds it, naming the closest entities."""
+        graph = self.entity_graph()
+        found = graph.resolve(name)
+        key = found[0] if len(found) == 1 and found[0] == " ".join(graph.resolve_words(name)) else None
+        if key is None:
+            close = graph.similar(name)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise ValueError(f"no indexed chunk holds the entity {name!r}{hint}")
+        i = graph.index[key]
+        return {
+            "entity": key,
+            "surface": graph.surfaces[i],
+            "kind": graph.kinds[i],
+            "chunks": graph.df(key),
+            "n": graph.n,
+            "scoring": scoring,
+            "neighbours": [e.to_dict() for e in graph.neighbours(key, limit, scoring)],
+        }
+
     def rename_collection(self, old: str, new: str) -> int:
         """Give a collection another name (its glossary scope follows); returns the files moved."""
         if not new or not new.strip():
@@ -135,19 +174,29 @@ class Index:
                 resolve_filters=self._resolve_filters,
                 reranker=self._reranker(request.rerank),
             )
+            ctx.graph = lambda: self.caches.view(
+                view.generation, "graph", lambda: EntityGraph.load(self.store, view.live)
+            )
+            ctx.substring = lambda: self.caches.view(
+                view.generation,
+                "substring",
+                lambda: SubstringView(self.store, np.frombuffer(view.live.to_array(), np.uint32)),
+            )
             mode = request.mode
             if mode == "auto":
                 recorded = self.caches.view(view.generation, "embedder", self.embedding_model)
                 mode = "hybrid" if recorded else "lexical"
             notice = self._attach_vectors(ctx, mode, request.embedder) if mode != "lexical" else None
-            if notice:
+            if notice and not _needs_no_vectors(request):
                 mode = "lexical"
+            elif notice:
+                notice = notice.replace("searched lexically", "fused the signals that need none")
             try:
                 response = run_search(ctx, request, mode)
             except EmbedderError as exc:  # the embedding server is down or too slow: answer lexically
                 if mode == "dense":
                     raise
-                ctx.dense = ctx.embed_query = ctx.substring = None
+                ctx.dense = ctx.embed_query = None
                 response = run_search(ctx, request, "lexical")
                 notice = f"the query could not be embedded ({exc}): searched lexically"
             if notice:
@@ -233,11 +282,6 @@ class Index:
             lambda: DenseView(self.store, recorded["fingerprint"], view.live_mask),
         )
         ctx.embed_query = lambda text: embedder.embed([text], kind="query")[0]
-        ctx.substring = lambda: self.caches.view(
-            view.generation,
-            "substring",
-            lambda: SubstringView(self.store, np.frombuffer(view.live.to_array(), np.uint32)),
-        )
         return None
 
     # ------------------------------------------------------------------------------------ helpers
@@ -340,3 +384,11 @@ class Index:
             return None
         have = self.store.count_vectors(recorded["fingerprint"])
         return {**recorded, "vectors": have, "missing": self.store.counts()["chunks"] - have}
+
+
+def _needs_no_vectors(request) -> bool:
+    """True when a hybrid search asks for a signal besides lexical and dense (the entity graph, the
+    substring channel): without vectors it still fuses them rather than falling back to BM25 alone."""
+    if request.mode != "hybrid" or request.fusion.mode == "rerank":
+        return False
+    return any(w > 0 for name, w in request.fusion.weights if name not in ("lexical", "dense"))

@@ -65,6 +65,9 @@ def build_request(
     fused = {k: settings.pop(k) for k in list(settings) if k in fusion_names}
     if "fusion" in settings:
         fused["mode"] = settings.pop("fusion")
+    if isinstance(fusion, str):  # a fusion mode by name: fusion="blend"
+        fused.setdefault("mode", fusion)
+        fusion = None
     unknown = sorted(set(settings) - set(REQUEST_FIELDS))
     if unknown:
         raise ValueError(

@@ -22,6 +22,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+from kenning.entities.collect import EntityCollector
 from kenning.indexing.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.ingest.walk import path_key
@@ -158,6 +159,8 @@ class IndexWriter:
             live = self.store.read_snapshot().live
             builder = SegmentBuilder(self.analyzer)
             vocab = _VocabularyChanges()
+            entities = EntityCollector(self.store)
+            refreshed = entities.refresh_if_stale(live)
             seen: set[str] = set()
             unread: list[str] = []  # folders (or files) that failed: what they held before stays
             given = {str(Path(p).expanduser().absolute()) for p in paths}
@@ -177,19 +180,26 @@ class IndexWriter:
                     continue
                 seen.add(path_key(found.path))
                 report.files_seen += 1
-                self._index_file(found.path, shown, force, options, live, builder, vocab, report, collection)
+                self._index_file(
+                    found.path, shown, force, options, live, builder, vocab, entities, report, collection
+                )
                 if len(builder) >= FLUSH_CHUNKS:
                     builder.flush(self.store)
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
-                self._settle(builder, live, vocab, report)
+                self._settle(builder, live, vocab, report, entities)
+            elif refreshed:
+                entities.flush()
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
 
-    def _settle(self, builder, live: BitMap, vocab, report: IndexReport) -> None:
-        """The end of every write: the last segment, the vocabulary, the live set, merges."""
+    def _settle(self, builder, live: BitMap, vocab, report: IndexReport, entities=None) -> None:
+        """The end of every write: the last segment, the vocabulary, the entities, the live set,
+        merges (which also drop deleted chunks from the entity postings)."""
         builder.flush(self.store)
+        if entities is not None:
+            entities.flush()
         self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
         if report.chunks_removed:
             self.store.drop_orphan_vectors()
@@ -197,6 +207,7 @@ class IndexWriter:
         merging = merge_plan(self.store, live)
         if merging:
             merge_segments(self.store, live, merging)
+            self.store.compact_entities(live)
             report.merged_segments = True
         self.store.set_meta("n_terms", str(self.store.count_terms()))
 
@@ -246,6 +257,7 @@ class IndexWriter:
         live: BitMap,
         builder,
         vocab,
+        entities,
         report,
         collection: str,
     ) -> None:
@@ -300,6 +312,7 @@ class IndexWriter:
                 continue
             chunk_id = self.store.insert_chunk(source_id, ordinal, chunk, content_hash)
             vocab.added.update(builder.add(chunk_id, chunk.title, chunk.body))
+            entities.add(chunk_id, chunk.body, chunk.meta)
             live.add(chunk_id)
             report.chunks_added += 1
             if len(builder) >= FLUSH_CHUNKS:  # a big file (a JSONL corpus) must not hold every token

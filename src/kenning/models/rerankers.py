@@ -24,14 +24,13 @@ import json
 import math
 import os
 import re
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from kenning.models.chat import message_content, post_chat
 from kenning.models.endpoints import user_endpoint
 from kenning.models.specs import split_model_url
 
@@ -356,39 +355,9 @@ class ChatReranker:
         }
 
     def _post(self, payload: dict) -> str:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url, json.dumps(payload).encode("utf-8"), headers, method="POST")
         where = f"{self.name} reranker at {self.url}"
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                body = resp.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read(300).decode("utf-8", "replace").strip()
-            raise RerankError(f"{where} answered HTTP {e.code} {e.reason}: {detail[:200]}") from None
-        except urllib.error.URLError as e:
-            if isinstance(e.reason, TimeoutError):
-                raise RerankError(f"{where} did not answer within {self.timeout:g}s") from None
-            raise RerankError(f"cannot reach {where}: {e.reason}") from None
-        except TimeoutError:
-            raise RerankError(f"{where} did not answer within {self.timeout:g}s") from None
-        except OSError as e:
-            raise RerankError(f"{where} failed: {e}") from None
-        try:
-            data = json.loads(body)
-        except ValueError:
-            snippet = body[:80].decode("utf-8", "replace")
-            raise RerankError(f"{where} did not answer with JSON: {snippet!r}") from None
-        try:
-            if self.kind == "openai":
-                content = data["choices"][0]["message"]["content"]
-            else:
-                content = data["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            field = "choices[0].message.content" if self.kind == "openai" else "message.content"
-            raise RerankError(f"{where} answered JSON without {field}: {str(data)[:120]}") from None
-        return content if isinstance(content, str) else json.dumps(content)
+        data = post_chat(self.url, payload, self.api_key, self.timeout, where, RerankError)
+        return message_content(data, self.kind, where, RerankError)
 
     def score_with_notes(self, query: str, texts: list[str]) -> tuple[list[float], dict[int, str]]:
         """Scores, and notes by passage index for answers that were unparseable (scored 0) or clamped."""

@@ -1,7 +1,7 @@
 """Stages channels and fuse: every active signal's channel for the query, then one ranking.
 
 In dense mode the dense channel is the ranking. In hybrid mode every registered signal with a weight
-above zero gives a channel (blend and rerank fusion read lexical and dense only), and
+above zero gives a channel (rerank fusion reads lexical and dense only; blend adds the graph), and
 kenning.search.fusion combines them.
 """
 
@@ -18,7 +18,7 @@ from kenning.search.context import QueryState, SearchContext
 from kenning.search.fusion import fuse
 from kenning.signals.base import SignalQuery
 
-TWO_CHANNEL_FUSIONS = ("blend", "rerank")
+BLEND_FUSIONS = ("blend", "blend_norm")  # Lume's line reads lexical, dense and graph
 
 
 def signal_query(ctx: SearchContext, state: QueryState) -> SignalQuery:
@@ -56,8 +56,11 @@ def active_signals(state: QueryState) -> list[str]:
         return ["dense"]
     fusion = state.request.fusion
     names = [name for name in signals.registered() if fusion.weight(name) > 0]
-    if fusion.mode in TWO_CHANNEL_FUSIONS:
+    if fusion.mode == "rerank":
         names = [n for n in ("lexical", "dense") if n in signals.registered()]
+    elif fusion.mode in BLEND_FUSIONS:
+        wanted = ("lexical", "dense", "graph") if fusion.weight("graph") > 0 else ("lexical", "dense")
+        names = [n for n in wanted if n in signals.registered()]
     return names
 
 

@@ -33,6 +33,7 @@ class SearchContext:
     dense: object | None = None  # DenseView of this generation, when the index has vectors
     embed_query: object | None = None  # text -> unit vector, with the index's embedder
     substring: object | None = None  # () -> SubstringView of this generation (built on first use)
+    graph: object | None = None  # () -> EntityGraph of this generation (built on first use)
     reranker: object | None = None  # the request's reranker, built by the index
     heads: dict | None = None  # chunk heads already read by this search
 

@@ -6,9 +6,11 @@ Modes:
 - norm:   each channel's raw scores min-max normalised to [0, 1] over the candidate pool (the union of
           every channel's top `depth`), then a weighted sum. Every candidate's score in every channel is
           known (lexical and cosine are computed for the whole pool), so no guess fills a gap.
-- blend:  Lume's line: bm25 * (1 + alpha * cosine + beta * graph); a chunk with no lexical match is
-          admitted with cosine + beta * graph, so semantic-only hits rank below lexical ones. The graph
-          signal arrives with a later issue; beta keeps its slot (graph = 0 today).
+- blend:  Lume's line: bm25 * (1 + alpha * cosine + beta * graph), where beta is the graph signal's
+          weight (w_graph) and graph its normalised entity mass; a chunk with no lexical match is
+          admitted with cosine + beta * graph, so semantic-only hits rank below lexical ones.
+- blend_norm: Lume's normalised form, bm25 / max(bm25) + alpha * cosine + beta * graph: all three on
+          [0, 1], so strong semantic or graph evidence can overtake a lexical match.
 - rerank: luplo's rule: vectors only reorder the lexical candidates, by cosine; they never add any,
           and an empty lexical result stays empty.
 - zscore: (the default) each channel's raw score becomes its distance from what an unremarkable
@@ -39,7 +41,7 @@ from kenning import signals
 from kenning.signals.base import Channel
 from kenning.validate import check_number
 
-FUSIONS = ("rrf", "norm", "blend", "rerank", "zscore")
+FUSIONS = ("rrf", "norm", "blend", "blend_norm", "rerank", "zscore")
 FEEDBACK_FUSIONS = ("zscore", "norm", "rrf")  # the fusions a feedback pass follows
 
 
@@ -48,7 +50,6 @@ _FIXED = {  # the fusion knobs of the fusion itself; signal weights and knobs co
     "depth": 100,
     "rrf_k": 60.0,
     "alpha": 0.5,
-    "beta": 0.0,
     "min_similarity": 0.3,  # a chunk found only by vectors needs at least this cosine
     "feedback_k": 2,  # pseudo-relevance feedback from the first pass's top chunks (0 = off)
     "feedback_beta": 1.0,  # Rocchio weight of their mean vector
@@ -67,7 +68,6 @@ class FusionParams:
     depth: int
     rrf_k: float
     alpha: float
-    beta: float
     min_similarity: float
     feedback_k: int
     feedback_beta: float
@@ -107,7 +107,7 @@ class FusionParams:
         check_number("min_similarity", self.min_similarity, -1, 1)
         check_number("feedback_k", self.feedback_k, 0, 1000, integer=True)
         check_number("feedback_terms", self.feedback_terms, 0, 1000, integer=True)
-        named = [("alpha", self.alpha), ("beta", self.beta), ("feedback_beta", self.feedback_beta)]
+        named = [("alpha", self.alpha), ("feedback_beta", self.feedback_beta)]
         named += [("feedback_gamma", self.feedback_gamma), *((f"w_{n}", w) for n, w in self.weights)]
         for name, value in named:
             check_number(name, value, 0, 1000)
@@ -139,7 +139,6 @@ def fusion_knobs() -> dict[str, tuple[object, str]]:
         "depth": "results each channel contributes to the fusion",
         "rrf_k": "RRF smoothing constant",
         "alpha": "blend: weight of cosine similarity",
-        "beta": "blend: weight of the graph signal (kept for the entity graph)",
         "min_similarity": "cosine a chunk found only by vectors must reach",
         "feedback_k": "pseudo-relevance feedback: top chunks of the first pass to learn from (0 = off)",
         "feedback_beta": "feedback: weight of their mean vector added to the query's",
@@ -210,18 +209,8 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
         return Fused([], [], {})
     raw = {name: np.asarray(ch.score_of(pool), dtype=np.float64) for name, ch in lists.items()}
 
-    if params.mode == "blend":
-        bm25 = raw.get("lexical", np.zeros(len(pool)))
-        sem = np.clip(raw.get("dense", np.zeros(len(pool))), 0.0, None)
-        graph = np.zeros(len(pool))
-        scores = np.where(
-            bm25 > 0, bm25 * (1 + params.alpha * sem + params.beta * graph), sem + params.beta * graph
-        )
-        for i, cid in enumerate(pool.tolist()):
-            note(cid, "lexical", float(bm25[i]), float(bm25[i]))
-            note(cid, "dense", float(sem[i]), float(scores[i] - bm25[i]) if bm25[i] > 0 else float(sem[i]))
-        ids, fused_scores = _sorted(dict(zip(pool.tolist(), scores.tolist(), strict=True)))
-        return Fused(ids, fused_scores, explain)
+    if params.mode in ("blend", "blend_norm"):
+        return _blend(pool, raw, params, note, explain)
 
     total = np.zeros(len(pool))
     parts: dict[str, np.ndarray] = {}
@@ -234,6 +223,33 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
             note(cid, name, float(values[i]), float(parts[name][i]))
     ids, scores = _sorted(dict(zip(pool.tolist(), total.tolist(), strict=True)))
     return Fused(ids, scores, explain, _weights(params, how, parts, total))
+
+
+def _blend(pool: np.ndarray, raw: dict, params: FusionParams, note, explain: dict) -> Fused:
+    """Lume's line, multiplicative (blend) or on one [0, 1] scale (blend_norm); each channel's part is
+    what it added to the chunk's score."""
+    zeros = np.zeros(len(pool))
+    bm25 = raw.get("lexical", zeros)
+    sem = np.clip(raw.get("dense", zeros), 0.0, None)
+    graph = np.clip(raw.get("graph", zeros), 0.0, None)
+    alpha, beta = params.alpha, params.weight("graph")
+    if params.mode == "blend_norm":
+        top = float(bm25.max()) if len(bm25) else 0.0
+        lexical = bm25 / top if top > 0 else zeros
+        parts = {"lexical": lexical, "dense": alpha * sem, "graph": beta * graph}
+    else:
+        matched = bm25 > 0
+        lift = np.where(matched, bm25, 1.0)  # without a lexical match: cosine + beta * graph
+        parts = {"lexical": bm25, "dense": lift * alpha * sem, "graph": lift * beta * graph}
+        parts["dense"] = np.where(matched, parts["dense"], sem)
+    scores = sum(parts.values())
+    for name, part in parts.items():
+        if name in raw:
+            values = {"lexical": bm25, "dense": sem, "graph": graph}[name]
+            for i, cid in enumerate(pool.tolist()):
+                note(cid, name, float(values[i]), float(part[i]))
+    ids, fused_scores = _sorted(dict(zip(pool.tolist(), scores.tolist(), strict=True)))
+    return Fused(ids, fused_scores, explain)
 
 
 def _normalise(values: np.ndarray, channel: Channel, mode: str) -> tuple[np.ndarray, dict]:

@@ -86,8 +86,8 @@ def run_search(ctx: SearchContext, request: SearchRequest, mode: str | None = No
     mode = mode or request.mode
     if mode not in ("lexical", "dense", "hybrid"):
         raise ValueError(f"resolve mode {mode!r} before searching (the index does)")
-    if mode != "lexical" and ctx.dense is None:
-        raise ValueError(f"mode {mode!r} needs vectors: this index has none (run `kenning embed`)")
+    if mode == "dense" and ctx.dense is None:
+        raise ValueError("mode 'dense' needs vectors: this index has none (run `kenning embed`)")
     funnel = Funnel(corpus=ctx.view.n_docs)
     state = QueryState(request, mode, parse(request), funnel, pool=refine.pool_for(request))
     run = StageRunner(ctx, state)

@@ -1,5 +1,6 @@
 """Ranking signals as plugins: the Signal protocol and registry (base), and the built-in signals, each
-in its own module: lexical (field-aware BM25), dense (embedding cosine), substring (raw text)."""
+in its own module: lexical (field-aware BM25), dense (embedding cosine), substring (raw text), graph
+(the entity graph)."""
 
 from kenning.signals.base import (
     Channel,
@@ -18,10 +19,11 @@ from kenning.signals.base import (
     version,
 )
 from kenning.signals.dense import DenseSignal
+from kenning.signals.graph import GraphSignal
 from kenning.signals.lexical import LexicalSignal
 from kenning.signals.substring import SubstringSignal
 
-for _builtin in (LexicalSignal(), DenseSignal(), SubstringSignal()):
+for _builtin in (LexicalSignal(), DenseSignal(), SubstringSignal(), GraphSignal()):
     register(_builtin)
 
 __all__ = [

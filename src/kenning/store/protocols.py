@@ -21,6 +21,7 @@ from kenning.store.records import (
     ChunkGroup,
     ChunkHead,
     ChunkRow,
+    EntityPosting,
     GlossaryGroupRow,
     GlossaryTermRow,
     RawPostings,
@@ -158,7 +159,19 @@ class Integrity(Protocol):
 
 
 @runtime_checkable
-class Store(Commits, Documents, Postings, Vectors, MetadataFilters, GlossaryTables, Integrity, Protocol):
+class EntityTables(Protocol):
+    """Entity posting lists (roaring bitmaps of chunk ids) for the entity graph."""
+
+    def entity_postings(self) -> list[EntityPosting]: ...
+    def add_entity_postings(self, added: dict[str, tuple[str, str, BitMap]]) -> None: ...
+    def compact_entities(self, live: BitMap) -> int: ...
+    def clear_entities(self) -> None: ...
+
+
+@runtime_checkable
+class Store(
+    Commits, Documents, Postings, Vectors, MetadataFilters, GlossaryTables, EntityTables, Integrity, Protocol
+):
     """Everything kenning keeps, behind one handle."""
 
     directory: object

@@ -115,6 +115,16 @@ class SegmentPostings(NamedTuple):
 
 
 @dataclass
+class EntityPosting:
+    """One entity: its folded key, a surface form as written, its kind, and the chunks that hold it."""
+
+    key: str
+    surface: str
+    kind: str
+    docs: BitMap
+
+
+@dataclass
 class Snapshot:
     """What one committed generation of the index looks like to a reader."""
 

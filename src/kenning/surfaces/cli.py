@@ -39,8 +39,16 @@ from kenning.signals.lexical import VARIANTS, Bm25Params
 from kenning.store import StorageError
 from kenning.surfaces.cli_collections import add_collections_parser, cmd_collections
 from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
+from kenning.surfaces.cli_graph import add_graph_parser, cmd_graph
 from kenning.surfaces.cli_integrity import add_integrity_parsers, cmd_repair, cmd_verify
-from kenning.surfaces.render import FORMATS, Style, json_text, render_documents, render_search
+from kenning.surfaces.render import (
+    FORMATS,
+    Style,
+    answer_text,
+    json_text,
+    render_documents,
+    render_search,
+)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -263,6 +271,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "md", "files"), default="text")
     _add_common(p)
 
+    p = sub.add_parser("answer", help="answer a question with citations, or say what the sources do not say")
+    p.add_argument("question", nargs="+")
+    p.add_argument(
+        "--llm",
+        help="chat model: openai:MODEL[@URL], ollama:MODEL[@URL], llama-cpp:FILE.gguf "
+        "(default $KENNING_LLM, else extractive: the best supporting sentences)",
+    )
+    p.add_argument(
+        "--candidates", type=int, default=20, help="passages to weigh (10 to 20 are read; default 20)"
+    )
+    _add_common(p)
+
     p = sub.add_parser("status", help="what the index holds")
     _add_common(p)
 
@@ -292,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_glossary_parser(sub, _add_common)
     add_integrity_parsers(sub, _add_common)
     add_collections_parser(sub, _add_common)
+    add_graph_parser(sub, _add_common)
 
     p = sub.add_parser(
         "serve", help="keep the index warm: JSON API, web page and MCP over HTTP; the CLI uses it"
@@ -471,6 +492,19 @@ def cmd_search(args) -> int:
         response = index.search(request)
     fmt = "json" if args.json else args.format
     print(render_search(response, fmt, Style(sys.stdout), args.explain, display_path))
+    return 0
+
+
+def cmd_answer(args) -> int:
+    if args.candidates < 1:
+        raise ValueError("--candidates must be 1 or more")
+    with _open(args) as index:
+        result = index.answer(" ".join(args.question), llm=args.llm, candidates=args.candidates)
+    if args.json:
+        _emit_json(result.to_dict())
+        return 0
+    print(answer_text(result.to_dict()))
+    print("queries: " + "; ".join(f"{q['angle']}: {q['query']!r}" for q in result.queries))
     return 0
 
 
@@ -678,6 +712,8 @@ COMMANDS = {
     "glossary": cmd_glossary,
     "verify": lambda args: cmd_verify(args, _progress),
     "collections": lambda args: cmd_collections(args, _open),
+    "graph": lambda args: cmd_graph(args, _open),
+    "answer": cmd_answer,
     "mcp": lambda args: cmd_mcp(args),
     "serve": lambda args: cmd_serve(args),
     "watch": lambda args: cmd_watch(args),

@@ -3,6 +3,7 @@
     GET  /api/search?q=...&mode=...&limit=...&collection=...&path=...&since=...&meta=KEY=VALUE
     GET  /api/get?path=notes/a.md:10-20        GET /api/multi-get?pattern=notes/*.md&max_chars=...
     GET  /api/status                           POST /api/index   (only with --allow-write)
+    GET  /api/answer?q=...&candidates=20       a cited answer (the JSON of `kenning answer --json`)
     POST /api/cli                              commands the command line forwards (local token only)
     /mcp                                       MCP, streamable HTTP
     /                                          the web page       /docs, /openapi.json: the API
@@ -120,6 +121,13 @@ def create_app(
         pattern: Annotated[str, Query(min_length=1)], max_chars: Annotated[int, Query(ge=100)] = 50_000
     ):
         return _answer(lambda: service.read_many(pattern, max_chars=max_chars))
+
+    @app.get("/api/answer", summary="A cited answer, or found=false (the JSON of `kenning answer --json`)")
+    def api_answer(
+        q: Annotated[str, Query(min_length=1, description="the question")],
+        candidates: Annotated[int, Query(ge=1, le=50, description="passages to weigh")] = 20,
+    ):
+        return _answer(lambda: service.answer(q, candidates))
 
     @app.get("/api/status", summary="What the index holds")
     def api_status():

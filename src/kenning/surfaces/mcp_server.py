@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from kenning.surfaces.render import answer_text
 from kenning.surfaces.service import Service, hits_text
 
 INSTRUCTIONS = """kenning searches the user's own files (notes, code, PDFs, chat logs) with a hybrid of
@@ -151,6 +152,23 @@ def build_mcp(service: Service) -> MCPServer:
         notes = [f"left out {x['ref']} ({x['chars']} characters)" for x in found["left_out"]]
         notes += [f"nothing indexed under {r}" for r in found["not_found"]]
         return _result(found, "\n".join([text, *notes]).strip() or "no documents matched")
+
+    @server.tool(
+        name="answer",
+        description=(
+            "Answer a question from the indexed files with a citation (path, heading, line range, "
+            "quoted words) for every sentence, or found=false with what the sources do not say and the "
+            "closest passages. Use it for questions; use search to browse."
+        ),
+    )
+    def answer(
+        question: Annotated[str, Field(description="The question, in plain words", min_length=1)],
+        candidates: Annotated[
+            int, Field(description="How many passages to weigh (10 to 20)", ge=1, le=50)
+        ] = 20,
+    ) -> CallToolResult:
+        result = guarded(lambda: service.answer(question, candidates))
+        return _result(result, answer_text(result))
 
     @server.tool(
         name="status", description="What the index holds: files, chunks, collections, model, vector coverage."

@@ -289,3 +289,18 @@ def render_documents(
     for ref in (extra or {}).get("not_found", []):
         blocks.append(f"(nothing indexed under {ref})")
     return "\n\n".join(blocks)
+
+
+def answer_text(result: dict) -> str:
+    """A short text form of an answer: the answer with numbered citations, or what is not there."""
+    if not result["found"]:
+        lines = [f"Not found. {result['answer']}"]
+        lines += [
+            f"closest: {c['path']}:{c['start_line']}-{c['end_line']} {c['quote']!r}"
+            for c in result["closest"]
+        ]
+        return "\n".join(lines)
+    lines = [result["answer"]]
+    for n, c in enumerate(result["citations"], 1):
+        lines.append(f"[{n}] {c['path']}:{c['start_line']}-{c['end_line']} ({c['heading']}): {c['quote']!r}")
+    return "\n".join(lines)

@@ -80,6 +80,11 @@ class Service:
         with self.lock:
             return self.index.status()
 
+    def answer(self, question: str, candidates: int = 20) -> dict:
+        """The `--json` of `kenning answer`; the chat model is the user's ($KENNING_LLM), never a caller's."""
+        with self.lock:
+            return self.index.answer(question, candidates=candidates).to_dict()
+
     # ------------------------------------------------------------------------------------ writing
     def add(self, paths: list[str], collection: str = "default") -> dict:
         self._may_write()

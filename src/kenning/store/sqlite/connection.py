@@ -342,10 +342,10 @@ class SqliteConnection:
         }
 
     def clear(self) -> None:
-        """Empty every indexed file, chunk, segment and word (a forced rebuild); vectors and the
-        glossary stay."""
+        """Empty every indexed file, chunk, segment, word and entity (a forced rebuild); vectors and
+        the glossary stay."""
         self._require_txn()
-        for table in ("postings", "segments", "chunks", "sources", "vocabulary"):
+        for table in ("postings", "segments", "chunks", "sources", "vocabulary", "entities"):
             self.conn.execute(f"DELETE FROM {table}")
         self.set_live(BitMap())
 

@@ -10,6 +10,7 @@ Tables:
 - `embeddings`: one vector per (hash of the embedded text, embedder fingerprint).
 - `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
 - `glossary_groups` + `glossary_terms`: the curated alias groups.
+- `entities`: one roaring bitmap of chunk ids per entity key, for the entity graph.
 
 A newer kenning migrates an older index forward in one transaction; an index written by a newer
 kenning than this one is refused with a message that says so.
@@ -21,7 +22,7 @@ import numpy as np
 
 from kenning.store.checksum import posting_digest, segment_checksum
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -103,6 +104,12 @@ CREATE TABLE IF NOT EXISTS glossary_terms (
     UNIQUE (group_id, key)
 );
 CREATE INDEX IF NOT EXISTS glossary_terms_by_key ON glossary_terms(key);
+CREATE TABLE IF NOT EXISTS entities (
+    key TEXT PRIMARY KEY,
+    surface TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    docs BLOB NOT NULL
+) WITHOUT ROWID;
 """
 )
 
@@ -147,5 +154,13 @@ def _v4_to_v5(execute) -> None:
         execute("UPDATE segments SET checksum=? WHERE id=?", (segment_checksum(*columns, digests), seg_id))
 
 
+def _v5_to_v6(execute) -> None:
+    """Version 6 adds the entity postings; the next `kenning index` extracts the chunks' entities
+    (the writer notices that no extractor version is recorded)."""
+    for statement in statements(TABLES):
+        if "entities" in statement:
+            execute(statement)
+
+
 _ROW_DTYPES = (np.uint32, np.uint16, np.uint16, np.uint32, np.uint32)
-MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5}  # from version -> a step to the next version
+MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}  # from version -> a step to the next version

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kenning.store.sqlite.connection import SqliteConnection
 from kenning.store.sqlite.documents import SqliteDocuments
+from kenning.store.sqlite.entities import SqliteEntities
 from kenning.store.sqlite.filters import SqliteFilters
 from kenning.store.sqlite.glossary import SqliteGlossary
 from kenning.store.sqlite.integrity import SqliteIntegrity
@@ -17,6 +18,7 @@ class SqliteStore(
     SqliteVectors,
     SqliteFilters,
     SqliteGlossary,
+    SqliteEntities,
     SqliteIntegrity,
     SqliteConnection,
 ):

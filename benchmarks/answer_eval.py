@@ -1,0 +1,155 @@
+"""Evaluate cited answers on a book's question set: citation hit rate, not-found recall, false not-found.
+
+Each line of the question file is {"id", "question", "answerable", "chapters" (answerable only), ...}.
+The book is indexed (and embedded) into a cache folder once; every question goes through
+`kenning answer` (kenning.answer.answering) and is scored:
+
+- citation hit rate: of the answerable questions answered, the share with a cited passage in one of
+  the question's chapters (its heading path names the chapter);
+- not-found recall: of the unanswerable questions (false premises, absent facts), the share answered
+  "not found";
+- false not-found rate: of the answerable questions, the share answered "not found".
+
+--sweep also reports the three numbers for every judge threshold, from the same run (the judge's
+support and missing names are recorded per question), so a threshold chosen on one book can be
+checked on another:
+
+    python benchmarks/answer_eval.py --questions benchmarks/data/dracula_questions.jsonl \\
+        --book ../shared/data/books/dracula.md [--sweep] [--graph 0.4] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from kenning import Index
+from kenning.answer.answering import answer_question
+from kenning.answer.judge import MIN_SUPPORT
+from kenning.models.chat import make_chat_model
+
+
+def open_book(book: Path) -> Index:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kenning" / "answers"
+    digest = hashlib.sha1(str(book.resolve()).encode()).hexdigest()[:10]
+    index = Index(base / f"{book.stem}-{digest}")
+    index.add([book])
+    index.embed()
+    return index
+
+
+def load_questions(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for row in rows:
+        if row["answerable"] and not row.get("chapters"):
+            raise SystemExit(f"{path}: question {row['id']} is answerable but names no chapter")
+    return rows
+
+
+def in_chapter(heading: str, chapters: list[str]) -> bool:
+    parts = [p.strip().casefold() for p in heading.split(">")]
+    return any(c.strip().casefold() in parts for c in chapters)
+
+
+def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **search) -> list[dict]:
+    out = []
+    for q in questions:
+        started = time.perf_counter()
+        answer = answer_question(index, q["question"], llm=llm, candidates=candidates, **search)
+        record = {
+            "id": q["id"],
+            "answerable": q["answerable"],
+            "found": answer.found,
+            "support": answer.judge["support"],
+            "missing_names": answer.judge["missing_names"],
+            "focus": answer.judge["focus"],
+            "focus_held": answer.judge["focus_held"],
+            "seconds": time.perf_counter() - started,
+            "cited_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.citations),
+            "closest_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.closest),
+        }
+        out.append(record)
+    return out
+
+
+def score(records: list[dict], decide=None) -> dict:
+    """The three rates; `decide(record)` re-judges found/not found (for the threshold sweep)."""
+    decide = decide or (lambda r: r["found"])
+    answerable = [r for r in records if r["answerable"]]
+    unanswerable = [r for r in records if not r["answerable"]]
+    answered = [r for r in answerable if decide(r)]
+    return {
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "citation_hit": sum(r["cited_right"] for r in answered) / len(answered) if answered else 0.0,
+        "not_found_recall": (
+            sum(not decide(r) for r in unanswerable) / len(unanswerable) if unanswerable else 0.0
+        ),
+        "false_not_found": sum(not decide(r) for r in answerable) / len(answerable) if answerable else 0.0,
+        "evidence_in_right_chapter": sum(r["closest_right"] for r in answerable) / max(1, len(answerable)),
+    }
+
+
+def sweep(records: list[dict]) -> list[dict]:
+    rows = []
+    for t in [x / 100 for x in range(20, 96, 5)]:
+
+        def decide(r, t=t):
+            return r["support"] >= t and not r["missing_names"]
+
+        rates = score(records, decide)
+        rates["balanced"] = rates["not_found_recall"] + 1 - rates["false_not_found"]
+        rows.append({"threshold": t} | rates)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--questions", required=True, type=Path)
+    ap.add_argument("--book", required=True, type=Path)
+    ap.add_argument("--llm", help="a chat model spec (default: extractive)")
+    ap.add_argument("--candidates", type=int, default=20)
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--graph", type=float, help="weight of the entity graph signal in every search (w_graph)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    questions = load_questions(args.questions)
+    with open_book(args.book) as index:
+        search = {"w_graph": args.graph} if args.graph is not None else {}
+        records = run(index, questions, make_chat_model(args.llm), args.candidates, **search)
+    report = {
+        "book": args.book.name,
+        "method": args.llm or "extractive",
+        "w_graph": args.graph,
+        "threshold": MIN_SUPPORT["vectors"],
+        "seconds_per_question": sum(r["seconds"] for r in records) / max(1, len(records)),
+    } | score(records)
+    if args.sweep:
+        report["sweep"] = sweep(records)
+    if args.json:
+        print(json.dumps(report | {"per_question": records}, indent=2))
+        return
+    print(
+        f"{report['book']} ({report['method']}, threshold {report['threshold']}): "
+        f"{report['answerable']} answerable, {report['unanswerable']} unanswerable, "
+        f"{report['seconds_per_question']:.2f} s per question"
+    )
+    print(
+        f"  citation hit {report['citation_hit']:.3f}   not-found recall {report['not_found_recall']:.3f}   "
+        f"false not-found {report['false_not_found']:.3f}   "
+        f"(a right-chapter passage among the closest: {report['evidence_in_right_chapter']:.3f})"
+    )
+    for row in report.get("sweep", []):
+        print(
+            f"  threshold {row['threshold']:.2f}: citation hit {row['citation_hit']:.3f}  "
+            f"not-found recall {row['not_found_recall']:.3f}  false not-found {row['false_not_found']:.3f}  "
+            f"balanced {row['balanced']:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""Cited answers: plan, gather, judge, then answer with a citation on every sentence, or say plainly
+what the sources do not say.
+
+Without a model (the default) the answer is extractive: the best supporting sentences, each cited
+with its file, heading path, line range and the quoted words. With a chat model (kenning.models.chat)
+the model writes the answer from the numbered passages and must cite one after every sentence;
+sentences it does not cite are dropped, and a model that finds no answer says NOT FOUND.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kenning.answer.evidence import gather, score_sentences
+from kenning.answer.judge import judge
+from kenning.answer.planner import plan_angles, question_names
+
+MAX_SENTENCES = 3
+QUOTE_CHARS = 300
+ANSWER_PROMPT = (
+    "Answer the question using only the numbered passages. After every sentence, cite the passages it "
+    "rests on as [n]. If the passages do not answer the question, or the question assumes something "
+    "the passages do not say, reply exactly: NOT FOUND: followed by one sentence on what the passages "
+    "do not say."
+)
+
+
+@dataclass
+class Citation:
+    path: str
+    heading: str
+    start_line: int | None
+    end_line: int | None
+    quote: str
+    chunk_id: int
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "quote": self.quote,
+            "chunk_id": self.chunk_id,
+        }
+
+
+@dataclass
+class Answer:
+    question: str
+    found: bool
+    answer: str
+    citations: list[Citation]
+    queries: list[dict]
+    method: str
+    judge: dict
+    closest: list[Citation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "question": self.question,
+            "found": self.found,
+            "answer": self.answer,
+            "citations": [c.to_dict() for c in self.citations],
+            "queries": self.queries,
+            "method": self.method,
+            "judge": self.judge,
+            "closest": [c.to_dict() for c in self.closest],
+            "notes": self.notes,
+        }
+
+
+def answer_question(index, question: str, llm=None, candidates: int = 20, **search) -> Answer:
+    """`search`: settings for every search the planner runs (knobs such as w_graph)."""
+    question = " ".join(question.split())
+    if not question:
+        raise ValueError("the question is empty")
+    notes: list[str] = []
+    has_vectors = index.embedding_model() is not None
+    angles = plan_angles(index, question, has_vectors, llm, notes)
+    passages = gather(index, angles, candidates, search)
+    embed = _embedder(index, notes) if has_vectors else None
+    name_keys = question_names(index, question)
+    terms = score_sentences(index, question, passages, embed, name_keys)
+    ranked = sorted(
+        ((s, p) for p in passages for s in p.sentences), key=lambda sp: (-sp[0].support, sp[1].chunk_id)
+    )
+    best, where = ranked[0] if ranked else (None, None)
+    verdict = judge(best, where, name_keys, terms, embed is not None)
+    queries = [a.to_dict() for a in angles]
+    closest = _closest(passages)
+    method = "extractive" if llm is None else f"llm:{llm.name}"
+    if llm is not None and passages:
+        return _with_model(llm, question, passages, queries, verdict, closest, notes)
+    if not verdict.found:
+        return Answer(
+            question,
+            False,
+            _not_found(question, verdict),
+            [],
+            queries,
+            method,
+            verdict.to_dict(),
+            closest,
+            notes,
+        )
+    chosen = _supporting(ranked, best.support)
+    citations = [_cite(p, s) for s, p in chosen]
+    text = " ".join(s.text for s, _ in chosen)
+    return Answer(question, True, text, citations, queries, method, verdict.to_dict(), closest, notes)
+
+
+def _embedder(index, notes: list[str]):
+    try:
+        embedder = index.embedder()
+    except Exception as exc:
+        notes.append(f"sentences scored by words only: {exc}")
+        return None
+    return lambda texts: embedder.embed(texts, kind="document")
+
+
+def _supporting(ranked, best_support: float) -> list:
+    """The best sentence, and up to two more that support nearly as well, from different places."""
+    chosen, places = [], set()
+    for sentence, passage in ranked:
+        if sentence.support < 0.85 * best_support or len(chosen) >= MAX_SENTENCES:
+            break
+        place = (passage.chunk_id, sentence.start_line)
+        if place in places or any(sentence.text == s.text for s, _ in chosen):
+            continue
+        places.add(place)
+        chosen.append((sentence, passage))
+    return chosen
+
+
+def _cite(passage, sentence) -> Citation:
+    quote = sentence.text if len(sentence.text) <= QUOTE_CHARS else sentence.text[: QUOTE_CHARS - 1] + "…"
+    return Citation(
+        passage.path, passage.heading, sentence.start_line, sentence.end_line, quote, passage.chunk_id
+    )
+
+
+def _closest(passages, n: int = 3) -> list[Citation]:
+    out = []
+    for passage in sorted(passages, key=lambda p: -(p.best().support if p.best() else 0.0))[:n]:
+        best = passage.best()
+        if best is not None:
+            out.append(_cite(passage, best))
+    return out
+
+
+def _not_found(question: str, verdict) -> str:
+    if verdict.missing_names:
+        names = ", ".join(repr(n) for n in verdict.missing_names)
+        return (
+            f"The indexed sources do not answer this: no passage about {names} says what the question asks."
+        )
+    if verdict.missing_terms:
+        terms = ", ".join(repr(t) for t in verdict.missing_terms[:4])
+        return (
+            "The indexed sources do not answer this: the closest passages do not mention "
+            f"{terms} together with the rest of the question."
+        )
+    return "The indexed sources do not answer this: no passage holds enough of the question."
+
+
+def _with_model(llm, question, passages, queries, verdict, closest, notes) -> Answer:
+    method = f"llm:{llm.name}"
+    numbered = "\n\n".join(
+        f"[{i}] {p.heading} ({p.path}:{p.start_line}-{p.end_line})\n{p.body[:2000]}"
+        for i, p in enumerate(passages, 1)
+    )
+    reply = llm.complete(
+        [
+            {"role": "system", "content": ANSWER_PROMPT},
+            {"role": "user", "content": f"Question: {question}\n\nPassages:\n{numbered}"},
+        ]
+    ).strip()
+    judged = verdict.to_dict() | {"model_found": not reply.upper().startswith("NOT FOUND")}
+    if reply.upper().startswith("NOT FOUND"):
+        statement = reply.split(":", 1)[1].strip() if ":" in reply else "The passages do not answer this."
+        return Answer(question, False, statement, [], queries, method, judged, closest, notes)
+    sentences, citations = [], []
+    for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"“])", reply):
+        cited = [int(n) for n in re.findall(r"\[(\d+)\]", sentence) if 1 <= int(n) <= len(passages)]
+        if not cited:
+            notes.append(f"dropped a sentence without a citation: {sentence[:80]!r}")
+            continue
+        sentences.append(sentence)
+        for n in dict.fromkeys(cited):
+            citations.append(_cite(passages[n - 1], _closest_sentence(passages[n - 1], sentence)))
+    if not sentences:
+        return Answer(
+            question,
+            False,
+            "The model's answer cited no passage.",
+            [],
+            queries,
+            method,
+            judged,
+            closest,
+            notes,
+        )
+    return Answer(question, True, " ".join(sentences), citations, queries, method, judged, closest, notes)
+
+
+def _closest_sentence(passage, text: str):
+    """The passage's sentence sharing the most words with an answer sentence: the quoted words."""
+    words = set(re.findall(r"\w+", text.lower()))
+    return max(
+        passage.sentences or [],
+        key=lambda s: len(words & set(re.findall(r"\w+", s.text.lower()))),
+        default=None,
+    ) or _whole(passage)
+
+
+def _whole(passage):
+    from kenning.answer.evidence import Sentence
+
+    return Sentence(" ".join(passage.body.split())[:QUOTE_CHARS], passage.start_line, passage.end_line)

@@ -1,0 +1,159 @@
+"""Evidence for an answer: the passages every angle of the plan finds, fused, split into sentences
+with their line numbers, each sentence scored against the question.
+
+Retrieval depth follows the candidates asked for (Lume: clamp(candidates, 10, 20) passages), not a
+fixed 10. Each angle's ranking counts by reciprocal rank (k = 60), so a passage several angles agree
+on comes first, and one only a single angle finds still gets in.
+
+A sentence's support for the question:
+- words: the idf-weighted share of the question's terms in its window (the sentence with one on each
+  side), since an answer often names the subject in one sentence and says what happened in the next;
+- meaning: the cosine of the window with the question, when the index has vectors (else the words of
+  the sentence itself);
+- agreement: 1/sqrt(rank) of its passage in the fused ranking of the angles.
+The weights were chosen on the Dracula dev questions (benchmarks/answer_eval.py, docs/answers.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RRF_K = 60.0
+# a sentence ends at . ! or ? (and any closing quotes) before white space, or at a blank line; a
+# single line break inside a paragraph (hard-wrapped text) does not end it
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|\n[ \t]*\n")
+
+
+def passage_count(candidates: int) -> int:
+    return max(10, min(20, candidates))
+
+
+@dataclass
+class Sentence:
+    text: str
+    start_line: int | None
+    end_line: int | None
+    words: float = 0.0  # idf-weighted share of the question's terms in the sentence
+    window_words: float = 0.0  # the same over the sentence and its neighbours
+    cosine: float | None = None  # of the window with the question
+    missing: list[str] = field(default_factory=list)  # question terms its window lacks
+    rank: int = 1  # its passage's place in the fused ranking of every angle
+
+    @property
+    def support(self) -> float:
+        """Words in the window, meaning (or, without vectors, words in the sentence itself), and how
+        high the angles agree its passage ranks."""
+        meaning = 0.6 * self.cosine if self.cosine is not None else 0.25 * self.words
+        return 0.45 * self.window_words + meaning + 0.4 / self.rank**0.5
+
+
+@dataclass
+class Passage:
+    chunk_id: int
+    path: str
+    heading: str
+    start_line: int | None
+    end_line: int | None
+    body: str
+    score: float
+    angles: list[str]
+    sentences: list[Sentence] = field(default_factory=list)
+
+    def best(self) -> Sentence | None:
+        return max(self.sentences, key=lambda s: s.support, default=None)
+
+
+def gather(index, angles, candidates: int, search: dict | None = None) -> list[Passage]:
+    """The top passages over every angle, fused by reciprocal rank; `search`: settings for every
+    search (knobs such as w_graph)."""
+    depth = passage_count(candidates)
+    fused: dict[int, float] = {}
+    found_by: dict[int, list[str]] = {}
+    for angle in angles:
+        response = index.search(
+            angle.text, limit=depth, mode=angle.mode, detail="heads", syntax="plain", **(search or {})
+        )
+        seen = set()
+        for rank, hit in enumerate(response.hits, 1):
+            if hit.id in seen:
+                continue
+            seen.add(hit.id)
+            fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+            found_by.setdefault(hit.id, []).append(angle.kind)
+    chosen = sorted(fused, key=lambda c: (-fused[c], c))[:depth]
+    with index.store.reading():
+        rows = index.store.chunks_by_ids(chosen)
+    return [
+        Passage(
+            c,
+            rows[c].path,
+            rows[c].title,
+            rows[c].start_line,
+            rows[c].end_line,
+            rows[c].body,
+            fused[c],
+            found_by[c],
+        )
+        for c in chosen
+        if c in rows
+    ]
+
+
+def split_sentences(passage: Passage) -> list[Sentence]:
+    """The passage's sentences, each with the lines it spans (when the passage has line numbers; the
+    body is exact lines of the file ending at end_line, as kenning.api.documents reads it)."""
+    body, out, start = passage.body, [], 0
+    ends = [m.end() for m in _SENTENCE_END.finditer(body)] + [len(body)]
+    for end in ends:
+        raw = body[start:end]
+        text = " ".join(raw.split())
+        if len(text) >= 12 and any(c.isalpha() for c in text):
+            first = last = None
+            if passage.end_line is not None:  # the body is exact lines ending at end_line
+                top = passage.end_line - body.count("\n")
+                lead = len(raw) - len(raw.lstrip())
+                first = top + body.count("\n", 0, start + lead)
+                last = top + body.count("\n", 0, start + len(raw.rstrip()))
+            out.append(Sentence(text, first, last))
+        start = end
+    return out
+
+
+def score_sentences(index, question: str, passages: list[Passage], embed=None, names=()) -> list[str]:
+    """Fill every sentence's support; returns the question's terms (stems), rarest first.
+
+    The words of the question's names (`names`: entity keys) do not count in a sentence's words
+    unless the question has nothing else: the passage must be about them (the judge checks), but the
+    sentence that answers often calls them "he" or "the old man" (Lume's proper-noun bias)."""
+    analyzer = index.analyzer
+    terms = analyzer.query_terms(question)
+    name_terms = {t for name in names for t in analyzer.query_terms(name, remove_stopwords=False)}
+    if any(t not in name_terms for t in terms):
+        terms = [t for t in terms if t not in name_terms]
+    with index.store.reading():
+        view = index.lexical.view()
+        weight = {t: view.idf(t) for t in terms}
+    total = sum(weight.values()) or 1.0
+    windows: list[str] = []
+    sentences: list[Sentence] = []
+    for rank, passage in enumerate(passages, 1):
+        passage.sentences = split_sentences(passage)
+        for sentence in passage.sentences:
+            sentence.rank = rank
+        held = [set(analyzer.terms(s.text)) for s in passage.sentences]
+        for i, sentence in enumerate(passage.sentences):
+            around = set().union(*held[max(0, i - 1) : i + 2])
+            sentence.words = sum(w for t, w in weight.items() if t in held[i]) / total
+            sentence.window_words = sum(w for t, w in weight.items() if t in around) / total
+            sentence.missing = [t for t in terms if t not in around]
+            windows.append(" ".join(s.text for s in passage.sentences[max(0, i - 1) : i + 2]))
+            sentences.append(sentence)
+    if embed is not None and sentences:
+        vectors = embed([question] + windows)
+        sims = np.asarray(vectors[1:]) @ np.asarray(vectors[0])
+        for sentence, sim in zip(sentences, sims.tolist(), strict=True):
+            sentence.cosine = float(sim)
+    return sorted(terms, key=lambda t: -weight[t])

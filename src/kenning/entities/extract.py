@@ -1,0 +1,217 @@
+"""Entity extraction at index time: what a chunk is about, as keys the graph can count.
+
+Four kinds, all without a model:
+- name: runs of capitalised words inside a sentence ("Edmond Dantès", "Van Helsing", "Pharaon"), the
+  whole run (two to four words) and each of its words; a capitalised word that only ever opens a
+  sentence in this chunk is not taken on its own (it is capitalised because it comes first);
+- code: identifiers in source code and in Markdown backticks with two or more parts
+  (`parseQueryString`, `max_retries`, `HttpClient`);
+- tag: front-matter `tags`, `keywords` and `categories`;
+- glossary: the canonical term of any glossary group one of whose members occurs in the chunk.
+
+Keys are case- and accent-folded words joined by one space ("edmond dantes"), so a query typed
+without accents meets the text that has them. EXTRACTOR_VERSION names these rules: when they change,
+the next `kenning index` extracts every chunk again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from kenning.analysis.analyzer import fold, identifier_parts
+from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
+
+EXTRACTOR_VERSION = 1
+MAX_NAME_WORDS = 4
+
+_WORD = re.compile(r"[^\W\d_]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
+_SENTENCE_END = set('.!?:;"“”«»()[]—–-*#>|')
+# lower-case words that may sit inside a name: "Count of Monte Cristo", "Ludwig van Beethoven"
+_PARTICLES = {"of", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "y"}
+# capitalised words that are never a name on their own (titles, pronouns, months and the like)
+NOT_NAMES = set(ENGLISH_QUERY_STOPWORDS) | {
+    "mr",
+    "mrs",
+    "miss",
+    "ms",
+    "dr",
+    "sir",
+    "madam",
+    "madame",
+    "monsieur",
+    "mademoiselle",
+    "mme",
+    "mlle",
+    "st",
+    "captain",
+    "professor",
+    "doctor",
+    "lord",
+    "lady",
+    "oh",
+    "ah",
+    "yes",
+    "no",
+    "chapter",
+    "note",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+}
+# abbreviations whose full stop does not end a sentence: "Dr. Seward", "M. Morrel"
+_ABBREVIATIONS = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "st",
+    "m",
+    "mme",
+    "mlle",
+    "prof",
+    "capt",
+    "col",
+    "gen",
+    "lt",
+    "rev",
+}
+TAG_KEYS = ("tags", "keywords", "categories")
+
+
+def entity_key(words: Iterable[str]) -> str:
+    return " ".join(fold(w) for w in words)
+
+
+def extract(body: str, meta: dict | None = None, glossary: GlossaryMatcher | None = None) -> dict[str, tuple]:
+    """{key: (surface, kind)} for one chunk's text and metadata."""
+    found: dict[str, tuple[str, str]] = {}
+    meta = meta or {}
+    if meta.get("language"):
+        _code_identifiers(body, found)
+    else:
+        _names(body, found)
+        for span in _BACKTICKED.findall(body):
+            _code_identifiers(span, found)
+    for tag in _tags(meta.get("front_matter")):
+        found.setdefault(entity_key(tag.split()), (tag, "tag"))
+    if glossary is not None:
+        for canonical in glossary.canonicals_in(body):
+            found.setdefault(entity_key(canonical.split()), (canonical, "glossary"))
+    return found
+
+
+def _names(text: str, found: dict) -> None:
+    tokens = [(m.group(), m.start()) for m in _WORD.finditer(text)]
+    opens: list[bool] = []
+    for i, (_word, start) in enumerate(tokens):
+        before = text[tokens[i - 1][1] + len(tokens[i - 1][0]) : start] if i else text[:start]
+        after_title = i and before.strip() == "." and fold(tokens[i - 1][0]) in _ABBREVIATIONS
+        opens.append(
+            i == 0 or "\n" in before or (not after_title and any(c in _SENTENCE_END for c in before))
+        )
+    inside = {fold(w) for (w, _), first in zip(tokens, opens, strict=True) if not first and _capitalised(w)}
+    run: list[str] = []
+
+    def close() -> None:
+        while run and (fold(run[-1]) in _PARTICLES or fold(run[-1]) in NOT_NAMES):
+            run.pop()
+        words = [w for w in run if fold(w) not in _PARTICLES]
+        if len(run) >= 2 and len(run) <= MAX_NAME_WORDS:
+            found.setdefault(entity_key(run), (" ".join(run), "name"))
+        for w in words:
+            key = fold(w)
+            if len(key) >= 2 and key not in NOT_NAMES:
+                found.setdefault(key, (w, "name"))
+        run.clear()
+
+    for i, (word, start) in enumerate(tokens):
+        folded = fold(word)
+        if opens[i] and run:
+            close()
+        if folded == "s" and start and text[start - 1] in "'’":  # a possessive ends the name
+            if run:
+                close()
+            continue
+        if _capitalised(word):
+            if not run and folded in NOT_NAMES:
+                continue
+            if opens[i] and folded not in inside and not _next_is_name(tokens, opens, i):
+                continue  # capitalised only because it opens the sentence
+            run.append(word)
+        elif run and folded in _PARTICLES and _next_is_name(tokens, opens, i):
+            run.append(word)
+        elif run:
+            close()
+    if run:
+        close()
+
+
+def _capitalised(word: str) -> bool:
+    return word[0].isupper() and (len(word) == 1 or not word[1:].islower() or word[1:].isalpha())
+
+
+def _next_is_name(tokens, opens, i: int) -> bool:
+    if i + 1 >= len(tokens) or opens[i + 1]:
+        return False
+    following = tokens[i + 1][0]
+    return _capitalised(following) and fold(following) not in NOT_NAMES
+
+
+def _code_identifiers(text: str, found: dict) -> None:
+    for ident in _IDENTIFIER.findall(text):
+        if len(ident) >= 4 and identifier_parts(ident):
+            found.setdefault(fold(ident), (ident, "code"))
+
+
+def _tags(front_matter) -> list[str]:
+    if not isinstance(front_matter, dict):
+        return []
+    out: list[str] = []
+    for key in TAG_KEYS:
+        value = front_matter.get(key)
+        items = value if isinstance(value, list) else str(value or "").split(",")
+        out += [str(v).strip() for v in items if isinstance(v, str) and str(v).strip()]
+    return out
+
+
+class GlossaryMatcher:
+    """Finds glossary members in text (folded word sequences) and answers with their canonical term."""
+
+    def __init__(self, groups: dict[str, list[str]]):
+        """`groups`: canonical term -> its members (the canonical included)."""
+        self.by_first: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for canonical, members in groups.items():
+            for member in members:
+                words = tuple(fold(w) for w in _WORD.findall(member))
+                if words:
+                    self.by_first.setdefault(words[0], []).append((words, canonical))
+
+    def canonicals_in(self, text: str) -> set[str]:
+        words = [fold(w) for w in _WORD.findall(text)]
+        out = set()
+        for i, word in enumerate(words):
+            for phrase, canonical in self.by_first.get(word, ()):
+                if tuple(words[i : i + len(phrase)]) == phrase:
+                    out.add(canonical)
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self.by_first)

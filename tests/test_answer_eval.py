@@ -1,0 +1,47 @@
+"""The answer benchmark's scoring (benchmarks/answer_eval.py) and its question sets."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from answer_eval import in_chapter, load_questions, score  # noqa: E402
+
+BOOKS = ROOT.parent / "shared" / "data" / "books"
+
+
+def test_a_citation_counts_when_its_heading_path_names_a_right_chapter():
+    assert in_chapter("Dracula > CHAPTER V", ["CHAPTER V"])
+    assert not in_chapter("Dracula > CHAPTER XV", ["CHAPTER V"])  # a whole path part, not a substring
+
+
+def test_the_three_rates():
+    records = [
+        {"answerable": True, "found": True, "cited_right": True, "closest_right": True},
+        {"answerable": True, "found": True, "cited_right": False, "closest_right": True},
+        {"answerable": True, "found": False, "cited_right": False, "closest_right": False},
+        {"answerable": False, "found": False, "cited_right": False, "closest_right": False},
+        {"answerable": False, "found": True, "cited_right": False, "closest_right": False},
+    ]
+    rates = score(records)
+    assert rates["citation_hit"] == 0.5 and rates["not_found_recall"] == 0.5
+    assert abs(rates["false_not_found"] - 1 / 3) < 1e-9
+
+
+def test_the_question_sets_hold_what_the_issue_asks_and_quote_the_books():
+    for name, book in (
+        ("dracula_questions.jsonl", "dracula.md"),
+        ("monte_cristo_questions.jsonl", "monte-cristo.md"),
+    ):
+        questions = load_questions(ROOT / "benchmarks" / "data" / name)
+        answerable = [q for q in questions if q["answerable"]]
+        assert len(answerable) >= 30 and len(questions) - len(answerable) >= 15
+        text = (BOOKS / book).read_text()
+        headings = {line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")}
+        for q in answerable:
+            assert q["evidence"] in text, q["id"]
+            assert set(q["chapters"]) <= headings, q["id"]
+        assert len({q["id"] for q in questions}) == len(questions)
+        assert all(json.dumps(q) for q in questions)

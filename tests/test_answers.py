@@ -1,0 +1,168 @@
+"""Cited answers: extractive answers with citations, an honest not-found, and chat models over HTTP."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from kenning import Index
+from kenning.models.chat import ChatError, ChatModel, make_chat_model
+from kenning.surfaces.cli import main
+
+VOYAGE = """# The voyage of the Pharaon
+
+## Arrival
+
+The Pharaon entered the harbour of Marseilles on the last day of February.
+Edmond Dantès, the young mate, stood at the helm beside the pilot.
+Captain Leclère had died of a brain fever off the coast of Naples, and Dantès took command.
+
+## The father
+
+Old Louis Dantès lived alone in a small room in the Allées de Meilhan.
+When his son was taken to prison, the old man refused to eat.
+He died of hunger and grief before the year was out, calling his son's name.
+"""
+
+OTHER = """# Gardening notes
+
+## Roses
+
+Prune the roses in early spring, before the buds swell.
+Water them deeply once a week during dry summers.
+"""
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    root = tmp_path_factory.mktemp("books")
+    (root / "voyage.md").write_text(VOYAGE)
+    (root / "garden.md").write_text(OTHER)
+    directory = root.parent / (root.name + "-ix")
+    index = Index(directory)
+    index.add([root])
+    index.embed()
+    yield index, directory, root
+    index.close()
+
+
+def test_an_answer_cites_file_heading_lines_and_quoted_words(library):
+    index, _, root = library
+    result = index.answer("What did the old man die of after his son went to prison?").to_dict()
+    assert result["found"] is True and result["method"] == "extractive"
+    assert "hunger and grief" in result["answer"]
+    lines = (root / "voyage.md").read_text().splitlines()
+    for c in result["citations"]:
+        assert c["path"].endswith("voyage.md") and c["heading"].startswith("The voyage of the Pharaon")
+        quoted = " ".join(lines[c["start_line"] - 1 : c["end_line"]])
+        assert c["quote"] in " ".join(quoted.split())  # the quote is what those lines say
+    assert any("hunger" in c["quote"] for c in result["citations"])
+    angles = [q["angle"] for q in result["queries"]]
+    assert angles[0] == "question" and "event" in angles and len(angles) >= 3
+
+
+def test_a_question_about_someone_the_sources_never_name_comes_back_not_found(library):
+    index, _, _ = library
+    result = index.answer("What did Captain Nemo tell Dantès about the pilot?").to_dict()
+    assert result["found"] is False and result["citations"] == []
+    assert result["judge"]["missing_names"] and "nemo" in result["answer"].lower()
+    assert result["answer"].startswith("The indexed sources do not answer this")
+    assert result["closest"] and result["closest"][0]["path"].endswith("voyage.md")
+
+
+def test_kenning_answer_json_has_the_promised_shape(library, capsys):
+    _, directory, _ = library
+    assert (
+        main(
+            ["answer", "Who", "took", "command", "of", "the", "Pharaon?", "--index", str(directory), "--json"]
+        )
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out)
+    assert {"question", "found", "answer", "citations", "queries"} <= set(result)
+    if result["found"]:
+        assert {"path", "heading", "start_line", "end_line", "quote"} <= set(result["citations"][0])
+    assert main(["answer", "  ", "--index", str(directory)]) == 2
+    assert "the question is empty" in capsys.readouterr().err
+
+
+class FakeChat(BaseHTTPRequestHandler):
+    """Speaks the OpenAI and Ollama chat protocols; remembers what it was sent."""
+
+    seen: list = []
+    reply = "Dantès's father starved himself after his son's arrest [1]. He was old. He died of grief [1]."
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeChat.seen.append((self.path, dict(self.headers), body))
+        system = body["messages"][0]["content"]
+        text = (
+            '{"queries": ["Louis Dantès", "died of hunger grief", "old man prison"]}'
+            if "search queries" in system
+            else FakeChat.reply
+        )
+        if self.path.endswith("/api/chat"):
+            answer = {"message": {"role": "assistant", "content": text}}
+        else:
+            answer = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def chat_server():
+    server = HTTPServer(("127.0.0.1", 0), FakeChat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    FakeChat.seen = []
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_a_chat_model_plans_answers_and_must_cite(library, chat_server, monkeypatch):
+    index, _, _ = library
+    monkeypatch.setenv("KENNING_LLM_API_KEY", "sk-test")
+    result = index.answer("How does Edmond's father die?", llm=f"openai:tiny@{chat_server}/v1").to_dict()
+    assert result["method"] == "llm:openai:tiny" and result["found"] is True
+    assert "He was old." not in result["answer"]  # a sentence without a citation is dropped
+    assert any("dropped a sentence without a citation" in n for n in result["notes"])
+    assert all(c["path"].endswith(".md") and c["quote"] for c in result["citations"])
+    assert [q["angle"] for q in result["queries"]] == ["question", "model", "model", "model"]
+    path, headers, body = FakeChat.seen[-1]
+    assert path == "/v1/chat/completions" and headers["Authorization"] == "Bearer sk-test"
+    assert "Passages:" in body["messages"][1]["content"]
+
+
+def test_a_chat_model_that_finds_nothing_says_not_found(library, chat_server):
+    index, _, _ = library
+    FakeChat.reply = "NOT FOUND: the passages never mention a cat."
+    try:
+        result = index.answer("What was the ship's cat called?", llm=f"ollama:tiny@{chat_server}").to_dict()
+    finally:
+        FakeChat.reply = FakeChat.__dict__["reply"]
+    assert result["found"] is False and result["answer"] == "the passages never mention a cat."
+    path, _, body = FakeChat.seen[-1]
+    assert path == "/api/chat" and body["options"]["num_ctx"] >= 8192 and body["stream"] is False
+
+
+def test_chat_model_specs_come_from_the_user_and_fail_clearly(monkeypatch, tmp_path):
+    monkeypatch.setenv("KENNING_CONFIG", str(tmp_path / "none.toml"))
+    for name in ("KENNING_OPENAI_URL", "OPENAI_BASE_URL", "KENNING_LLM"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ChatError, match="unknown LLM spec"):
+        ChatModel("gpt-4")
+    with pytest.raises(ChatError, match="no address for openai model 'gpt-4o-mini'"):
+        ChatModel("openai:gpt-4o-mini")
+    with pytest.raises(ChatError, match="is not a file"):
+        ChatModel("llama-cpp:/nowhere/model.gguf")
+    assert make_chat_model(None) is None
+    monkeypatch.setenv("KENNING_OPENAI_URL", "http://127.0.0.1:9/v1")
+    assert ChatModel("openai:gpt-4o-mini").url == "http://127.0.0.1:9/v1/chat/completions"

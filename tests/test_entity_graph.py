@@ -1,0 +1,145 @@
+"""The entity graph: extraction, significance-weighted edges, the one-hop walk, and the graph signal."""
+
+import json
+import math
+
+import pytest
+from pyroaring import BitMap
+
+from kenning import Index
+from kenning.entities.extract import GlossaryMatcher, extract
+from kenning.entities.graph import EntityGraph, relatedness
+from kenning.store.records import EntityPosting
+from kenning.surfaces.cli import main
+
+
+def test_names_codes_tags_and_glossary_terms_are_extracted_and_folded():
+    text = (
+        "Edmond Dantès sailed the Pharaon to Marseilles. The young man smiled at M. Morrel. "
+        "Later the Count of Monte Cristo called `parseQueryString` on PostgreSQL."
+    )
+    found = extract(
+        text, {"front_matter": {"tags": ["auth", "JWT keys"]}}, GlossaryMatcher({"postgres": ["PostgreSQL"]})
+    )
+    assert found["edmond dantes"] == ("Edmond Dantès", "name")
+    for key in ("edmond", "dantes", "pharaon", "marseilles", "morrel", "count of monte cristo"):
+        assert found[key][1] == "name", key
+    assert "the" not in found and "later" not in found and "young" not in found
+    assert (
+        found["parsequerystring"][1] == "code" and found["auth"][1] == "tag" and found["jwt keys"][1] == "tag"
+    )
+    assert found["postgres"] == ("postgres", "glossary")
+
+
+def test_a_sentence_opening_word_is_a_name_only_where_it_is_one_elsewhere():
+    assert "when" not in extract("When they came, Lucy slept. Lucy woke.")
+    assert "lucy" in extract("Lucy slept. Then Mina saw Lucy.")
+    assert "well" not in extract("Well I went to Whitby.")
+
+
+def test_significance_formula():
+    n, a, b, k = 1000, 10, 10, 8
+    expected = a * b / n
+    z = (k - expected) / math.sqrt(expected * (1 - a / n) * (1 - b / n))
+    assert relatedness(n, a, b, k) == pytest.approx(math.tanh(math.log1p(z) / 3))
+    assert relatedness(n, 500, 500, 200) < 0  # less often together than chance: avoidance
+    assert relatedness(n, 10, n, 10) == 0.0  # an entity in every chunk says nothing
+
+
+def graph_of(postings: dict[str, list[int]], n: int) -> EntityGraph:
+    return EntityGraph(
+        [EntityPosting(k, k.title(), "name", BitMap(list(v))) for k, v in postings.items()], BitMap(range(n))
+    )
+
+
+def test_a_true_pair_outranks_a_promiscuous_hub_with_perfect_jaccard_overlap():
+    # 1,000 chunks. "dantes" is in 400; "edmond" in 50, every one of them with dantes; the hub
+    # "marseille" is in 950, every dantes chunk among them (its overlap with dantes is perfect)
+    graph = graph_of({"dantes": range(400), "edmond": range(50), "marseille": range(950)}, 1000)
+    by_jaccard = graph.neighbours("dantes", 8, scoring="jaccard")
+    assert [e.key for e in by_jaccard] == ["marseille", "edmond"]  # Jaccard is fooled by the hub
+    assert by_jaccard[0].k == 400  # the hub holds every chunk dantes is in
+    by_significance = graph.neighbours("dantes", 8)
+    assert by_significance[0].key == "edmond"
+    hub = [e for e in by_significance if e.key == "marseille"]
+    assert not hub or hub[0].weight < by_significance[0].weight
+    assert by_significance[0].weight == pytest.approx(relatedness(1000, 400, 50, 50))
+
+
+def test_the_walk_takes_the_max_across_seeds_and_mass_is_normalised():
+    graph = graph_of({"mina": [0, 1, 2], "jonathan": [0, 1, 3], "hub": [0, 1, 2, 3, 4], "other": [7]}, 40)
+    walk = graph.walk(["mina", "jonathan"], top=8, decay=0.5)
+    hub = walk.reached.get("hub")
+    assert hub is not None and hub.weight <= 0.5  # one hop at decay 0.5, never summed over seeds
+    single = max(
+        0.5 * e.weight
+        for e in graph.neighbours("mina", 8) + graph.neighbours("jonathan", 8)
+        if e.key == "hub"
+    )
+    assert hub.weight == pytest.approx(single)
+    mass = graph.mass(walk)
+    assert mass.max() == pytest.approx(1.0) and mass[0] == pytest.approx(1.0) and mass[7] == 0.0
+
+
+def test_query_entities_resolve_longest_first():
+    graph = graph_of({"edmond dantes": [1], "edmond": [1, 2], "dantes": [1, 3], "pharaon": [4]}, 10)
+    assert graph.resolve("How does Edmond Dantès's father die aboard the PHARAON?") == [
+        "edmond dantes",
+        "pharaon",
+    ]
+
+
+@pytest.fixture
+def novel(tmp_path):
+    root = tmp_path / "book"
+    root.mkdir()
+    chapters = []
+    for i in range(12):
+        people = "Mina and Jonathan Harker" if i % 3 == 0 else "Lucy Westenra and Arthur Holmwood"
+        chapters.append(f"## Chapter {i}\n\nIn this part {people} walked to the harbour at Whitby.\n")
+    chapters.append("## The letter\n\nJonathan Harker wrote to Mina from the castle.\n")
+    (root / "novel.md").write_text("# Novel\n\n" + "\n".join(chapters))
+    index = Index(tmp_path / "ix")
+    index.add([root])
+    yield index, tmp_path / "ix"
+    index.close()
+
+
+def test_the_graph_signal_fuses_explains_and_kenning_graph_lists_neighbours(novel, capsys):
+    index, directory = novel
+    response = index.search("Jonathan Harker", mode="hybrid", w_graph=0.4, w_dense=0, explain=True)
+    graph_info = response.funnel.channels["graph"]
+    assert [e["entity"] for e in graph_info["entities"]] == ["jonathan harker"]
+    assert any(n["via"] == "jonathan harker" for n in graph_info["neighbours"])
+    top = response.hits[0]
+    assert "graph" in top.channels and top.explain["graph"]["entities"]
+    assert main(["graph", "Jonathan Harker", "--index", str(directory), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["entity"] == "jonathan harker" and listed["neighbours"][0]["entity"] in (
+        "mina",
+        "mina and jonathan harker",
+    )
+    assert {"a", "b", "k", "z", "weight"} <= set(listed["neighbours"][0])
+    assert main(["graph", "Count Dracula", "--index", str(directory)]) == 2
+    assert "no indexed chunk holds the entity 'Count Dracula'" in capsys.readouterr().err
+
+
+def test_blend_modes_use_the_graph_weight(novel):
+    index, _ = novel
+    off = index.search("Mina", mode="hybrid", fusion="blend", w_graph=0, w_dense=0)
+    on = index.search("Mina", mode="hybrid", fusion="blend", w_graph=0.4, w_dense=0)
+    norm = index.search("Mina", mode="hybrid", fusion="blend_norm", w_graph=0.4, w_dense=0)
+    assert "graph" not in off.hits[0].channels
+    assert "graph" in on.hits[0].channels and "graph" in norm.hits[0].channels
+    assert on.hits[0].score > off.hits[0].score
+
+
+def test_entities_follow_the_index_incrementally(novel, tmp_path):
+    index, _ = novel
+    book = tmp_path / "book"
+    (book / "extra.md").write_text("# Extra\n\nQuincey Morris rode with Godalming.\n")
+    index.add([book])
+    assert index.entity_graph().df("quincey morris") == 1
+    (book / "extra.md").unlink()
+    index.add([book])
+    assert index.entity_graph().df("quincey morris") == 0
