@@ -166,3 +166,12 @@ def test_chat_model_specs_come_from_the_user_and_fail_clearly(monkeypatch, tmp_p
     assert make_chat_model(None) is None
     monkeypatch.setenv("KENNING_OPENAI_URL", "http://127.0.0.1:9/v1")
     assert ChatModel("openai:gpt-4o-mini").url == "http://127.0.0.1:9/v1/chat/completions"
+
+
+def test_names_the_judge_looks_for(library):
+    from kenning.answer.planner import question_names
+
+    index, _, _ = library
+    assert question_names(index, "How does Edmond Dantès's father die?") == ["edmond dantes"]
+    # a capitalised word the index never saw is a name to look for; an initial or a title is not
+    assert question_names(index, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]

@@ -113,6 +113,10 @@ def test_the_graph_signal_fuses_explains_and_kenning_graph_lists_neighbours(nove
     assert any(n["via"] == "jonathan harker" for n in graph_info["neighbours"])
     top = response.hits[0]
     assert "graph" in top.channels and top.explain["graph"]["entities"]
+    argv = ["search", "Jonathan Harker", "--index", str(directory), "--mode", "hybrid", "--w-graph", "0.4"]
+    assert main([*argv, "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "graph: query entities 'jonathan harker'; neighbours" in text and "(query entity)" in text
     assert main(["graph", "Jonathan Harker", "--index", str(directory), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed["entity"] == "jonathan harker" and listed["neighbours"][0]["entity"] in (

@@ -71,10 +71,12 @@ def question_names(index, question: str) -> list[str]:
     graph = index.entity_graph()
     known = known_names(index, question)
     covered = {w for key in known for w in key.split()}
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Dantès's -> Dantès
     unknown = [
         fold(w)
-        for w in _WORD.findall(question)[1:]
+        for w in words
         if w[:1].isupper()
+        and len(w) > 1  # an initial ("P.") is not a name to look for
         and fold(w) not in covered
         and fold(w) not in graph.index
         and fold(w) not in NOT_NAMES

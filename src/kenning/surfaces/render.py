@@ -204,6 +204,13 @@ def funnel_lines(funnel) -> list[str]:
         if weights:
             mode = funnel.channels["fusion"]["mode"]
             out.append(f"  {stage} ({mode}): " + "; ".join(_weight_note(n, w) for n, w in weights.items()))
+    graph = funnel.channels.get("graph")
+    if graph and graph.get("entities"):
+        seeds = ", ".join(repr(e["entity"]) for e in graph["entities"])
+        near = ", ".join(
+            f"{n['entity']} ({n['edge_weight']:.3f} from {n['via']})" for n in graph["neighbours"][:8]
+        )
+        out.append(f"  graph: query entities {seeds}; neighbours {near or 'none'}")
     if "verbatim" in funnel.channels:
         held = funnel.channels["verbatim"]["chunks"]
         out.append(f"  verbatim: {held} chunk(s) hold the query word for word; they come first")
@@ -238,7 +245,19 @@ def explain_lines(ex: dict) -> list[str]:
         f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} "
         f"({lex['matched_clauses']}/{lex['clauses']} clauses) = {lex['score']:.4f}"
     )
+    graph = ex.get("graph")
+    if graph:
+        held = ", ".join(_reached(e) for e in graph["entities"]) or "none of the walk's entities"
+        out.append(f"     graph mass {graph['mass']:.3f}: {held}")
     return out
+
+
+def _reached(entity: dict) -> str:
+    """An entity the graph walk reached: a seed, or a neighbour with the seed and edge that lifted it."""
+    if "via" not in entity:
+        return f"{entity['surface']} (query entity)"
+    how = f"{entity['activation']:.2f}, via {entity['via']}, edge {entity['edge_weight']:.3f}"
+    return f"{entity['surface']} ({how})"
 
 
 def plan_lines(response) -> list[str]:
