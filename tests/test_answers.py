@@ -173,5 +173,6 @@ def test_names_the_judge_looks_for(library):
 
     index, _, _ = library
     assert question_names(index, "How does Edmond Dantès's father die?") == ["edmond dantes"]
+    assert question_names(index, "Where did Leclère's ship go?") == ["leclere"]  # a possessive one-word name
     # a capitalised word the index never saw is a name to look for; an initial or a title is not
     assert question_names(index, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]

@@ -115,7 +115,8 @@ def rule_angles(index, question: str, has_vectors: bool) -> list[Angle]:
 
 def _capitalised_in(question: str, key: str) -> bool:
     """A one-word name counts when the question writes it with a capital (not "will", but "Will")."""
-    return any(fold(w) == key and w[:1].isupper() for w in _WORD.findall(question)[1:])
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Lucy's -> Lucy
+    return any(fold(w) == key and w[:1].isupper() for w in words)
 
 
 def _idf(index, word: str) -> float:
