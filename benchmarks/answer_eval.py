@@ -66,8 +66,6 @@ def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **s
             "found": answer.found,
             "support": answer.judge["support"],
             "missing_names": answer.judge["missing_names"],
-            "focus": answer.judge["focus"],
-            "focus_held": answer.judge["focus_held"],
             "seconds": time.perf_counter() - started,
             "cited_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.citations),
             "closest_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.closest),

@@ -61,8 +61,8 @@ def check(out: dict, notes_dir) -> None:
     assert not out["answer"].is_error and {"question", "found", "answer", "citations", "queries"} <= set(
         answer
     )
-    if answer["found"]:
-        assert answer["citations"][0]["path"].endswith("auth.md") and "[1]" in out["answer"].content[0].text
+    assert answer["found"] is True and answer["citations"][0]["path"].endswith("auth.md")
+    assert "[1]" in out["answer"].content[0].text
     search = out["search"]
     assert not search.is_error and search.structured_content["hits"][0]["path"].endswith("auth.md")
     assert "Auth > Tokens" in search.content[0].text

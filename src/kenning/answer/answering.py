@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kenning.answer.evidence import gather, score_sentences
+from kenning.answer.evidence import Sentence, gather, score_sentences
 from kenning.answer.judge import judge
 from kenning.answer.planner import plan_angles, question_names
 
@@ -83,12 +83,12 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
     passages = gather(index, angles, candidates, search)
     embed = _embedder(index, notes) if has_vectors else None
     name_keys = question_names(index, question)
-    terms = score_sentences(index, question, passages, embed, name_keys)
+    score_sentences(index, question, passages, embed, name_keys)
     ranked = sorted(
         ((s, p) for p in passages for s in p.sentences), key=lambda sp: (-sp[0].support, sp[1].chunk_id)
     )
     best, where = ranked[0] if ranked else (None, None)
-    verdict = judge(best, where, name_keys, terms, embed is not None)
+    verdict = judge(best, where, name_keys, embed is not None)
     queries = [a.to_dict() for a in angles]
     closest = _closest(passages)
     method = "extractive" if llm is None else f"llm:{llm.name}"
@@ -143,12 +143,9 @@ def _cite(passage, sentence) -> Citation:
 
 
 def _closest(passages, n: int = 3) -> list[Citation]:
-    out = []
-    for passage in sorted(passages, key=lambda p: -(p.best().support if p.best() else 0.0))[:n]:
-        best = passage.best()
-        if best is not None:
-            out.append(_cite(passage, best))
-    return out
+    bests = [(p.best(), p) for p in passages]
+    ranked = sorted(((b, p) for b, p in bests if b is not None), key=lambda bp: -bp[0].support)
+    return [_cite(p, b) for b, p in ranked[:n]]
 
 
 def _not_found(question: str, verdict) -> str:
@@ -217,6 +214,4 @@ def _closest_sentence(passage, text: str):
 
 
 def _whole(passage):
-    from kenning.answer.evidence import Sentence
-
     return Sentence(" ".join(passage.body.split())[:QUOTE_CHARS], passage.start_line, passage.end_line)

@@ -122,8 +122,8 @@ def split_sentences(passage: Passage) -> list[Sentence]:
     return out
 
 
-def score_sentences(index, question: str, passages: list[Passage], embed=None, names=()) -> list[str]:
-    """Fill every sentence's support; returns the question's terms (stems), rarest first.
+def score_sentences(index, question: str, passages: list[Passage], embed=None, names=()) -> None:
+    """Fill every sentence's support.
 
     The words of the question's names (`names`: entity keys) do not count in a sentence's words
     unless the question has nothing else: the passage must be about them (the judge checks), but the
@@ -156,4 +156,3 @@ def score_sentences(index, question: str, passages: list[Passage], embed=None, n
         sims = np.asarray(vectors[1:]) @ np.asarray(vectors[0])
         for sentence, sim in zip(sentences, sims.tolist(), strict=True):
             sentence.cosine = float(sim)
-    return sorted(terms, key=lambda t: -weight[t])

@@ -35,8 +35,6 @@ class Verdict:
     threshold: float
     missing_names: list[str]
     missing_terms: list[str]
-    focus: str | None = None  # the question's rarest word besides its names
-    focus_held: bool = True  # whether the best sentence's window holds it
 
     def to_dict(self) -> dict:
         return {
@@ -45,21 +43,14 @@ class Verdict:
             "threshold": self.threshold,
             "missing_names": self.missing_names,
             "missing_terms": self.missing_terms,
-            "focus": self.focus,
-            "focus_held": self.focus_held,
         }
 
 
-def judge(
-    best, passage, names: list[str], terms: list[str], has_vectors: bool, thresholds=MIN_SUPPORT
-) -> Verdict:
-    """`terms`: the question's terms besides its names, rarest first (from score_sentences)."""
+def judge(best, passage, names: list[str], has_vectors: bool, thresholds=MIN_SUPPORT) -> Verdict:
     threshold = thresholds["vectors" if has_vectors else "words"]
-    focus = terms[0] if terms else None
     if best is None:
-        return Verdict(False, 0.0, threshold, names, [], focus, False)
+        return Verdict(False, 0.0, threshold, names, [])
     words = set(_WORD.findall(fold(f"{passage.heading} {passage.body}")))
     missing_names = [n for n in names if not all(w in words for w in n.split())]
-    focus_held = focus is None or focus not in best.missing
     found = best.support >= threshold and not missing_names
-    return Verdict(found, best.support, threshold, missing_names, best.missing, focus, focus_held)
+    return Verdict(found, best.support, threshold, missing_names, best.missing)

@@ -151,8 +151,12 @@ def _query_cosines(hits: list[Hit], ctx: SearchContext, state: QueryState) -> di
 
 
 def _cosine_background(ctx: SearchContext, state: QueryState) -> tuple[float, float] | None:
-    """Mean and std of the query's cosine over the corpus: what an unremarkable chunk scores."""
-    mean, std = ctx.dense.background(state.signal_query.vector)
+    """Mean and std of the query's cosine over the corpus: what an unremarkable chunk scores (the
+    dense channel of the first pass worked it out for the query as asked)."""
+    dense = state.channels.get("dense")
+    mean, std = (
+        dense.background if dense and dense.background else ctx.dense.background(state.signal_query.vector)
+    )
     return (mean, std) if std > 0 else None
 
 

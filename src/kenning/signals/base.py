@@ -53,6 +53,7 @@ class SignalQuery:
     knobs: Mapping[str, float] = field(default_factory=dict)  # every signal knob's value
     vector: np.ndarray | None = None  # the query's embedding, once a signal has made it
     cosine: Callable | None = None  # ids -> cosine with the query as asked (None without vectors)
+    memo: dict = field(default_factory=dict)  # what a signal worked out for this query, for its explain
 
     def found(self, ids: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
         """True for the chunks the query itself found: they hold a query word, or their cosine with

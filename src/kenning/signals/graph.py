@@ -26,7 +26,13 @@ class GraphSignal:
     help = "entity graph: the query's entities and their significant neighbours"
 
     def walk(self, ctx, query):
-        """(graph, walk) for this query, or None when the index has no entities or the query none."""
+        """(graph, walk, mass) for this query, worked out once (kept in query.memo for explain), or
+        None when the index has no entities or the query names none."""
+        if "graph" not in query.memo:
+            query.memo["graph"] = self._walk(ctx, query)
+        return query.memo["graph"]
+
+    def _walk(self, ctx, query):
         if ctx.graph is None:
             return None
         graph = ctx.graph()
@@ -37,14 +43,14 @@ class GraphSignal:
             return None
         top = int(query.knobs.get("graph_neighbours", 8))
         decay = float(query.knobs.get("graph_decay", 0.5))
-        return graph, graph.walk(seeds, top, decay)
+        walk = graph.walk(seeds, top, decay)
+        return graph, walk, graph.mass(walk)
 
     def channel(self, ctx, query) -> Channel | None:
         walked = self.walk(ctx, query)
         if walked is None:
             return None
-        graph, walk = walked
-        mass = graph.mass(walk)
+        graph, walk, mass = walked
         size = min(len(mass), len(query.allowed))
         allowed, holds = query.allowed[:size], query.holds_word[:size]
         admitted = (
@@ -68,12 +74,9 @@ class GraphSignal:
         walked = self.walk(ctx, query)
         if walked is None:
             return None
-        graph, walk = walked
+        graph, walk, mass = walked
         held = [walk.reached[k].to_dict() for k in graph.entities_of(chunk_id) if k in walk.reached]
-        return {
-            "mass": float(graph.mass(walk)[chunk_id]) if chunk_id <= graph.max_id else 0.0,
-            "entities": held,
-        }
+        return {"mass": float(mass[chunk_id]) if chunk_id < len(mass) else 0.0, "entities": held}
 
 
 def _name_like(ctx, graph, key: str) -> bool:
