@@ -12,7 +12,8 @@ The book is indexed (and embedded) into a cache folder once; every question goes
 
 --sweep also reports the three numbers for every judge threshold, from the same run (the judge's
 support and missing names are recorded per question), so a threshold chosen on one book can be
-checked on another:
+checked on another, and how well each part of the support separates answerable from unanswerable
+questions (AUC):
 
     python benchmarks/answer_eval.py --questions benchmarks/data/dracula_questions.jsonl \\
         --book ../shared/data/books/dracula.md [--sweep] [--graph 0.4] [--json]
@@ -66,6 +67,9 @@ def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **s
             "found": answer.found,
             "support": answer.judge["support"],
             "missing_names": answer.judge["missing_names"],
+            "cosine": answer.judge["cosine"],
+            "window_words": answer.judge["window_words"],
+            "passage_rank": answer.judge["passage_rank"],
             "seconds": time.perf_counter() - started,
             "cited_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.citations),
             "closest_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.closest),
@@ -108,6 +112,20 @@ def sweep(records: list[dict]) -> list[dict]:
     return rows
 
 
+def separation(records: list[dict]) -> dict[str, float]:
+    """How well each part of the best sentence's support tells answerable from unanswerable questions,
+    among those whose names the passages all hold (the rest the name check decides): the probability
+    that an answerable question scores above an unanswerable one (AUC; 0.5 is chance)."""
+    named = [r for r in records if not r["missing_names"]]
+    out = {}
+    for key, sign in (("support", 1), ("cosine", 1), ("window_words", 1), ("passage_rank", -1)):
+        pos = [sign * (r[key] or 0.0) for r in named if r["answerable"]]
+        neg = [sign * (r[key] or 0.0) for r in named if not r["answerable"]]
+        if pos and neg:
+            out[key] = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", required=True, type=Path)
@@ -131,6 +149,7 @@ def main() -> None:
     } | score(records)
     if args.sweep:
         report["sweep"] = sweep(records)
+        report["separation"] = separation(records)
     if args.json:
         print(json.dumps(report | {"per_question": records}, indent=2))
         return
@@ -144,6 +163,9 @@ def main() -> None:
         f"false not-found {report['false_not_found']:.3f}   "
         f"(a right-chapter passage among the closest: {report['evidence_in_right_chapter']:.3f})"
     )
+    if "separation" in report:
+        parts = "  ".join(f"{k} {v:.3f}" for k, v in report["separation"].items())
+        print(f"  AUC, answerable over unanswerable, where every name is found: {parts}")
     for row in report.get("sweep", []):
         print(
             f"  threshold {row['threshold']:.2f}: citation hit {row['citation_hit']:.3f}  "

@@ -176,3 +176,31 @@ def test_names_the_judge_looks_for(library):
     assert question_names(index, "Where did Leclère's ship go?") == ["leclere"]  # a possessive one-word name
     # a capitalised word the index never saw is a name to look for; an initial or a title is not
     assert question_names(index, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]
+
+
+def test_sentences_from_passages_naming_the_question_s_people_come_first():
+    from kenning.answer.answering import _rank_sentences
+    from kenning.answer.evidence import Passage, Sentence
+
+    def passage(cid, body, support):
+        p = Passage(cid, "book.md", "Book > Chapter", 1, 1, body, 1.0, ["question"])
+        p.sentences = [Sentence(body, 1, 1, window_words=support)]
+        return p
+
+    louder = passage(1, "She refused him kindly, and he went away to the war.", 0.9)
+    naming = passage(2, "Lucy wrote that she had three proposals in one day.", 0.5)
+    ranked = _rank_sentences([louder, naming], ["lucy"])
+    assert [p.chunk_id for _, p in ranked] == [2]  # only the passage that names Lucy answers
+    ranked = _rank_sentences([louder, naming], ["mina"])  # nobody names Mina: every sentence stays
+    assert [p.chunk_id for _, p in ranked] == [1, 2]
+
+
+def test_a_window_s_meaning_is_the_normalised_sum_of_its_sentences():
+    import numpy as np
+
+    from kenning.answer.evidence import Sentence, _window_cosines
+
+    basis = {"q": [1.0, 0.0, 0.0], "a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.0, 0.0, 1.0]}
+    sentences = [Sentence(t, None, None) for t in "abc"]
+    _window_cosines("q", sentences, [(0, 2), (0, 3), (1, 3)], lambda texts: [basis[t] for t in texts])
+    assert np.allclose([s.cosine for s in sentences], [1 / np.sqrt(2), 1 / np.sqrt(3), 0.0])

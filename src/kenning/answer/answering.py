@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from kenning.answer.evidence import Sentence, gather, score_sentences
-from kenning.answer.judge import judge
+from kenning.answer.judge import judge, missing_names
 from kenning.answer.planner import plan_angles, question_names
 
 MAX_SENTENCES = 3
@@ -84,9 +84,7 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
     embed = _embedder(index, notes) if has_vectors else None
     name_keys = question_names(index, question)
     score_sentences(index, question, passages, embed, name_keys)
-    ranked = sorted(
-        ((s, p) for p in passages for s in p.sentences), key=lambda sp: (-sp[0].support, sp[1].chunk_id)
-    )
+    ranked = _rank_sentences(passages, name_keys)
     best, where = ranked[0] if ranked else (None, None)
     verdict = judge(best, where, name_keys, embed is not None)
     queries = [a.to_dict() for a in angles]
@@ -110,6 +108,16 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
     citations = [_cite(p, s) for s, p in chosen]
     text = " ".join(s.text for s, _ in chosen)
     return Answer(question, True, text, citations, queries, method, verdict.to_dict(), closest, notes)
+
+
+def _rank_sentences(passages, names: list[str]) -> list:
+    """(sentence, passage) pairs, best support first, from the passages that hold every name the
+    question uses when any does: an answer about Lucy comes from a passage naming Lucy. When none
+    holds them all, every passage's sentences stay, and the judge says which names are missing."""
+    naming = [p for p in passages if not missing_names(p, names)] or passages
+    return sorted(
+        ((s, p) for p in naming for s in p.sentences), key=lambda sp: (-sp[0].support, sp[1].chunk_id)
+    )
 
 
 def _embedder(index, notes: list[str]):

@@ -9,7 +9,7 @@ A sentence's support for the question:
 - words: the idf-weighted share of the question's terms in its window (the sentence with one on each
   side), since an answer often names the subject in one sentence and says what happened in the next;
 - meaning: the cosine of the window with the question, when the index has vectors (else the words of
-  the sentence itself);
+  the sentence itself); a window's vector is the normalised sum of its sentences' vectors;
 - agreement: 1/sqrt(rank) of its passage in the fused ranking of the angles.
 The weights were chosen on the Dracula dev questions (benchmarks/answer_eval.py, docs/answers.md).
 """
@@ -137,22 +137,32 @@ def score_sentences(index, question: str, passages: list[Passage], embed=None, n
         view = index.lexical.view()
         weight = {t: view.idf(t) for t in terms}
     total = sum(weight.values()) or 1.0
-    windows: list[str] = []
     sentences: list[Sentence] = []
+    spans: list[tuple[int, int]] = []  # each sentence's window, as a range of positions in `sentences`
     for rank, passage in enumerate(passages, 1):
         passage.sentences = split_sentences(passage)
-        for sentence in passage.sentences:
-            sentence.rank = rank
+        first = len(sentences)
         held = [set(analyzer.terms(s.text)) for s in passage.sentences]
         for i, sentence in enumerate(passage.sentences):
+            sentence.rank = rank
             around = set().union(*held[max(0, i - 1) : i + 2])
             sentence.words = sum(w for t, w in weight.items() if t in held[i]) / total
             sentence.window_words = sum(w for t, w in weight.items() if t in around) / total
             sentence.missing = [t for t in terms if t not in around]
-            windows.append(" ".join(s.text for s in passage.sentences[max(0, i - 1) : i + 2]))
-            sentences.append(sentence)
+            spans.append((first + max(0, i - 1), first + min(len(passage.sentences), i + 2)))
+        sentences.extend(passage.sentences)
     if embed is not None and sentences:
-        vectors = embed([question] + windows)
-        sims = np.asarray(vectors[1:]) @ np.asarray(vectors[0])
-        for sentence, sim in zip(sentences, sims.tolist(), strict=True):
-            sentence.cosine = float(sim)
+        _window_cosines(question, sentences, spans, embed)
+
+
+def _window_cosines(question: str, sentences: list[Sentence], spans, embed) -> None:
+    """Each window's cosine with the question. Every sentence is embedded once and a window's vector
+    is the normalised sum of its sentences' vectors: a third of the text to embed compared with
+    embedding each three-sentence window (the answer's main cost)."""
+    vectors = np.asarray(embed([question] + [s.text for s in sentences]), dtype=np.float32)
+    query, rows = vectors[0], vectors[1:]
+    sums = np.cumsum(np.vstack([np.zeros((1, rows.shape[1]), np.float32), rows]), axis=0)
+    for sentence, (lo, hi) in zip(sentences, spans, strict=True):
+        window = sums[hi] - sums[lo]
+        norm = float(np.linalg.norm(window)) or 1.0
+        sentence.cosine = float(window @ query) / norm

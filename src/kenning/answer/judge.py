@@ -35,6 +35,10 @@ class Verdict:
     threshold: float
     missing_names: list[str]
     missing_terms: list[str]
+    # the parts of the best sentence's support, so a reader (and benchmarks/answer_eval.py) sees why
+    cosine: float | None = None
+    window_words: float = 0.0
+    passage_rank: int = 0
 
     def to_dict(self) -> dict:
         return {
@@ -43,14 +47,24 @@ class Verdict:
             "threshold": self.threshold,
             "missing_names": self.missing_names,
             "missing_terms": self.missing_terms,
+            "cosine": None if self.cosine is None else round(self.cosine, 4),
+            "window_words": round(self.window_words, 4),
+            "passage_rank": self.passage_rank,
         }
+
+
+def missing_names(passage, names: list[str]) -> list[str]:
+    """The question's names (folded entity keys) the passage does not hold as whole words."""
+    words = set(_WORD.findall(fold(f"{passage.heading} {passage.body}")))
+    return [n for n in names if not all(w in words for w in n.split())]
 
 
 def judge(best, passage, names: list[str], has_vectors: bool, thresholds=MIN_SUPPORT) -> Verdict:
     threshold = thresholds["vectors" if has_vectors else "words"]
     if best is None:
         return Verdict(False, 0.0, threshold, names, [])
-    words = set(_WORD.findall(fold(f"{passage.heading} {passage.body}")))
-    missing_names = [n for n in names if not all(w in words for w in n.split())]
-    found = best.support >= threshold and not missing_names
-    return Verdict(found, best.support, threshold, missing_names, best.missing)
+    missing = missing_names(passage, names)
+    found = best.support >= threshold and not missing
+    return Verdict(
+        found, best.support, threshold, missing, best.missing, best.cosine, best.window_words, best.rank
+    )
