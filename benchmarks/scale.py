@@ -1,0 +1,522 @@
+"""Scale benchmark: kenning against tantivy on deterministic synthetic corpora of 10k to 1M chunks.
+
+    pip install -e '.[bench]'
+    python benchmarks/scale.py --chunks 10k,100k,1m [--queries 400] [--soak 10000] [--dense 10k] [--json]
+
+The corpus (seeded, cached under --work) is drawn from the statistics of the dev sets in
+../shared/data (cranfield, msmarco-5k, cacm): terms from their pooled frequency list, extended past
+its end by the Zipf law fitted to it (a million chunks meet words no dev set has), and chunk lengths
+from their pooled length distribution, a quarter of them section-sized (several draws summed). It is
+written as BEIR-style files of 100 documents (`corpus/part-NNNNN.jsonl`), so "1% of the files
+change" means rewriting 1% of the files. Queries take their length from the dev queries (two to six
+words) and their words from one document: half drawn as its words fall (mostly common ones), half
+from its rarest words, so every query has matches and mixes common with rare terms.
+
+Each measurement runs in its own process (this script re-run as a worker), so peak RSS and the first
+query in a new process are the real thing:
+- index: wall seconds, peak RSS of the indexing process, disk size of the index directory;
+- first query: opening the index and answering one query in a fresh process, p50/p95 (the import of
+  the package is timed apart: it does not grow with the index);
+- warm: one process answers half the queries to warm up, then the other half, each timed, p50/p95
+  (common terms recur, rare ones are new: a steady state, not a replay);
+- soak: RSS of one process after 10%, 50% and 100% of --soak queries;
+- re-index after 1% of the shards change (kenning; tantivy has no incremental file indexing);
+- dense (--dense N, kenning only, tiers up to N chunks): embedding seconds and chunks/s, time to the
+  first hybrid query in a fresh process, ANN recall@10 against exact search over the same vectors.
+Latencies are wall time of each system's own query call (its query parsing included), top 10.
+tantivy stores title and text and indexes positions, as kenning does (it shows snippets and answers
+phrase queries), and uses the en_stem analyzer; both return document ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+DEV_SETS = ("cranfield", "msmarco-5k", "cacm")
+SHARD = 100  # documents per corpus file: 1% of the files is 1% of the chunks from 10k up
+SEED = 20261123
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the corpus
+
+
+def dev_statistics(data: Path = DATA) -> dict:
+    """Term counts, chunk lengths (words) and query lengths pooled over the dev sets."""
+    terms: Counter = Counter()
+    lengths: list[int] = []
+    query_lengths: list[int] = []
+    for name in DEV_SETS:
+        with (data / name / "corpus.jsonl").open(encoding="utf-8") as fh:
+            for line in fh:
+                doc = json.loads(line)
+                words = _WORD.findall(f"{doc.get('title', '')} {doc.get('text', '')}".lower())
+                terms.update(words)
+                lengths.append(len(words))
+        with (data / name / "queries.jsonl").open(encoding="utf-8") as fh:
+            query_lengths += [len(_WORD.findall(json.loads(line)["text"].lower())) for line in fh]
+    return {"terms": terms, "lengths": lengths, "query_lengths": query_lengths}
+
+
+def vocabulary(terms: Counter, size: int) -> tuple[list[str], np.ndarray]:
+    """The dev sets' words by frequency, then synthetic words to `size`, with probabilities following
+    the observed counts and, past them, the Zipf law fitted on ranks 10..10,000."""
+    words = [w for w, _ in terms.most_common()]
+    counts = np.array([terms[w] for w in words], dtype=np.float64)
+    ranks = np.arange(10, min(10_000, len(counts)))
+    slope, intercept = np.polyfit(np.log(ranks + 1), np.log(counts[ranks]), 1)
+    extra = max(0, size - len(words))
+    tail_ranks = np.arange(len(words), len(words) + extra) + 1
+    tail = np.exp(intercept + slope * np.log(tail_ranks))
+    syllables = ["ka", "lo", "mi", "ru", "te", "vo", "sa", "ne", "di", "pu", "ga", "zo", "be", "fi"]
+    for i in range(extra):
+        n, parts = i + 1, []
+        while n:
+            n, r = divmod(n, len(syllables))
+            parts.append(syllables[r])
+        words.append("".join(parts) + "x")
+    weights = np.concatenate([counts, tail])
+    return words, weights / weights.sum()
+
+
+def chunk_lengths(rng: np.random.Generator, pool: list[int], n: int) -> np.ndarray:
+    """Lengths from the dev sets' pooled distribution; a quarter section-sized (3-6 draws summed)."""
+    pool_arr = np.array([x for x in pool if x > 0])
+    lengths = rng.choice(pool_arr, size=n)
+    sections = rng.random(n) < 0.25
+    for k in np.flatnonzero(sections):
+        lengths[k] = rng.choice(pool_arr, size=int(rng.integers(3, 7))).sum()
+    return np.clip(lengths, 5, 2000)
+
+
+def write_corpus(directory: Path, n: int, stats: dict, seed: int = SEED) -> None:
+    """n documents in shards of SHARD, written once (a marker file says the corpus is complete)."""
+    done = directory / "complete.json"
+    recipe = {"chunks": n, "seed": seed, "shard": SHARD}
+    if done.exists() and {k: json.loads(done.read_text()).get(k) for k in recipe} == recipe:
+        return
+    shutil.rmtree(directory, ignore_errors=True)
+    (directory / "corpus").mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    words, probs = vocabulary(stats["terms"], size=max(len(stats["terms"]), int(30 * math.sqrt(n * 150))))
+    cumulative = np.cumsum(probs)
+    lengths = chunk_lengths(rng, stats["lengths"], n)
+    for shard in range(0, n, SHARD):
+        (directory / "corpus" / f"part-{shard // SHARD:05d}.jsonl").write_text(
+            _shard_text(rng, words, cumulative, lengths, shard, min(n, shard + SHARD)), encoding="utf-8"
+        )
+    done.write_text(json.dumps(recipe | {"vocabulary": len(words)}))
+
+
+def _shard_text(rng, words, cumulative, lengths, start: int, stop: int, salt: str = "") -> str:
+    total = int(lengths[start:stop].sum()) + 8 * (stop - start)
+    drawn = np.searchsorted(cumulative, rng.random(total) * cumulative[-1])
+    drawn = np.minimum(drawn, len(words) - 1)
+    lines, at = [], 0
+    for doc in range(start, stop):
+        title_n = 3 + doc % 6
+        body_n = int(lengths[doc])
+        title = " ".join(words[i] for i in drawn[at : at + title_n])
+        body = " ".join(words[i] for i in drawn[at + title_n : at + title_n + body_n])
+        at += title_n + body_n
+        lines.append(json.dumps({"_id": f"d{doc}{salt}", "title": title, "text": body}))
+    return "\n".join(lines) + "\n"
+
+
+def make_queries(directory: Path, stats: dict, count: int, seed: int = SEED) -> list[str]:
+    """`count` queries, each from one random document (see the module docstring)."""
+    rng = np.random.default_rng(seed + 1)
+    shards = sorted((directory / "corpus").glob("part-*.jsonl"))
+    df: Counter = Counter()
+    sample: list[list[str]] = []
+    for shard in rng.choice(len(shards), size=min(len(shards), 20), replace=False):
+        for line in shards[shard].read_text(encoding="utf-8").splitlines():
+            doc = json.loads(line)
+            words = _WORD.findall(f"{doc['title']} {doc['text']}")
+            df.update(set(words))
+            sample.append(words)
+    lengths = np.clip(np.array(stats["query_lengths"]), 2, 6)
+    queries = []
+    while len(queries) < count:
+        words = sample[int(rng.integers(len(sample)))]
+        if len(set(words)) < 8:
+            continue
+        k = int(rng.choice(lengths))
+        common = [words[int(i)] for i in rng.integers(len(words), size=k - k // 2)]
+        rare = sorted(set(words), key=lambda w: (df[w], w))[: max(3, k)]
+        chosen = [rare[int(i)] for i in rng.choice(len(rare), k // 2, replace=False)]
+        picked = list(dict.fromkeys(common + chosen))
+        queries.append(" ".join(picked))
+    return queries
+
+
+# ---------------------------------------------------------------------------------------------------
+# the systems (run inside worker processes)
+
+
+class Kenning:
+    name = "kenning"
+
+    @staticmethod
+    def load() -> None:
+        from kenning import Index  # noqa: F401
+
+    def __init__(self, path: Path):
+        from kenning import Index
+
+        self.index = Index(path)
+
+    def build(self, corpus: Path) -> int:
+        self.index.add([corpus], progress=False)
+        return self.index.status()["chunks"]
+
+    def search(self, query: str, mode: str = "lexical") -> list[str]:
+        return [h.doc_key for h in self.index.search(query, limit=10, mode=mode, detail="heads").hits]
+
+
+class Tantivy:
+    name = "tantivy"
+
+    @staticmethod
+    def load() -> None:
+        import tantivy  # noqa: F401
+
+    def __init__(self, path: Path):
+        import tantivy
+
+        self.tantivy = tantivy
+        self.path = path
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("id", stored=True, tokenizer_name="raw")
+        # stored like kenning's chunks (shown as titles and snippets), positions kept for phrases
+        builder.add_text_field("title", stored=True, tokenizer_name="en_stem")
+        builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+        self.schema = builder.build()
+        path.mkdir(parents=True, exist_ok=True)
+        self.index = tantivy.Index(self.schema, path=str(path))
+        self.searcher = None
+
+    def build(self, corpus: Path) -> int:
+        writer = self.index.writer(heap_size=256_000_000, num_threads=2)
+        n = 0
+        for shard in sorted(corpus.glob("part-*.jsonl")):
+            with shard.open(encoding="utf-8") as fh:
+                for line in fh:
+                    doc = json.loads(line)
+                    fields = {"id": doc["_id"], "title": doc["title"], "text": doc["text"]}
+                    writer.add_document(self.tantivy.Document(**fields))
+                    n += 1
+        writer.commit()
+        writer.wait_merging_threads()
+        return n
+
+    def search(self, query: str, mode: str = "lexical") -> list[str]:
+        if self.searcher is None:
+            self.index.reload()
+            self.searcher = self.index.searcher()
+        parsed = self.index.parse_query(query, ["title", "text"])
+        hits = self.searcher.search(parsed, 10).hits
+        return [self.searcher.doc(address)["id"][0] for _, address in hits]
+
+
+SYSTEMS = {"kenning": Kenning, "tantivy": Tantivy}
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(args: list[str]) -> dict:
+    """One measurement in this process; prints a JSON line."""
+    job, system, index_dir = args[0], args[1], Path(args[2])
+    if job == "index":
+        started = time.perf_counter()
+        n = SYSTEMS[system](index_dir).build(Path(args[3]))
+        return {"seconds": time.perf_counter() - started, "peak_mb": _peak_mb(), "chunks": n}
+    queries = json.loads(Path(args[3]).read_text())
+    if job == "first":  # the import apart: it is the same for every index size
+        mode = args[4] if len(args) > 4 else "lexical"
+        started = time.perf_counter()
+        SYSTEMS[system].load()
+        imported = time.perf_counter()
+        SYSTEMS[system](index_dir).search(queries[0], mode)
+        return {"seconds": time.perf_counter() - imported, "import_s": imported - started}
+    engine = SYSTEMS[system](index_dir)
+    if job == "warm":  # warmed on the first half of the queries, timed on the other half
+        half = len(queries) // 2
+        for q in queries[:half]:
+            engine.search(q)
+        times = []
+        for q in queries[half:]:
+            started = time.perf_counter()
+            engine.search(q)
+            times.append(time.perf_counter() - started)
+        return {"times": times, "rss_mb": _rss_mb()}
+    if job == "embed":
+        started = time.perf_counter()
+        report = engine.index.embed()
+        return {"seconds": time.perf_counter() - started, "embedded": getattr(report, "embedded", None)}
+    if job == "ann":
+        return ann_recall(engine.index, queries)
+    if job == "soak":
+        total, marks, out = int(args[4]), {}, {}
+        marks = {max(1, total // 10): "10%", max(1, total // 2): "50%", total: "100%"}
+        for i in range(1, total + 1):
+            engine.search(queries[i % len(queries)])
+            if i in marks:
+                out[marks[i]] = _rss_mb()
+        return {"rss_mb": out}
+    raise SystemExit(f"unknown job {job}")
+
+
+def ann_recall(index, queries: list[str], k: int = 10) -> dict:
+    """Recall@k of the HNSW graph kenning builds against exact search over the same vectors."""
+    from kenning.signals.dense import DenseView
+
+    embedder = index.embedder()
+    fingerprint = embedder.fingerprint()
+    with index.store.reading():
+        ids, _ = index.store.chunk_vectors(fingerprint)
+        live = np.ones(int(ids.max()) + 1, dtype=bool)
+        view = DenseView(index.store, fingerprint, live, hnsw_threshold=0)
+    started = time.perf_counter()
+    view._graph()
+    build = time.perf_counter() - started
+    vectors = embedder.embed(queries, kind="query")
+    found = []
+    for v in vectors:
+        approximate = set(view._search_hnsw(v, k, None)[0].tolist())
+        found.append(len(approximate & set(view._search_exact(v, k, None)[0].tolist())) / k)
+    return {"recall": float(np.mean(found)), "graph_build_s": build, "vectors": len(ids)}
+
+
+def run_worker(*args) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", *map(str, args)], capture_output=True, text=True, env=_env()
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"worker {args[:2]} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _env() -> dict:
+    return {**os.environ, "KENNING_NO_SERVER": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the runs
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().lower()
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("km")) * scale)
+
+
+def measure(system: str, tier: Path, queries: list[str], args) -> dict:
+    """Index, disk, first query (fresh processes), warm queries and soak for one system."""
+    index_dir = tier / f"index-{system}"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    built = run_worker("index", system, index_dir, tier / "corpus")
+    out = {
+        "index_s": built["seconds"],
+        "index_peak_mb": built["peak_mb"],
+        "chunks": built["chunks"],
+        "disk_mb": disk_mb(index_dir),
+    }
+    firsts, imports = [], []
+    for i in range(args.first):
+        one = tier / "first-query.json"
+        one.write_text(json.dumps([queries[i % len(queries)]]))
+        first = run_worker("first", system, index_dir, one)
+        firsts.append(first["seconds"])
+        imports.append(first["import_s"])
+    out |= {
+        "import_ms": 1000 * statistics.median(imports),
+        "first_p50_ms": 1000 * statistics.median(firsts),
+        "first_p95_ms": 1000 * percentile(firsts, 0.95),
+    }
+    warm = run_worker("warm", system, index_dir, tier / "queries.json")
+    out |= {
+        "warm_p50_ms": 1000 * statistics.median(warm["times"]),
+        "warm_p95_ms": 1000 * percentile(warm["times"], 0.95),
+    }
+    if args.soak:
+        out["soak_rss_mb"] = run_worker("soak", system, index_dir, tier / "queries.json", args.soak)["rss_mb"]
+    return out
+
+
+def reindex_one_percent(tier: Path, seconds_full: float) -> dict:
+    """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally; the corpus is
+    restored afterwards so later runs see the original."""
+    shards = sorted((tier / "corpus").glob("part-*.jsonl"))
+    changed = shards[::100][: max(1, len(shards) // 100)]
+    saved = {p: p.read_text(encoding="utf-8") for p in changed}
+    rng = np.random.default_rng(SEED + 2)
+    try:
+        for path in changed:
+            lines = saved[path].splitlines()
+            docs = [json.loads(line) for line in lines]
+            for doc in docs:
+                words = doc["text"].split()
+                rng.shuffle(words)
+                doc["text"] = " ".join(words)
+            path.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
+        again = run_worker("index", "kenning", tier / "index-kenning", tier / "corpus")
+    finally:
+        for path, text in saved.items():
+            path.write_text(text, encoding="utf-8")
+    return {
+        "reindex_1pct_s": again["seconds"],
+        "reindex_1pct_share": again["seconds"] / seconds_full,
+        "reindex_1pct_peak_mb": again["peak_mb"],
+        "shards_changed": len(changed),
+    }
+
+
+def run_tier(n: int, stats: dict, args) -> dict:
+    tier = args.work / f"chunks-{n}"
+    started = time.perf_counter()
+    write_corpus(tier, n, stats)
+    queries = make_queries(tier, stats, args.queries)
+    (tier / "queries.json").write_text(json.dumps(queries))
+    print(f"[{n:,} chunks] corpus ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    result = {"chunks_requested": n, "queries": len(queries)}
+    for system in args.systems:
+        result[system] = measure(system, tier, queries, args)
+        print(f"[{n:,} chunks] {system}: {json.dumps(result[system])}", file=sys.stderr)
+    if "kenning" in args.systems and args.reindex:
+        result["kenning"] |= reindex_one_percent(tier, result["kenning"]["index_s"])
+    if "kenning" in args.systems and args.dense and n <= args.dense:
+        result["kenning"] |= measure_dense(tier, queries, result["kenning"]["chunks"])
+    return result
+
+
+def measure_dense(tier: Path, queries: list[str], chunks: int) -> dict:
+    """Embedding time, the first hybrid query in a fresh process, and ANN recall@10."""
+    index_dir = tier / "index-kenning"
+    embedded = run_worker("embed", "kenning", index_dir, tier / "queries.json")
+    one = tier / "first-query.json"
+    firsts = []
+    for q in queries[:3]:
+        one.write_text(json.dumps([q]))
+        firsts.append(run_worker("first", "kenning", index_dir, one, "hybrid")["seconds"])
+    ann = run_worker("ann", "kenning", index_dir, tier / "queries.json")
+    return {
+        "embed_s": embedded["seconds"],
+        "embed_chunks_per_s": chunks / embedded["seconds"],
+        "first_hybrid_p50_ms": 1000 * statistics.median(firsts),
+        "ann_recall_at_10": ann["recall"],
+        "ann_graph_build_s": ann["graph_build_s"],
+    }
+
+
+ROWS = [
+    ("index s", "index_s", "{:.1f}"),
+    ("import ms", "import_ms", "{:.0f}"),
+    ("index peak RSS MB", "index_peak_mb", "{:.0f}"),
+    ("disk MB", "disk_mb", "{:.1f}"),
+    ("first query p50 ms", "first_p50_ms", "{:.1f}"),  # open + one query in a new process
+    ("first query p95 ms", "first_p95_ms", "{:.1f}"),
+    ("warm p50 ms", "warm_p50_ms", "{:.2f}"),
+    ("warm p95 ms", "warm_p95_ms", "{:.2f}"),
+]
+
+
+def table(results: list[dict], systems: list[str]) -> str:
+    lines = []
+    for res in results:
+        lines.append(f"{res['chunks_requested']:,} chunks, {res['queries']} queries")
+        head = f"  {'':22s}" + "".join(f"{s:>12s}" for s in systems)
+        if "tantivy" in systems and "kenning" in systems:
+            head += f"{'ratio':>10s}"
+        lines.append(head)
+        for label, key, fmt in ROWS:
+            row = f"  {label:22s}" + "".join(f"{fmt.format(res[s][key]):>12s}" for s in systems)
+            if "tantivy" in systems and "kenning" in systems and res["tantivy"][key]:
+                row += f"{res['kenning'][key] / res['tantivy'][key]:>9.2f}x"
+            lines.append(row)
+        for s in systems:
+            if "soak_rss_mb" in res[s]:
+                soak = "  ".join(f"{k} {v:.0f}" for k, v in res[s]["soak_rss_mb"].items())
+                lines.append(f"  {s} query-process RSS MB over the soak: {soak}")
+        k = res.get("kenning", {})
+        if "reindex_1pct_s" in k:
+            lines.append(
+                f"  kenning re-index after {k['shards_changed']} shard(s) (1%) changed: "
+                f"{k['reindex_1pct_s']:.1f} s = {100 * k['reindex_1pct_share']:.1f}% of the full build, "
+                f"peak RSS {k['reindex_1pct_peak_mb']:.0f} MB"
+            )
+        if "ann_recall_at_10" in k:
+            lines.append(
+                f"  kenning dense: embedded {k['embed_chunks_per_s']:.0f} chunks/s; first hybrid query in a "
+                f"new process {k['first_hybrid_p50_ms']:.0f} ms (p50 of 3); HNSW recall@10 against exact "
+                f"{k['ann_recall_at_10']:.3f} (graph built in {k['ann_graph_build_s']:.1f} s)"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        print(json.dumps(worker(sys.argv[2:])))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chunks", default="10k", help="comma-separated tiers, e.g. 10k,100k,1m")
+    ap.add_argument("--systems", default="kenning,tantivy")
+    ap.add_argument("--queries", type=int, default=400, help="distinct queries per tier (half warm up)")
+    ap.add_argument("--first", type=int, default=10, help="fresh processes for the first-query latency")
+    ap.add_argument("--soak", type=int, default=10_000, help="queries in the soak process (0: skip)")
+    ap.add_argument("--no-reindex", dest="reindex", action="store_false")
+    ap.add_argument(
+        "--dense", type=parse_size, default=0, help="embed (kenning) tiers up to this many chunks, e.g. 10k"
+    )
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "kenning-scale")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    stats = dev_statistics(args.data)
+    results = [run_tier(parse_size(t), stats, args) for t in args.chunks.split(",")]
+    machine = {"cores": os.cpu_count(), "python": sys.version.split()[0]}
+    if args.json:
+        print(json.dumps({"machine": machine, "tiers": results}, indent=2))
+    else:
+        print(f"machine: {machine['cores']} cores, Python {machine['python']}")
+        print(table(results, args.systems))
+
+
+if __name__ == "__main__":
+    main()
