@@ -4,9 +4,10 @@
 
 from kenning.api.index import Index
 from kenning.api.request import build_request
-from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
 from kenning.search.request import SearchRequest
 from kenning.search.results import Funnel, Hit, SearchResponse
+
+_WRITE_SIDE = ("EmbedReport", "IndexReport", "IndexWriter")  # loaded on first use: searching never needs them
 
 __all__ = [
     "EmbedReport",
@@ -19,3 +20,11 @@ __all__ = [
     "SearchResponse",
     "build_request",
 ]
+
+
+def __getattr__(name: str):
+    if name in _WRITE_SIDE:
+        from kenning.indexing import writer
+
+        return getattr(writer, name)
+    raise AttributeError(f"module 'kenning.api' has no attribute {name!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pyroaring import BitMap
@@ -20,10 +21,9 @@ from kenning.api.request import build_request
 from kenning.cache import IndexCaches
 from kenning.entities.graph import EntityGraph
 from kenning.glossary.glossary import Glossary
-from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter, recorded_embedder
-from kenning.ingest.walk import path_key
 from kenning.models.embed.base import EmbedderError
 from kenning.models.endpoints import REMOTE_BACKENDS, EndpointError, not_configured, user_endpoint
+from kenning.models.recorded import recorded_embedder
 from kenning.models.rerankers import make_reranker
 from kenning.query.filters import Filters, resolve
 from kenning.query.parser import ParsedQuery
@@ -36,6 +36,9 @@ from kenning.signals.dense import DenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView
 from kenning.store import ChunkRow, StorageError, open_store
+
+if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
+    from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
 
 DEFAULT_INDEX_DIR = ".kenning"
 SEARCH_MODES = MODES
@@ -77,6 +80,8 @@ class Index:
     # ------------------------------------------------------------------------------------ writing
     def writer(self) -> IndexWriter:
         """The write side of this index (files in, vectors in), sharing its store and embedders."""
+        from kenning.indexing.writer import IndexWriter
+
         return IndexWriter(self.store, self.analyzer, self.embedder)
 
     def add(self, paths, **options) -> IndexReport:
@@ -304,6 +309,8 @@ class Index:
         written `chunk:42` or `#42` (as results show it). Bare digits name a document when one has
         that id (a BEIR `_id` such as 42), and a chunk only when no document does, so the two never
         mix."""
+        from kenning.ingest.walk import path_key  # the ingest package loads only when needed
+
         with self.store.reading():
             text = str(ref).strip()
             chunk_ref = None

@@ -26,7 +26,7 @@ from kenning.entities.collect import EntityCollector
 from kenning.indexing.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.ingest.walk import path_key
-from kenning.models.endpoints import REMOTE_BACKENDS
+from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.query.spelling import vocabulary_delta
 from kenning.store import StorageError
@@ -405,26 +405,3 @@ class IndexWriter:
         if replace:
             self.store.keep_only_vectors_of(description["fingerprint"])
         self.store.set_meta("embedder", json.dumps(description))
-
-
-def recorded_embedder(store) -> dict | None:
-    """The embedder that made an index's vectors: backend, model, dim, fingerprint, spec. An index
-    written before endpoints were kept out of it may still hold a URL: it is dropped here, unread."""
-    recorded = store.get_meta("embedder")
-    return model_identity(json.loads(recorded), json.loads(recorded).get("spec")) if recorded else None
-
-
-def model_identity(description: dict, spec: str | None) -> dict:
-    """What an index may record about a model: its identity (backend, model, dim, fingerprint) and,
-    for a local model, the spec that loads it; never where a remote model is served, so an index
-    handed to you cannot make kenning send your key or your queries anywhere."""
-    backend = description["backend"]
-    if backend in REMOTE_BACKENDS or not spec:
-        spec = f"{backend}:{description['model']}" if backend in REMOTE_BACKENDS else backend
-    return {
-        "backend": backend,
-        "model": description["model"],
-        "dim": description["dim"],
-        "fingerprint": description["fingerprint"],
-        "spec": spec,
-    }

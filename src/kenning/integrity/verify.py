@@ -25,7 +25,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.indexing.segments import SegmentBuilder
-from kenning.indexing.writer import recorded_embedder
+from kenning.models.recorded import recorded_embedder
 from kenning.store import embedding_text, text_hash
 from kenning.store.checksum import posting_digest, segment_checksum
 

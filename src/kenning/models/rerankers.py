@@ -30,7 +30,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from kenning.models.chat import message_content, post_chat
 from kenning.models.endpoints import user_endpoint
 from kenning.models.specs import split_model_url
 
@@ -356,6 +355,8 @@ class ChatReranker:
 
     def _post(self, payload: dict) -> str:
         where = f"{self.name} reranker at {self.url}"
+        from kenning.models.chat import message_content, post_chat  # urllib loads only for a chat model
+
         data = post_chat(self.url, payload, self.api_key, self.timeout, where, RerankError)
         return message_content(data, self.kind, where, RerankError)
 

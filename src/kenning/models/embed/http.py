@@ -16,18 +16,19 @@ is TIMEOUT for documents (KENNING_EMBED_TIMEOUT) and at most QUERY_TIMEOUT for a
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
 import time
-import urllib.error
-import urllib.request
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from .base import EmbedderError, check_inputs, l2_normalise, make_fingerprint
+
+if TYPE_CHECKING:
+    import urllib.error
 
 # What is sent per text: under an 8,192-token window (OpenAI's) for any script, since a token covers
 # at least about one character, and the same as the largest chunk kenning makes.
@@ -78,6 +79,8 @@ class HttpEmbedder:
         self.dim = 0
         self.batch_size = max(1, int(batch_size))
         self.timeout = _default_timeout() if timeout is None else float(timeout)
+        import urllib.request  # loaded with an HTTP embedder only: an index on minilm never needs it
+
         self._opener = urllib.request.build_opener()  # proxies from the environment, read once here
 
     # -- identity ------------------------------------------------------------------------------
@@ -129,6 +132,10 @@ class HttpEmbedder:
         raise AssertionError("unreachable")
 
     def _post_once(self, payload: dict, timeout: float, budget: float):
+        import http.client
+        import urllib.error
+        import urllib.request
+
         body = json.dumps(payload).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = self._api_key()
