@@ -32,6 +32,7 @@ from kenning.search.context import SearchContext
 from kenning.search.pipeline import run_search
 from kenning.search.request import MODES, SearchRequest
 from kenning.search.results import SearchResponse
+from kenning.signals.ann import GraphFile
 from kenning.signals.dense import DenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView
@@ -284,12 +285,18 @@ class Index:
         ctx.dense = self.caches.view(
             view.generation,
             ("dense", recorded["fingerprint"]),
-            lambda: DenseView(self.store, recorded["fingerprint"], view.live_mask),
+            lambda: DenseView(
+                self.store, recorded["fingerprint"], view.live_mask, graph_file=self._graph_file(recorded)
+            ),
         )
         ctx.embed_query = lambda text: embedder.embed([text], kind="query")[0]
         return None
 
     # ------------------------------------------------------------------------------------ helpers
+    def _graph_file(self, recorded: dict) -> GraphFile | None:
+        directory = getattr(self.store, "directory", None)
+        return GraphFile(directory, recorded["fingerprint"]) if directory else None
+
     @property
     def glossary(self):
         """The glossary stored in this index (alias groups used to expand queries)."""

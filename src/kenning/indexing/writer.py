@@ -29,6 +29,7 @@ from kenning.ingest.walk import path_key
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.query.spelling import vocabulary_delta
+from kenning.signals import ann
 from kenning.store import StorageError
 
 
@@ -190,6 +191,8 @@ class IndexWriter:
                 self._settle(builder, live, vocab, report, entities)
             elif refreshed:
                 entities.flush()
+        if report.chunks_added or report.chunks_removed or force:
+            self.sync_graph()
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
@@ -223,6 +226,8 @@ class IndexWriter:
                     self._drop_source(source, live, vocab, report)
             if report.files_removed:
                 self._settle(SegmentBuilder(self.analyzer), live, vocab, report)
+        if report.files_removed:
+            self.sync_graph()
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
@@ -396,10 +401,31 @@ class IndexWriter:
                     self._record_embedder(description, replace)
                 self.store.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
             report.embedded += len(block)
+        if report.embedded or replace:
+            self.sync_graph()
         report.remaining = report.total - report.embedded
         report.seconds = time.perf_counter() - started
         report.per_second = report.embedded / report.seconds if report.seconds > 0 else 0.0
         return report
+
+    def sync_graph(self) -> dict | None:
+        """Bring the saved HNSW graph (kenning.signals.ann) up to date with the committed vectors, so
+        no reader has to build it. After the commit: a crash here leaves a graph the readers see is
+        stale (and build around) until the next write."""
+        recorded = recorded_embedder(self.store)
+        if not recorded or not getattr(self.store, "directory", None):
+            return None
+        graph = ann.GraphFile(self.directory, recorded["fingerprint"])
+        graph.remove_others()
+        with self.store.reading():
+            live = self.store.read_snapshot().live
+            if len(live) < ann.HNSW_THRESHOLD:  # fewer live chunks than the threshold: no graph
+                graph.remove()
+                return {"action": "none", "count": len(live)}
+            ids, matrix = self.store.chunk_vectors(recorded["fingerprint"])
+        keep = np.isin(ids, np.frombuffer(live.to_array(), dtype=np.uint32).astype(np.int64))
+        ids, matrix = ids[keep], matrix[keep]
+        return graph.sync(ids, lambda wanted: matrix[np.searchsorted(ids, wanted)])
 
     def _record_embedder(self, description: dict, replace: bool) -> None:
         if replace:

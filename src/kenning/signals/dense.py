@@ -1,7 +1,8 @@
 """The dense signal: cosine similarity between the query's embedding and every live chunk's.
 
 Exact search (one matrix product) is fast and perfect up to tens of thousands of chunks; above
-`HNSW_THRESHOLD` live vectors an HNSW graph (usearch) answers instead. The method used is reported in
+`ann.HNSW_THRESHOLD` live vectors an HNSW graph (usearch) answers instead, opened memory-mapped from
+the file the writer keeps (kenning.signals.ann). The method used is reported in
 every search. HNSW cannot filter while it walks, so it over-fetches and filters afterwards, falling back
 to exact search over the allowed chunks when too few survive.
 """
@@ -12,16 +13,25 @@ from functools import partial
 
 import numpy as np
 
+from kenning.signals import ann
 from kenning.signals.base import Channel
 from kenning.topk import top_k
-
-HNSW_THRESHOLD = 50_000
 
 
 class DenseView:
     """The vectors of one committed generation for one embedder fingerprint."""
 
-    def __init__(self, store, fingerprint: str, live_mask: np.ndarray, hnsw_threshold: int = HNSW_THRESHOLD):
+    def __init__(
+        self,
+        store,
+        fingerprint: str,
+        live_mask: np.ndarray,
+        hnsw_threshold: int | None = None,
+        graph_file: ann.GraphFile | None = None,
+    ):
+        """`graph_file`: where the writer keeps the graph (kenning.signals.ann); without one, or when it
+        does not match these vectors, the graph is built in memory on the first search that needs it."""
+        hnsw_threshold = ann.HNSW_THRESHOLD if hnsw_threshold is None else hnsw_threshold
         ids, matrix = store.chunk_vectors(fingerprint)
         keep = (
             (ids < len(live_mask)) & live_mask[np.minimum(ids, len(live_mask) - 1)] if len(ids) else ids > 0
@@ -32,24 +42,19 @@ class DenseView:
         self.method = "hnsw" if len(self.ids) >= hnsw_threshold else "exact"
         self._hnsw = None
         self._sample = None
+        self.graph_file = graph_file
+        self.graph_source = ""  # "file" (memory-mapped) or "built" (in memory), once the graph is used
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def _graph(self):
         if self._hnsw is None:
-            import onnxruntime  # noqa: F401  (loading onnxruntime after usearch crashes the process)
-            from usearch.index import Index as HnswIndex
-
-            graph = HnswIndex(
-                ndim=self.matrix.shape[1],
-                metric="cos",
-                dtype="f32",
-                connectivity=16,
-                expansion_add=128,
-                expansion_search=96,
-            )
-            graph.add(self.ids, self.matrix, threads=0)
+            graph = self.graph_file.open_view(self.ids) if self.graph_file is not None else None
+            self.graph_source = "file" if graph is not None else "built"
+            if graph is None:
+                graph = ann.new_graph(self.matrix.shape[1])
+                graph.add(self.ids, self.matrix, threads=0)
             self._hnsw = graph
         return self._hnsw
 
@@ -135,6 +140,7 @@ class DenseSignal:
         close = query.found(ids, known=sims)
         info = {
             "method": ctx.dense.method,
+            **({"graph": ctx.dense.graph_source} if ctx.dense.graph_source else {}),  # "file" or "built"
             "vectors": len(ctx.dense),
             "returned": int(close.sum()),
             "below_min_similarity": int(len(close) - close.sum()),

@@ -211,6 +211,10 @@ def funnel_lines(funnel) -> list[str]:
             f"{n['entity']} ({n['edge_weight']:.3f} from {n['via']})" for n in graph["neighbours"][:8]
         )
         out.append(f"  graph: query entities {seeds}; neighbours {near or 'none'}")
+    dense = funnel.channels.get("dense")
+    if dense and dense.get("method") == "hnsw":
+        source = "the saved graph" if dense.get("graph") == "file" else "a graph built in memory (none saved)"
+        out.append(f"  dense: HNSW over {dense['vectors']} vectors, {source}")
     if "verbatim" in funnel.channels:
         held = funnel.channels["verbatim"]["chunks"]
         out.append(f"  verbatim: {held} chunk(s) hold the query word for word; they come first")

@@ -1,0 +1,149 @@
+"""The HNSW graph over an index's vectors, kept on disk beside the store and opened memory-mapped.
+
+Building the graph is the slow part of dense search on a large index (it took 330 s before the
+first hybrid query on 100k chunks), so a reader must never build it. The writer brings the file up
+to date after every write that changes which live chunks have vectors: it adds the new ids and
+removes the gone ones (rebuilding when too many are gone), then replaces the file atomically. A
+reader opens the file as a memory-mapped view, and uses it only when its stamp says it holds exactly
+the chunks the reader's generation has vectors for; otherwise (an interrupted write, an index from an
+older kenning) the reader builds in memory as before, and the next write repairs the file.
+
+Below `HNSW_THRESHOLD` live vectors (50,000 unless $KENNING_HNSW_THRESHOLD says otherwise) exact
+search is fast and perfect, and no file is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+# live vectors from which the graph answers instead of exact search (KENNING_HNSW_THRESHOLD)
+HNSW_THRESHOLD = int(os.environ.get("KENNING_HNSW_THRESHOLD", "50000"))
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 192  # benchmarks/tune_ann.py: recall@10 0.947 -> 0.975 on 10k synthetic chunks for +0.2 ms
+REBUILD_SHARE = 0.2  # rebuild instead of removing when this share of the graph's ids is gone
+
+
+def ids_digest(ids: np.ndarray) -> str:
+    """A stamp of a set of chunk ids (sorted), so a reader can tell a graph is for its generation."""
+    return hashlib.sha1(np.sort(np.asarray(ids, dtype=np.int64)).tobytes()).hexdigest()
+
+
+def new_graph(ndim: int):
+    import onnxruntime  # noqa: F401  (loading onnxruntime after usearch crashes the process)
+    from usearch.index import Index as HnswIndex
+
+    return HnswIndex(
+        ndim=ndim,
+        metric="cos",
+        dtype="f32",
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+        expansion_search=EXPANSION_SEARCH,
+    )
+
+
+class GraphFile:
+    """`<index dir>/ann/<fingerprint>.usearch` and its stamp (`.json`: fingerprint, count, digest)."""
+
+    def __init__(self, directory: str | os.PathLike, fingerprint: str):
+        safe = hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
+        self.folder = Path(directory) / "ann"
+        self.graph = self.folder / f"{safe}.usearch"
+        self.stamp = self.folder / f"{safe}.json"
+        self.fingerprint = fingerprint
+
+    def read_stamp(self) -> dict | None:
+        try:
+            stamp = json.loads(self.stamp.read_text())
+        except (OSError, ValueError):
+            return None
+        return stamp if stamp.get("fingerprint") == self.fingerprint and self.graph.exists() else None
+
+    def open_view(self, ids: np.ndarray):
+        """The saved graph, memory-mapped, if it holds exactly `ids`; else None."""
+        stamp = self.read_stamp()
+        if stamp is None or stamp.get("count") != len(ids) or stamp.get("digest") != ids_digest(ids):
+            return None
+        import onnxruntime  # noqa: F401
+        from usearch.index import Index as HnswIndex
+
+        try:
+            graph = HnswIndex.restore(str(self.graph), view=True)
+        except Exception:  # a damaged file is only a slower first query: the reader builds instead
+            return None
+        if graph is None or len(graph) != len(ids):
+            return None
+        graph.expansion_search = EXPANSION_SEARCH  # not kept in the file
+        return graph
+
+    def remove(self) -> None:
+        for path in (self.stamp, self.graph):
+            path.unlink(missing_ok=True)
+
+    def remove_others(self) -> None:
+        """Graphs of other models (left by `kenning embed --replace`)."""
+        if self.folder.is_dir():
+            for path in self.folder.iterdir():
+                ours = path.name.split(".")[0] == self.graph.stem
+                if not ours and path.suffix in (".usearch", ".json", ".tmp"):
+                    path.unlink(missing_ok=True)
+
+    def sync(self, ids: np.ndarray, vectors_for, threshold: int | None = None) -> dict:
+        """Bring the file to exactly `ids` (the live chunks with vectors); `vectors_for(ids)` gives
+        their vectors (float32 rows in the order asked). Returns what was done."""
+        ids = np.sort(np.asarray(ids, dtype=np.int64))
+        if len(ids) < (HNSW_THRESHOLD if threshold is None else threshold):
+            self.remove()
+            return {"action": "none", "count": len(ids)}
+        stamp = self.read_stamp()
+        if stamp and stamp.get("count") == len(ids) and stamp.get("digest") == ids_digest(ids):
+            return {"action": "current", "count": len(ids)}
+        graph = self._load_for_update() if stamp else None
+        added = removed = 0
+        if graph is not None:
+            have = np.sort(np.asarray(graph.keys, dtype=np.int64))
+            gone = np.setdiff1d(have, ids, assume_unique=True)
+            new = np.setdiff1d(ids, have, assume_unique=True)
+            if len(gone) > REBUILD_SHARE * max(1, len(have)):
+                graph = None
+            else:
+                if len(gone):
+                    graph.remove(gone)
+                if len(new):
+                    graph.add(new, np.ascontiguousarray(vectors_for(new), dtype=np.float32), threads=0)
+                added, removed = len(new), len(gone)
+        action = "updated"
+        if graph is None:
+            vectors = np.ascontiguousarray(vectors_for(ids), dtype=np.float32)
+            graph = new_graph(vectors.shape[1])
+            graph.add(ids, vectors, threads=0)
+            action, added = "built", len(ids)
+        self._save(graph, ids)
+        return {"action": action, "count": len(ids), "added": added, "removed": removed}
+
+    def _load_for_update(self):
+        import onnxruntime  # noqa: F401
+        from usearch.index import Index as HnswIndex
+
+        try:
+            return HnswIndex.restore(str(self.graph))
+        except Exception:
+            return None
+
+    def _save(self, graph, ids: np.ndarray) -> None:
+        """Graph first, then its stamp, each replaced atomically: a crash between leaves a stamp that
+        does not match, and readers build in memory until the next write."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.graph.with_suffix(".usearch.tmp")
+        graph.save(str(tmp))
+        os.replace(tmp, self.graph)
+        stamp = {"fingerprint": self.fingerprint, "count": len(ids), "digest": ids_digest(ids)}
+        tmp_stamp = self.stamp.with_suffix(".json.tmp")
+        tmp_stamp.write_text(json.dumps(stamp))
+        os.replace(tmp_stamp, self.stamp)

@@ -1,0 +1,113 @@
+"""The HNSW graph kept on disk (kenning.signals.ann): the writer brings it up to date after every
+write, a reader opens it memory-mapped, and a graph that does not match is never used."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kenning import Index
+from kenning.signals import ann
+from kenning.signals.ann import GraphFile, ids_digest
+
+
+def _vectors(ids, dim=16, seed=0):
+    rng = np.random.default_rng(seed)
+    table = {int(i): v for i, v in zip(ids, rng.normal(size=(len(ids), dim)).astype(np.float32), strict=True)}
+    return lambda wanted: np.stack([table[int(i)] / np.linalg.norm(table[int(i)]) for i in wanted])
+
+
+def test_sync_builds_updates_and_a_reader_sees_exactly_its_ids(tmp_path):
+    ids = np.arange(1, 301)
+    vectors_for = _vectors(np.arange(1, 500))
+    graph = GraphFile(tmp_path, "fp-1")
+    assert graph.sync(ids, vectors_for, threshold=100)["action"] == "built"
+    assert graph.sync(ids, vectors_for, threshold=100)["action"] == "current"
+    view = graph.open_view(ids)
+    assert view is not None and sorted(np.asarray(view.keys).tolist()) == ids.tolist()
+    query = vectors_for([7])[0]
+    assert int(view.search(query, 1).keys[0]) == 7  # a stored vector finds itself
+    # 20 deleted, 50 new: updated in place, not rebuilt
+    after = np.concatenate([ids[20:], np.arange(301, 351)])
+    done = graph.sync(after, vectors_for, threshold=100)
+    assert done == {"action": "updated", "count": len(after), "added": 50, "removed": 20}
+    assert graph.open_view(ids) is None  # the old id set no longer matches the file
+    view = graph.open_view(after)
+    assert sorted(np.asarray(view.keys).tolist()) == sorted(after.tolist())
+    # most ids gone: rebuilt; below the threshold: no file at all
+    assert graph.sync(np.arange(301, 420), vectors_for, threshold=100)["action"] == "built"
+    assert graph.sync(np.arange(301, 350), vectors_for, threshold=100)["action"] == "none"
+    assert not graph.graph.exists() and not graph.stamp.exists()
+
+
+def test_another_model_s_graph_or_a_damaged_file_is_never_used(tmp_path):
+    ids = np.arange(1, 201)
+    vectors_for = _vectors(ids)
+    GraphFile(tmp_path, "fp-1").sync(ids, vectors_for, threshold=10)
+    assert GraphFile(tmp_path, "fp-2").open_view(ids) is None
+    graph = GraphFile(tmp_path, "fp-1")
+    graph.graph.write_bytes(graph.graph.read_bytes()[:100])  # torn file, stamp still claims it
+    assert graph.read_stamp()["digest"] == ids_digest(ids)
+    assert graph.open_view(ids) is None
+    other = GraphFile(tmp_path, "fp-2")
+    other.sync(ids, vectors_for, threshold=10)
+    graph.remove_others()  # a model replaced: its graph goes
+    assert not other.graph.exists() and not other.stamp.exists() and graph.stamp.exists()
+
+
+@pytest.fixture
+def small_threshold(monkeypatch):
+    monkeypatch.setattr(ann, "HNSW_THRESHOLD", 4)
+
+
+def _notes(root, count):
+    words = ["harbour", "mill", "orchard", "forge", "library", "chapel", "bridge", "tower"]
+    for i in range(count):
+        w = words[i % len(words)]
+        (root / f"note{i}.md").write_text(f"# Note {i}\n\nThe {w} keeps {i} lanterns by the {w} gate.\n")
+
+
+def test_the_writer_keeps_the_graph_and_readers_open_it(tmp_path, small_threshold):
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, 12)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        index.embed()
+        response = index.search("orchard lanterns", mode="dense", limit=3)
+        assert response.funnel.channels["dense"]["method"] == "hnsw"
+        assert response.funnel.channels["dense"]["graph"] == "file"  # opened, not built
+        assert "orchard" in response.hits[0].title.lower() or "orchard" in response.hits[0].snippet.lower()
+    files = list((tmp_path / "ix" / "ann").glob("*.usearch"))
+    assert len(files) == 1
+    (root / "note0.md").unlink()  # a write that removes chunks brings the graph up to date
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        response = index.search("harbour lanterns", mode="dense", limit=3)
+        assert response.funnel.channels["dense"]["graph"] == "file"
+        assert response.funnel.channels["dense"]["vectors"] == 11
+    for stamp in (tmp_path / "ix" / "ann").glob("*.json"):
+        stamp.unlink()  # as if a write died before saving: readers build, and still answer
+    with Index(tmp_path / "ix") as index:
+        response = index.search("harbour lanterns", mode="dense", limit=3)
+        assert response.funnel.channels["dense"]["graph"] == "built" and response.hits
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kenning.surfaces.entry",
+            "search",
+            "harbour",
+            "--mode",
+            "dense",
+            "--explain",
+            "--index",
+            str(tmp_path / "ix"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KENNING_HNSW_THRESHOLD": "4", "KENNING_NO_SERVER": "1"},
+    )
+    assert "dense: HNSW over 11 vectors, a graph built in memory" in shown.stdout, shown.stderr
