@@ -11,6 +11,8 @@ import pytest
 from kenning import Index
 from kenning.signals import ann
 from kenning.signals.ann import GraphFile, ids_digest
+from kenning.signals.dense import DenseView
+from kenning.store.records import VECTOR_GRAPH_META
 
 
 def _vectors(ids, dim=16, seed=0):
@@ -111,3 +113,49 @@ def test_the_writer_keeps_the_graph_and_readers_open_it(tmp_path, small_threshol
         env={**os.environ, "KENNING_HNSW_THRESHOLD": "4", "KENNING_NO_SERVER": "1"},
     )
     assert "dense: HNSW over 11 vectors, a graph built in memory" in shown.stdout, shown.stderr
+
+
+def test_a_commit_that_changes_vectors_makes_readers_distrust_the_saved_graph(tmp_path, small_threshold):
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, 10)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        index.embed()
+        assert index.store.get_meta(VECTOR_GRAPH_META)
+        with index.store.transaction():  # as if a write committed and died before saving the graph
+            index.store.set_live(index.store.read_snapshot().live)
+        assert index.store.get_meta(VECTOR_GRAPH_META) is None
+        response = index.search("forge lanterns", mode="dense", limit=3)
+        assert response.funnel.channels["dense"]["graph"] == "built" and response.hits
+        assert index.writer().sync_graph()["action"] == "current"  # the next write records it again
+        response = index.search("forge lanterns", mode="dense", limit=3)
+        assert response.funnel.channels["dense"]["graph"] == "file"
+
+
+def test_a_view_over_the_saved_graph_reads_the_same_vectors_as_the_store(tmp_path, small_threshold):
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, 9)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        index.embed()
+        fingerprint = index.embedder().fingerprint()
+        with index.store.reading():
+            live = index.lexical.view().live_mask
+            mapped = DenseView(
+                index.store, fingerprint, live, graph_file=GraphFile(tmp_path / "ix", fingerprint)
+            )
+            loaded = DenseView(index.store, fingerprint, live)
+        assert mapped.graph_source == "file" and mapped.matrix is None and loaded.matrix is not None
+        assert mapped.ids.tolist() == loaded.ids.tolist()
+        query = index.embedder().embed(["orchard gate"], kind="query")[0]
+        some = [int(mapped.ids[0]), 10_000, int(mapped.ids[-1])]
+        assert np.allclose(mapped.similarity(query, some), loaded.similarity(query, some), atol=1e-5)
+        assert np.allclose(mapped.vector(some[0]), loaded.vector(some[0]), atol=1e-6)
+        assert mapped.vector(10_000) is None
+        assert np.allclose(mapped.background(query), loaded.background(query), atol=1e-5)
+        allowed = np.zeros(int(mapped.ids.max()) + 1, dtype=bool)
+        allowed[mapped.ids[::2]] = True  # a filter: exact search over the allowed chunks
+        a, b = mapped._search_exact(query, 3, allowed), loaded._search_exact(query, 3, allowed)
+        assert a[0].tolist() == b[0].tolist() and np.allclose(a[1], b[1], atol=1e-5)

@@ -11,6 +11,7 @@ import pytest
 from pyroaring import BitMap
 
 from kenning.store import ChunkHead, RawPostings, SegmentPostings, StorageError, Store, open_store
+from kenning.store.records import VECTOR_GRAPH_META
 from kenning.store.sqlite import DB_NAME, SCHEMA_VERSION, SqliteStore
 
 
@@ -184,6 +185,24 @@ def test_vectors(store):
         store.delete_chunks(ids[:1] + ids[2:])
         assert store.drop_orphan_vectors() == 1
     assert store.chunk_vectors("fp")[0].tolist() == [ids[1]]
+
+
+def test_a_write_that_changes_the_vectors_or_the_live_set_forgets_the_saved_graph(store):
+    """kenning.signals.ann: readers trust a saved graph only while the index's record of it stands."""
+    _, ids = add_file(store, chunks=[Chunk("d", "A", "one"), Chunk("d", "", "two")])
+    missing = store.chunks_missing_vectors("fp")
+    changes = [
+        lambda: store.put_vectors("fp", [missing[0][0]], np.ones((1, 3), dtype=np.float32)),
+        lambda: store.set_live(store.read_snapshot().live),
+        lambda: store.keep_only_vectors_of("fp"),
+    ]
+    for change in changes:
+        with store.transaction():
+            store.set_meta(VECTOR_GRAPH_META, "{}")
+        assert store.get_meta(VECTOR_GRAPH_META) == "{}"
+        with store.transaction():
+            change()
+        assert store.get_meta(VECTOR_GRAPH_META) is None
 
 
 def test_metadata_filters(store):

@@ -31,6 +31,7 @@ from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.query.spelling import vocabulary_delta
 from kenning.signals import ann
 from kenning.store import StorageError
+from kenning.store.records import VECTOR_GRAPH_META
 
 
 def display_path(path: str | Path) -> str:
@@ -410,22 +411,28 @@ class IndexWriter:
 
     def sync_graph(self) -> dict | None:
         """Bring the saved HNSW graph (kenning.signals.ann) up to date with the committed vectors, so
-        no reader has to build it. After the commit: a crash here leaves a graph the readers see is
-        stale (and build around) until the next write."""
+        no reader has to build it, then record it in the index (meta VECTOR_GRAPH_META) unless another
+        commit came in between. A crash before the record leaves readers building in memory until the
+        next write."""
         recorded = recorded_embedder(self.store)
         if not recorded or not getattr(self.store, "directory", None):
             return None
         graph = ann.GraphFile(self.directory, recorded["fingerprint"])
         graph.remove_others()
         with self.store.reading():
-            live = self.store.read_snapshot().live
-            if len(live) < ann.HNSW_THRESHOLD:  # fewer live chunks than the threshold: no graph
+            snapshot = self.store.read_snapshot()
+            if len(snapshot.live) < ann.HNSW_THRESHOLD:  # fewer live chunks than the threshold: no graph
                 graph.remove()
-                return {"action": "none", "count": len(live)}
+                return {"action": "none", "count": len(snapshot.live)}
             ids, matrix = self.store.chunk_vectors(recorded["fingerprint"])
-        keep = np.isin(ids, np.frombuffer(live.to_array(), dtype=np.uint32).astype(np.int64))
+        keep = np.isin(ids, np.frombuffer(snapshot.live.to_array(), dtype=np.uint32).astype(np.int64))
         ids, matrix = ids[keep], matrix[keep]
-        return graph.sync(ids, lambda wanted: matrix[np.searchsorted(ids, wanted)])
+        done = graph.sync(ids, lambda wanted: matrix[np.searchsorted(ids, wanted)])
+        if done["action"] != "none":
+            with self.store.transaction():
+                if self.store.generation() == snapshot.generation:  # what this writer saved, not the file
+                    self.store.set_meta(VECTOR_GRAPH_META, json.dumps(graph.stamp_for(ids)))
+        return done
 
     def _record_embedder(self, description: dict, replace: bool) -> None:
         if replace:

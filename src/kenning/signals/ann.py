@@ -26,6 +26,7 @@ HNSW_THRESHOLD = int(os.environ.get("KENNING_HNSW_THRESHOLD", "50000"))
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 192  # benchmarks/tune_ann.py: recall@10 0.947 -> 0.975 on 10k synthetic chunks for +0.2 ms
+STAMP_KEYS = ("fingerprint", "count", "digest")
 REBUILD_SHARE = 0.2  # rebuild instead of removing when this share of the graph's ids is gone
 
 
@@ -58,6 +59,9 @@ class GraphFile:
         self.stamp = self.folder / f"{safe}.json"
         self.fingerprint = fingerprint
 
+    def stamp_for(self, ids: np.ndarray) -> dict:
+        return {"fingerprint": self.fingerprint, "count": len(ids), "digest": ids_digest(ids)}
+
     def read_stamp(self) -> dict | None:
         try:
             stamp = json.loads(self.stamp.read_text())
@@ -67,8 +71,13 @@ class GraphFile:
 
     def open_view(self, ids: np.ndarray):
         """The saved graph, memory-mapped, if it holds exactly `ids`; else None."""
+        return self.open_recorded(self.stamp_for(ids))
+
+    def open_recorded(self, record: dict | None):
+        """The saved graph, memory-mapped, if its stamp is `record` (what the index says the writer
+        saved for the committed vectors); else None."""
         stamp = self.read_stamp()
-        if stamp is None or stamp.get("count") != len(ids) or stamp.get("digest") != ids_digest(ids):
+        if not record or stamp is None or any(stamp.get(k) != record.get(k) for k in STAMP_KEYS):
             return None
         import onnxruntime  # noqa: F401
         from usearch.index import Index as HnswIndex
@@ -77,7 +86,7 @@ class GraphFile:
             graph = HnswIndex.restore(str(self.graph), view=True)
         except Exception:  # a damaged file is only a slower first query: the reader builds instead
             return None
-        if graph is None or len(graph) != len(ids):
+        if graph is None or len(graph) != record["count"]:
             return None
         graph.expansion_search = EXPANSION_SEARCH  # not kept in the file
         return graph
@@ -140,10 +149,10 @@ class GraphFile:
         """Graph first, then its stamp, each replaced atomically: a crash between leaves a stamp that
         does not match, and readers build in memory until the next write."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.graph.with_suffix(".usearch.tmp")
+        tmp = self.graph.with_suffix(f".usearch.{os.getpid()}.tmp")  # two writers never share one
         graph.save(str(tmp))
         os.replace(tmp, self.graph)
-        stamp = {"fingerprint": self.fingerprint, "count": len(ids), "digest": ids_digest(ids)}
-        tmp_stamp = self.stamp.with_suffix(".json.tmp")
+        stamp = self.stamp_for(ids)
+        tmp_stamp = self.stamp.with_suffix(f".json.{os.getpid()}.tmp")
         tmp_stamp.write_text(json.dumps(stamp))
         os.replace(tmp_stamp, self.stamp)

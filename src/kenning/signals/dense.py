@@ -9,17 +9,25 @@ to exact search over the allowed chunks when too few survive.
 
 from __future__ import annotations
 
+import json
 from functools import partial
 
 import numpy as np
 
 from kenning.signals import ann
 from kenning.signals.base import Channel
+from kenning.store.records import VECTOR_GRAPH_META
 from kenning.topk import top_k
 
 
 class DenseView:
-    """The vectors of one committed generation for one embedder fingerprint."""
+    """The vectors of one committed generation for one embedder fingerprint.
+
+    Two sources. When the index records a saved graph that matches its committed vectors
+    (kenning.signals.ann), the view is that file, memory-mapped: the chunk ids are its keys and a
+    chunk's vector is read from it, so opening costs no load of the corpus's vectors. Otherwise the
+    vectors are read from the store into one matrix, and the graph (above the threshold) is built
+    in memory on the first search that needs it."""
 
     def __init__(
         self,
@@ -29,34 +37,54 @@ class DenseView:
         hnsw_threshold: int | None = None,
         graph_file: ann.GraphFile | None = None,
     ):
-        """`graph_file`: where the writer keeps the graph (kenning.signals.ann); without one, or when it
-        does not match these vectors, the graph is built in memory on the first search that needs it."""
+        """`graph_file`: where the writer keeps the graph; call inside store.reading()."""
         hnsw_threshold = ann.HNSW_THRESHOLD if hnsw_threshold is None else hnsw_threshold
-        ids, matrix = store.chunk_vectors(fingerprint)
-        keep = (
-            (ids < len(live_mask)) & live_mask[np.minimum(ids, len(live_mask) - 1)] if len(ids) else ids > 0
-        )
-        self.ids = ids[keep]
-        self.matrix = np.ascontiguousarray(matrix[keep]) if len(ids) else matrix
-        self.position = {int(cid): i for i, cid in enumerate(self.ids)}
-        self.method = "hnsw" if len(self.ids) >= hnsw_threshold else "exact"
         self._hnsw = None
         self._sample = None
+        self.matrix: np.ndarray | None = None
         self.graph_file = graph_file
         self.graph_source = ""  # "file" (memory-mapped) or "built" (in memory), once the graph is used
+        saved = None
+        if graph_file is not None:
+            record = store.get_meta(VECTOR_GRAPH_META)
+            saved = graph_file.open_recorded(json.loads(record)) if record else None
+        if saved is not None:
+            keys = np.sort(np.asarray(saved.keys, dtype=np.int64))
+            self.ids = keys[_alive(keys, live_mask)]
+            self._hnsw, self.graph_source = saved, "file"
+        else:
+            ids, matrix = store.chunk_vectors(fingerprint)
+            keep = _alive(ids, live_mask)
+            self.ids = ids[keep]
+            self.matrix = np.ascontiguousarray(matrix[keep]) if len(ids) else matrix
+        self.method = "hnsw" if len(self.ids) >= hnsw_threshold else "exact"
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def _graph(self):
         if self._hnsw is None:
-            graph = self.graph_file.open_view(self.ids) if self.graph_file is not None else None
-            self.graph_source = "file" if graph is not None else "built"
-            if graph is None:
-                graph = ann.new_graph(self.matrix.shape[1])
-                graph.add(self.ids, self.matrix, threads=0)
+            self.graph_source = "built"
+            graph = ann.new_graph(self.matrix.shape[1])
+            graph.add(self.ids, self.matrix, threads=0)
             self._hnsw = graph
         return self._hnsw
+
+    def _rows(self, positions: np.ndarray) -> np.ndarray:
+        """The vectors at these positions of `ids`: from the matrix, or read from the saved graph."""
+        if self.matrix is not None:
+            return self.matrix[positions]
+        if not len(positions):
+            return np.zeros((0, self._hnsw.ndim), dtype=np.float32)
+        return np.asarray(self._hnsw.get(self.ids[positions]), dtype=np.float32).reshape(len(positions), -1)
+
+    def _positions(self, chunk_ids) -> tuple[np.ndarray, np.ndarray]:
+        """(which of `chunk_ids` have a vector, their positions in `ids`)."""
+        wanted = np.asarray(chunk_ids, dtype=np.int64)
+        pos = np.searchsorted(self.ids, wanted)
+        clipped = np.minimum(pos, max(0, len(self.ids) - 1))
+        known = (pos < len(self.ids)) & (self.ids[clipped] == wanted) if len(self.ids) else pos < 0
+        return known, pos[known]
 
     def search(
         self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
@@ -71,10 +99,11 @@ class DenseView:
         return self._search_exact(query, k, allowed)
 
     def _search_exact(self, query, k, allowed):
-        ids, sims = self.ids, self.matrix @ query.astype(np.float32)
+        ids, positions = self.ids, np.arange(len(self.ids))
         if allowed is not None:
             keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
-            ids, sims = ids[keep], sims[keep]
+            ids, positions = ids[keep], positions[keep]
+        sims = self._rows(positions) @ query.astype(np.float32)
         return top_k(ids, sims, k)
 
     def _search_hnsw(self, query, k, allowed):
@@ -93,12 +122,9 @@ class DenseView:
     def similarity(self, query: np.ndarray, chunk_ids) -> np.ndarray:
         """Cosine similarity for given chunks (0 for chunks without a vector)."""
         out = np.zeros(len(chunk_ids))
-        rows = [(i, self.position.get(int(c))) for i, c in enumerate(chunk_ids)]
-        have = [(i, p) for i, p in rows if p is not None]
-        if have:
-            idx = np.array([i for i, _ in have])
-            pos = np.array([p for _, p in have])
-            out[idx] = self.matrix[pos] @ query.astype(np.float32)
+        known, positions = self._positions(chunk_ids)
+        if len(positions):
+            out[known] = self._rows(positions) @ query.astype(np.float32)
         return out
 
     def background(self, query: np.ndarray, sample: int = 4096) -> tuple[float, float]:
@@ -110,13 +136,19 @@ class DenseView:
             rows = np.arange(len(self.ids))
             if len(rows) > sample:
                 rows = np.sort(np.random.default_rng(0).choice(rows, sample, replace=False))
-            self._sample = np.ascontiguousarray(self.matrix[rows])
+            self._sample = np.ascontiguousarray(self._rows(rows))
         sims = self._sample @ query.astype(np.float32)
         return float(sims.mean()), float(sims.std())
 
     def vector(self, chunk_id: int) -> np.ndarray | None:
-        p = self.position.get(int(chunk_id))
-        return None if p is None else self.matrix[p]
+        known, positions = self._positions([chunk_id])
+        return self._rows(positions)[0] if len(positions) else None
+
+
+def _alive(ids: np.ndarray, live_mask: np.ndarray) -> np.ndarray:
+    if not len(ids):
+        return np.zeros(0, dtype=bool)
+    return (ids < len(live_mask)) & live_mask[np.minimum(ids, len(live_mask) - 1)]
 
 
 # ------------------------------------------------------------------------------------------ the signal

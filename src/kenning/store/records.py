@@ -9,6 +9,11 @@ from typing import NamedTuple
 import numpy as np
 from pyroaring import BitMap
 
+# The meta key recording which saved vector graph (kenning.signals.ann) matches the committed vectors.
+# Every write that changes the live set or the vectors drops it in the same transaction, so a reader
+# never trusts a graph a later commit made stale; the writer sets it again once the graph is saved.
+VECTOR_GRAPH_META = "vector_graph"
+
 
 class StorageError(Exception):
     """The index cannot be used; the message says why and what to do."""

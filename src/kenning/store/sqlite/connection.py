@@ -19,7 +19,7 @@ from urllib.parse import quote
 from pyroaring import BitMap
 
 from kenning.cachedir import tag_as_cache
-from kenning.store.records import Snapshot, StorageError
+from kenning.store.records import VECTOR_GRAPH_META, Snapshot, StorageError
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,
@@ -235,6 +235,11 @@ class SqliteConnection:
         self._require_txn()
         live.run_optimize()
         self._set_meta("live", live.serialize())
+        self.forget_vector_graph()
+
+    def forget_vector_graph(self) -> None:
+        """The saved vector graph no longer matches what this transaction commits."""
+        self.conn.execute("DELETE FROM meta WHERE key=?", (VECTOR_GRAPH_META,))
 
     # ----------------------------------------------------------------------------- transactions
     @contextmanager

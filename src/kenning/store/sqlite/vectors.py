@@ -26,6 +26,7 @@ class SqliteVectors:
 
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
         self._require_txn()
+        self.forget_vector_graph()
         self.conn.executemany(
             "INSERT OR REPLACE INTO embeddings(text_hash, fingerprint, vector) VALUES (?,?,?)",
             [
@@ -52,6 +53,7 @@ class SqliteVectors:
     def drop_orphan_vectors(self) -> int:
         """Vectors whose text no chunk holds any more (after deletions)."""
         self._require_txn()
+        self.forget_vector_graph()
         cur = self.conn.execute(
             "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM chunks)"
         )
@@ -60,6 +62,7 @@ class SqliteVectors:
     def keep_only_vectors_of(self, fingerprint: str) -> None:
         """Drop every other embedder's vectors (switching models)."""
         self._require_txn()
+        self.forget_vector_graph()
         self.conn.execute("DELETE FROM embeddings WHERE fingerprint != ?", (fingerprint,))
 
     def count_vectors(self, fingerprint: str) -> int:
