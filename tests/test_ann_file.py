@@ -64,6 +64,17 @@ def small_threshold(monkeypatch):
     monkeypatch.setattr(ann, "HNSW_THRESHOLD", 4)
 
 
+def _embedded_notes(tmp_path, count) -> tuple:
+    """(notes folder, an Index over them with vectors and its saved graph)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, count)
+    index = Index(tmp_path / "ix")
+    index.add([root])
+    index.embed()
+    return root, index
+
+
 def _notes(root, count):
     words = ["harbour", "mill", "orchard", "forge", "library", "chapel", "bridge", "tower"]
     for i in range(count):
@@ -72,12 +83,8 @@ def _notes(root, count):
 
 
 def test_the_writer_keeps_the_graph_and_readers_open_it(tmp_path, small_threshold):
-    root = tmp_path / "notes"
-    root.mkdir()
-    _notes(root, 12)
-    with Index(tmp_path / "ix") as index:
-        index.add([root])
-        index.embed()
+    root, index = _embedded_notes(tmp_path, 12)
+    with index:
         response = index.search("orchard lanterns", mode="dense", limit=3)
         assert response.funnel.channels["dense"]["method"] == "hnsw"
         assert response.funnel.channels["dense"]["graph"] == "file"  # opened, not built
@@ -116,12 +123,8 @@ def test_the_writer_keeps_the_graph_and_readers_open_it(tmp_path, small_threshol
 
 
 def test_a_commit_that_changes_vectors_makes_readers_distrust_the_saved_graph(tmp_path, small_threshold):
-    root = tmp_path / "notes"
-    root.mkdir()
-    _notes(root, 10)
-    with Index(tmp_path / "ix") as index:
-        index.add([root])
-        index.embed()
+    root, index = _embedded_notes(tmp_path, 10)
+    with index:
         assert index.store.get_meta(VECTOR_GRAPH_META)
         with index.store.transaction():  # as if a write committed and died before saving the graph
             index.store.set_live(index.store.read_snapshot().live)
@@ -134,12 +137,8 @@ def test_a_commit_that_changes_vectors_makes_readers_distrust_the_saved_graph(tm
 
 
 def test_a_view_over_the_saved_graph_reads_the_same_vectors_as_the_store(tmp_path, small_threshold):
-    root = tmp_path / "notes"
-    root.mkdir()
-    _notes(root, 9)
-    with Index(tmp_path / "ix") as index:
-        index.add([root])
-        index.embed()
+    root, index = _embedded_notes(tmp_path, 9)
+    with index:
         fingerprint = index.embedder().fingerprint()
         with index.store.reading():
             live = index.lexical.view().live_mask
