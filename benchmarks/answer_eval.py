@@ -5,7 +5,8 @@ The book is indexed (and embedded) into a cache folder once; every question goes
 `kenning answer` (kenning.answer.answering) and is scored:
 
 - citation hit rate: of the answerable questions answered, the share with a cited passage in one of
-  the question's chapters (its heading path names the chapter);
+  the question's chapters (its heading path names the chapter); the first-citation hit rate counts
+  only the answer's first citation;
 - not-found recall: of the unanswerable questions (false premises, absent facts), the share answered
   "not found";
 - false not-found rate: of the answerable questions, the share answered "not found".
@@ -70,8 +71,12 @@ def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **s
             "cosine": answer.judge["cosine"],
             "window_words": answer.judge["window_words"],
             "passage_rank": answer.judge["passage_rank"],
+            "answer_type": answer.judge["answer_type"],
+            "value_stated": answer.judge["value_stated"],
             "seconds": time.perf_counter() - started,
             "cited_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.citations),
+            "first_cited_right": bool(answer.citations)
+            and in_chapter(answer.citations[0].heading, q.get("chapters", [])),
             "closest_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.closest),
         }
         out.append(record)
@@ -87,10 +92,12 @@ def score(records: list[dict], decide=None) -> dict:
     # a question the run answered "not found" but a sweep answers: its closest passages stand in for
     # the citations it would have had (an approximation, for the sweep only)
     right = [r["cited_right"] if r["found"] else r["closest_right"] for r in answered]
+    first = [r["first_cited_right"] if r["found"] else r["closest_right"] for r in answered]
     return {
         "answerable": len(answerable),
         "unanswerable": len(unanswerable),
         "citation_hit": sum(right) / len(answered) if answered else 0.0,
+        "first_citation_hit": sum(first) / len(answered) if answered else 0.0,
         "not_found_recall": (
             sum(not decide(r) for r in unanswerable) / len(unanswerable) if unanswerable else 0.0
         ),
@@ -103,7 +110,9 @@ def sweep(records: list[dict]) -> list[dict]:
     rows = []
     for t in [x / 100 for x in range(20, 96, 5)]:
 
-        def decide(r, t=t):
+        def decide(r, t=t):  # a typed question is judged by the value, not the threshold
+            if r["answer_type"] is not None:
+                return r["value_stated"] and not r["missing_names"]
             return r["support"] >= t and not r["missing_names"]
 
         rates = score(records, decide)
@@ -161,6 +170,7 @@ def main() -> None:
     print(
         f"  citation hit {report['citation_hit']:.3f}   not-found recall {report['not_found_recall']:.3f}   "
         f"false not-found {report['false_not_found']:.3f}   "
+        f"first citation hit {report['first_citation_hit']:.3f}   "
         f"(a right-chapter passage among the closest: {report['evidence_in_right_chapter']:.3f})"
     )
     if "separation" in report:

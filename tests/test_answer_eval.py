@@ -19,15 +19,19 @@ def test_a_citation_counts_when_its_heading_path_names_a_right_chapter():
 
 def test_the_three_rates():
     records = [
-        {"answerable": True, "found": True, "cited_right": True, "closest_right": True},
-        {"answerable": True, "found": True, "cited_right": False, "closest_right": True},
-        {"answerable": True, "found": False, "cited_right": False, "closest_right": False},
-        {"answerable": False, "found": False, "cited_right": False, "closest_right": False},
-        {"answerable": False, "found": True, "cited_right": False, "closest_right": False},
+        {"answerable": True, "found": True, "cited_right": True, "first_cited_right": True},
+        {"answerable": True, "found": True, "cited_right": True, "first_cited_right": False},
+        {"answerable": True, "found": True, "cited_right": False, "first_cited_right": False},
+        {"answerable": True, "found": False, "cited_right": False, "first_cited_right": False},
+        {"answerable": False, "found": False, "cited_right": False, "first_cited_right": False},
+        {"answerable": False, "found": True, "cited_right": False, "first_cited_right": False},
     ]
+    for r in records:
+        r["closest_right"] = r["cited_right"]
     rates = score(records)
-    assert rates["citation_hit"] == 0.5 and rates["not_found_recall"] == 0.5
-    assert abs(rates["false_not_found"] - 1 / 3) < 1e-9
+    assert abs(rates["citation_hit"] - 2 / 3) < 1e-9 and abs(rates["first_citation_hit"] - 1 / 3) < 1e-9
+    assert rates["not_found_recall"] == 0.5
+    assert rates["false_not_found"] == 0.25
 
 
 def test_the_question_sets_hold_what_the_issue_asks_and_quote_the_books():

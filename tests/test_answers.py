@@ -135,7 +135,7 @@ def test_a_chat_model_plans_answers_and_must_cite(library, chat_server, monkeypa
     assert "He was old." not in result["answer"]  # a sentence without a citation is dropped
     assert any("dropped a sentence without a citation" in n for n in result["notes"])
     assert all(c["path"].endswith(".md") and c["quote"] for c in result["citations"])
-    assert [q["angle"] for q in result["queries"]] == ["question", "model", "model", "model"]
+    assert [q["angle"] for q in result["queries"]] == ["question", "question", "model", "model", "model"]
     path, headers, body = FakeChat.seen[-1]
     assert path == "/v1/chat/completions" and headers["Authorization"] == "Bearer sk-test"
     assert "Passages:" in body["messages"][1]["content"]
@@ -178,21 +178,60 @@ def test_names_the_judge_looks_for(library):
     assert question_names(index, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]
 
 
-def test_sentences_from_passages_naming_the_question_s_people_come_first():
-    from kenning.answer.answering import _rank_sentences
+def _passage(cid, rank, *sentences):
     from kenning.answer.evidence import Passage, Sentence
 
-    def passage(cid, body, support):
-        p = Passage(cid, "book.md", "Book > Chapter", 1, 1, body, 1.0, ["question"])
-        p.sentences = [Sentence(body, 1, 1, window_words=support)]
-        return p
+    p = Passage(cid, "book.md", "Book > Chapter", 1, 1, " ".join(t for t, _ in sentences), 1.0, ["question"])
+    p.sentences = [Sentence(t, 1, 1, window_words=support, rank=rank) for t, support in sentences]
+    return p
 
-    louder = passage(1, "She refused him kindly, and he went away to the war.", 0.9)
-    naming = passage(2, "Lucy wrote that she had three proposals in one day.", 0.5)
-    ranked = _rank_sentences([louder, naming], ["lucy"])
-    assert [p.chunk_id for _, p in ranked] == [2]  # only the passage that names Lucy answers
-    ranked = _rank_sentences([louder, naming], ["mina"])  # nobody names Mina: every sentence stays
-    assert [p.chunk_id for _, p in ranked] == [1, 2]
+
+def test_passages_are_quoted_by_their_best_sentence_with_a_close_runner_up():
+    from kenning.answer.answering import choose_sentences
+
+    first = _passage(1, 1, ("She wrote to Mina that evening.", 0.2), ("Lucy had three proposals.", 0.5))
+    second = _passage(2, 2, ("Lucy refused him kindly, and he went away to the war.", 0.9))
+    third = _passage(3, 3, ("Arthur came.", 0.4), ("Arthur stayed the night.", 0.38))
+    fourth = _passage(4, 4, ("Nothing here.", 0.1))
+    chosen = choose_sentences([first, second, third, fourth], None)
+    # the three passages with the best-supported sentences, best first; a runner-up only when it
+    # supports nearly as well as its passage's best, and then in reading order
+    assert [(p.chunk_id, s.text) for s, p in chosen] == [
+        (2, second.body),
+        (1, "Lucy had three proposals."),
+        (3, "Arthur came."),
+        (3, "Arthur stayed the night."),
+    ]
+
+
+def test_a_question_asking_for_a_value_is_answered_by_a_sentence_stating_one():
+    from kenning.answer.answering import choose_sentences
+    from kenning.answer.judge import judge
+
+    talk = _passage(1, 1, ("Lucy told Mina about her suitors.", 0.9))
+    age = _passage(2, 2, ("Here am I, who shall be twenty in September, and Lucy laughed.", 0.3))
+    for p in (talk, age):
+        for s in p.sentences:
+            s.states = "twenty" in s.text  # as score_sentences records it for kind "number"
+    chosen = choose_sentences([talk, age], "number")
+    assert [p.chunk_id for _, p in chosen] == [2]
+    assert judge(chosen, [talk, age], ["lucy"], "number", True).found
+    # no sentence states a number: not found, whatever the support
+    for s in age.sentences:
+        s.states = False
+    verdict = judge(choose_sentences([talk, age], "number"), [talk, age], ["lucy"], "number", True)
+    assert not verdict.found and verdict.answer_type == "number" and verdict.value_stated is False
+
+
+def test_names_must_meet_in_one_passage():
+    from kenning.answer.judge import names_apart
+
+    quincey = _passage(1, 1, ("Quincey Morris fired at the bat.", 0.9))
+    wolf = _passage(2, 2, ("Bersicker the wolf came back in the morning.", 0.9))
+    names = ["quincey morris", "bersicker"]
+    assert names_apart([quincey, wolf], names) in (["bersicker"], ["quincey morris"])
+    both = _passage(3, 3, ("Quincey Morris never saw Bersicker.", 0.1))
+    assert names_apart([quincey, wolf, both], names) == []
 
 
 def test_a_window_s_meaning_is_the_normalised_sum_of_its_sentences():

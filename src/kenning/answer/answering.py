@@ -12,11 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kenning.answer.answer_type import question_type
 from kenning.answer.evidence import Sentence, gather, score_sentences
-from kenning.answer.judge import judge, missing_names
+from kenning.answer.judge import judge
 from kenning.answer.planner import plan_angles, question_names
 
 MAX_SENTENCES = 3
+ANSWER_DEPTH = 3  # passages whose best sentences answer a question that asks for no typed value
+VALUE_DEPTH = 10  # passages searched for a sentence stating the value a question asks for
+PER_PASSAGE = 2  # sentences quoted from one passage at most
+NEAR_BEST = 0.85  # a passage's runner-up sentence is quoted when it supports this nearly as well
 QUOTE_CHARS = 300
 ANSWER_PROMPT = (
     "Answer the question using only the numbered passages. After every sentence, cite the passages it "
@@ -83,10 +88,10 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
     passages = gather(index, angles, candidates, search)
     embed = _embedder(index, notes) if has_vectors else None
     name_keys = question_names(index, question)
-    score_sentences(index, question, passages, embed, name_keys)
-    ranked = _rank_sentences(passages, name_keys)
-    best, where = ranked[0] if ranked else (None, None)
-    verdict = judge(best, where, name_keys, embed is not None)
+    kind = question_type(question)
+    score_sentences(index, question, passages, embed, name_keys, kind)
+    chosen = choose_sentences(passages, kind)
+    verdict = judge(chosen, passages, name_keys, kind, embed is not None)
     queries = [a.to_dict() for a in angles]
     closest = _closest(passages)
     method = "extractive" if llm is None else f"llm:{llm.name}"
@@ -104,20 +109,41 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
             closest,
             notes,
         )
-    chosen = _supporting(ranked, best.support)
-    citations = [_cite(p, s) for s, p in chosen]
-    text = " ".join(s.text for s, _ in chosen)
+    # the first passage's sentences always; the others' when they reach the judge's bar themselves
+    quoted = [(s, p) for s, p in chosen if p is chosen[0][1] or s.support >= verdict.threshold or kind]
+    citations = [_cite(p, s) for s, p in quoted]
+    text = " ".join(s.text for s, _ in quoted)
     return Answer(question, True, text, citations, queries, method, verdict.to_dict(), closest, notes)
 
 
-def _rank_sentences(passages, names: list[str]) -> list:
-    """(sentence, passage) pairs, best support first, from the passages that hold every name the
-    question uses when any does: an answer about Lucy comes from a passage naming Lucy. When none
-    holds them all, every passage's sentences stay, and the judge says which names are missing."""
-    naming = [p for p in passages if not missing_names(p, names)] or passages
-    return sorted(
-        ((s, p) for p in naming for s in p.sentences), key=lambda sp: (-sp[0].support, sp[1].chunk_id)
-    )
+def choose_sentences(passages, kind: str | None) -> list:
+    """The (sentence, passage) pairs an extractive answer quotes, at most one per passage.
+
+    - For a question asking for a value (`kind`), the sentences that state one on the question's
+      topic, best supported first, from the VALUE_DEPTH passages the angles rank highest.
+    - Otherwise the ANSWER_DEPTH passages whose best sentences support the question most (the
+      support counts the passage's place in the angles' ranking), in that order, each with its best
+      sentence and its runner-up when that supports nearly as well (the subject in one sentence,
+      what happened to it in the next). Passages are not required to name the question's people
+      (Dracula's diaries say "I", not "Jonathan"); the judge asks that the names meet somewhere."""
+    if kind is not None:
+        stating = sorted(
+            ((s, p) for p in passages[:VALUE_DEPTH] for s in p.sentences if s.states),
+            key=lambda sp: (-sp[0].support, sp[1].chunk_id),
+        )
+        chosen, seen = [], set()
+        for sentence, passage in stating:
+            if passage.chunk_id not in seen and len(chosen) < MAX_SENTENCES:
+                seen.add(passage.chunk_id)
+                chosen.append((sentence, passage))
+        return chosen
+    chosen = []
+    scored = [p for p in passages if p.best() is not None]
+    for passage in sorted(scored, key=lambda p: -p.best().support)[:ANSWER_DEPTH]:
+        ranked = sorted(passage.sentences, key=lambda s: -s.support)[:PER_PASSAGE]
+        close = [s for s in ranked if s.support >= NEAR_BEST * ranked[0].support] if ranked else []
+        chosen.extend((s, passage) for s in sorted(close, key=lambda s: passage.sentences.index(s)))
+    return chosen
 
 
 def _embedder(index, notes: list[str]):
@@ -127,20 +153,6 @@ def _embedder(index, notes: list[str]):
         notes.append(f"sentences scored by words only: {exc}")
         return None
     return lambda texts: embedder.embed(texts, kind="document")
-
-
-def _supporting(ranked, best_support: float) -> list:
-    """The best sentence, and up to two more that support nearly as well, from different places."""
-    chosen, places = [], set()
-    for sentence, passage in ranked:
-        if sentence.support < 0.85 * best_support or len(chosen) >= MAX_SENTENCES:
-            break
-        place = (passage.chunk_id, sentence.start_line)
-        if place in places or any(sentence.text == s.text for s, _ in chosen):
-            continue
-        places.add(place)
-        chosen.append((sentence, passage))
-    return chosen
 
 
 def _cite(passage, sentence) -> Citation:
@@ -156,11 +168,19 @@ def _closest(passages, n: int = 3) -> list[Citation]:
     return [_cite(p, b) for b, p in ranked[:n]]
 
 
+_KIND_WORDS = {"money": "amount", "duration": "length of time"}
+
+
 def _not_found(question: str, verdict) -> str:
     if verdict.missing_names:
         names = ", ".join(repr(n) for n in verdict.missing_names)
         return (
             f"The indexed sources do not answer this: no passage about {names} says what the question asks."
+        )
+    if verdict.answer_type is not None and not verdict.value_stated:
+        return (
+            f"The indexed sources do not answer this: no passage on the question's subject states the "
+            f"{_KIND_WORDS.get(verdict.answer_type, verdict.answer_type)} it asks for."
         )
     if verdict.missing_terms:
         terms = ", ".join(repr(t) for t in verdict.missing_terms[:4])

@@ -2,16 +2,22 @@
 with their line numbers, each sentence scored against the question.
 
 Retrieval depth follows the candidates asked for (Lume: clamp(candidates, 10, 20) passages), not a
-fixed 10. Each angle's ranking counts by reciprocal rank (k = 60), so a passage several angles agree
-on comes first, and one only a single angle finds still gets in.
+fixed 10. Each angle's ranking counts by reciprocal rank (k = 60) times the angle's weight, so a
+passage several angles agree on comes first, and one only a single angle finds still gets in.
 
 A sentence's support for the question:
 - words: the idf-weighted share of the question's terms in its window (the sentence with one on each
-  side), since an answer often names the subject in one sentence and says what happened in the next;
+  side), since an answer often names the subject in one sentence and says what happened in the next,
+  and a smaller share for the terms in the sentence itself, so that of two neighbours the one that
+  holds the question's words is quoted;
 - meaning: the cosine of the window with the question, when the index has vectors (else the words of
   the sentence itself); a window's vector is the normalised sum of its sentences' vectors;
 - agreement: 1/sqrt(rank) of its passage in the fused ranking of the angles.
 The weights were chosen on the Dracula dev questions (benchmarks/answer_eval.py, docs/answers.md).
+
+When the question asks for a value of a kind a rule recognises (a name, a number, a year, an amount;
+kenning.answer.answer_type), each sentence also records whether it states one on the question's
+topic: the sentence states the value, and it or a neighbour holds one of the question's words.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from kenning.answer.answer_type import TYPE_WORDS, states_answer
 
 RRF_K = 60.0
 # a sentence ends at . ! or ? (and any closing quotes) before white space, or at a blank line; a
@@ -41,13 +49,15 @@ class Sentence:
     cosine: float | None = None  # of the window with the question
     missing: list[str] = field(default_factory=list)  # question terms its window lacks
     rank: int = 1  # its passage's place in the fused ranking of every angle
+    states: bool = True  # states a value of the kind the question asks for, on its topic
 
     @property
     def support(self) -> float:
-        """Words in the window, meaning (or, without vectors, words in the sentence itself), and how
+        """Words in the window and in the sentence, meaning (when the index has vectors), and how
         high the angles agree its passage ranks."""
-        meaning = 0.6 * self.cosine if self.cosine is not None else 0.25 * self.words
-        return 0.45 * self.window_words + meaning + 0.4 / self.rank**0.5
+        if self.cosine is None:
+            return 0.45 * self.window_words + 0.25 * self.words + 0.4 / self.rank**0.5
+        return 0.45 * self.window_words + 0.2 * self.words + 0.6 * self.cosine + 0.4 / self.rank**0.5
 
 
 @dataclass
@@ -81,7 +91,7 @@ def gather(index, angles, candidates: int, search: dict | None = None) -> list[P
             if hit.id in seen:
                 continue
             seen.add(hit.id)
-            fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+            fused[hit.id] = fused.get(hit.id, 0.0) + angle.weight / (RRF_K + rank)
             found_by.setdefault(hit.id, []).append(angle.kind)
     chosen = sorted(fused, key=lambda c: (-fused[c], c))[:depth]
     with index.store.reading():
@@ -122,14 +132,17 @@ def split_sentences(passage: Passage) -> list[Sentence]:
     return out
 
 
-def score_sentences(index, question: str, passages: list[Passage], embed=None, names=()) -> None:
-    """Fill every sentence's support.
+def score_sentences(
+    index, question: str, passages: list[Passage], embed=None, names=(), kind: str | None = None
+) -> None:
+    """Fill every sentence's support, and (`kind`: the answer type) whether it states the value.
 
     The words of the question's names (`names`: entity keys) do not count in a sentence's words
     unless the question has nothing else: the passage must be about them (the judge checks), but the
     sentence that answers often calls them "he" or "the old man" (Lume's proper-noun bias)."""
     analyzer = index.analyzer
     terms = analyzer.query_terms(question)
+    topic = set(terms) - set(analyzer.query_terms(" ".join(TYPE_WORDS), remove_stopwords=False))
     name_terms = {t for name in names for t in analyzer.query_terms(name, remove_stopwords=False)}
     if any(t not in name_terms for t in terms):
         terms = [t for t in terms if t not in name_terms]
@@ -149,6 +162,8 @@ def score_sentences(index, question: str, passages: list[Passage], embed=None, n
             sentence.words = sum(w for t, w in weight.items() if t in held[i]) / total
             sentence.window_words = sum(w for t, w in weight.items() if t in around) / total
             sentence.missing = [t for t in terms if t not in around]
+            if kind is not None:
+                sentence.states = bool(topic & around) and states_answer(sentence.text, kind, question)
             spans.append((first + max(0, i - 1), first + min(len(passage.sentences), i + 2)))
         sentences.extend(passage.sentences)
     if embed is not None and sentences:

@@ -10,6 +10,11 @@ father alive. So besides the question as asked, the planner writes:
   happens, in whatever words the text uses);
 - details: the question's rarest words besides the names, searched by their words.
 
+The question itself is searched twice, by hybrid search and by its words alone: on the books' dev
+questions the words alone put a passage of a right chapter first more often on Dracula (0.65 against
+0.47) and about as often on Monte Cristo, and the two together beat either. The entity and event
+angles cast wide (they find passages the question's words miss), so they count half in the fusion.
+
 With a chat model configured, the model writes the angles (entities, the event in other words,
 secondary details); the rule-based angles stand in when it fails.
 """
@@ -23,6 +28,8 @@ from dataclasses import dataclass
 from kenning.analysis.analyzer import fold
 from kenning.entities.extract import NOT_NAMES
 
+# the entity and event angles' share in the fusion (the question and its details count 1)
+WIDE_ANGLE_WEIGHT = 0.5
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 PLANNER_PROMPT = (
     "You write search queries for a question about a document collection. Return JSON only: "
@@ -38,15 +45,18 @@ class Angle:
     text: str
     kind: str  # question, entities, event, details, model
     mode: str  # the search mode this angle runs in
+    weight: float = 1.0  # how much its ranking counts when the angles are fused
 
     def to_dict(self) -> dict:
-        return {"query": self.text, "angle": self.kind, "mode": self.mode}
+        return {"query": self.text, "angle": self.kind, "mode": self.mode, "weight": self.weight}
 
 
 def plan_angles(index, question: str, has_vectors: bool, llm=None, notes: list | None = None) -> list[Angle]:
     """The question first, then the other angles (each distinct)."""
     words_mode = "hybrid" if has_vectors else "lexical"
     angles = [Angle(question, "question", words_mode)]
+    if has_vectors:
+        angles.append(Angle(question, "question", "lexical"))
     extra = None
     if llm is not None:
         try:
@@ -56,10 +66,10 @@ def plan_angles(index, question: str, has_vectors: bool, llm=None, notes: list |
                 notes.append(f"the planner model failed ({exc}); planned by rules")
     if extra is None:
         extra = rule_angles(index, question, has_vectors)
-    seen = {question.casefold()}
+    seen = {(a.text.casefold(), a.mode) for a in angles}
     for angle in extra:
-        if angle.text.strip() and angle.text.casefold() not in seen:
-            seen.add(angle.text.casefold())
+        if angle.text.strip() and (angle.text.casefold(), angle.mode) not in seen:
+            seen.add((angle.text.casefold(), angle.mode))
             angles.append(angle)
     return angles
 
@@ -103,9 +113,10 @@ def rule_angles(index, question: str, has_vectors: bool) -> list[Angle]:
     angles = []
     if names and others:
         surfaces = [graph.surfaces[graph.index[k]] for k in names]
-        angles.append(Angle(" ".join(surfaces), "entities", "lexical"))
+        angles.append(Angle(" ".join(surfaces), "entities", "lexical", WIDE_ANGLE_WEIGHT))
     if others:
-        angles.append(Angle(" ".join(others), "event", "dense" if has_vectors else "lexical"))
+        event_mode = "dense" if has_vectors else "lexical"
+        angles.append(Angle(" ".join(others), "event", event_mode, WIDE_ANGLE_WEIGHT))
     rare = sorted(others, key=lambda w: -_idf(index, w))[:2]
     if rare and (names or len(others) > 2):
         lead = [graph.surfaces[graph.index[names[0]]]] if names else []
