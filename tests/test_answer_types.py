@@ -10,6 +10,7 @@ from kenning.answer.answer_type import question_type, states_answer
     [
         ("What is the name of the English estate the Count has bought?", "name"),
         ("What was the escaped zoo wolf called?", "name"),
+        ("What was the ship's cat called?", "name"),
         ("Under what name was the house bought?", "name"),
         ("What is Renfield's first name?", "name"),
         ("How many marriage offers did Lucy receive in a single day?", "number"),

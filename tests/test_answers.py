@@ -145,12 +145,35 @@ def test_a_chat_model_that_finds_nothing_says_not_found(library, chat_server):
     index, _, _ = library
     FakeChat.reply = "NOT FOUND: the passages never mention a cat."
     try:
-        result = index.answer("What was the ship's cat called?", llm=f"ollama:tiny@{chat_server}").to_dict()
+        result = index.answer("Why did the cat stay ashore?", llm=f"ollama:tiny@{chat_server}").to_dict()
     finally:
         FakeChat.reply = FakeChat.__dict__["reply"]
     assert result["found"] is False and result["answer"] == "the passages never mention a cat."
     path, _, body = FakeChat.seen[-1]
     assert path == "/api/chat" and body["options"]["num_ctx"] >= 8192 and body["stream"] is False
+
+
+def test_no_model_overrules_the_judge_s_name_and_value_checks(library, chat_server):
+    index, _, _ = library
+    asked = len(FakeChat.seen)
+    result = index.answer("What was the ship's cat called?", llm=f"ollama:tiny@{chat_server}").to_dict()
+    assert result["found"] is False and result["judge"]["answer_type"] == "name"
+    assert "states the name" in result["answer"] and any(
+        "was not asked to answer" in n for n in result["notes"]
+    )
+    # the model planned the searches but was never asked to answer
+    assert not any("Passages:" in body["messages"][-1]["content"] for _, _, body in FakeChat.seen[asked:])
+
+
+def test_an_uncited_model_sentence_is_cited_only_where_the_passages_hold_its_words():
+    from kenning.answer.answering import _attribute
+
+    father = _passage(
+        7, 1, ("When his son was taken to prison, the old man refused to eat.", 1), ("He died of hunger.", 1)
+    )
+    grounded = _attribute("The old man refused to eat and died of hunger.", [father])
+    assert grounded is not None and grounded[0] is father
+    assert _attribute("The old man was poisoned by his neighbour Caderousse.", [father]) is None
 
 
 def test_chat_model_specs_come_from_the_user_and_fail_clearly(monkeypatch, tmp_path):

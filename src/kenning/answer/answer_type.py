@@ -38,14 +38,15 @@ _QUESTION_TYPES = [
         NAME,
         r"\b(what (is|was|were|are) (the |his |her |their |its )?(\w+ )?names?\b|what names?\b|"
         r"which names?\b|under what name|by what name|"
-        r"(what|how) (is|was|were|are) \w+(?: \w+){0,3} (called|named)\b|"
-        r"what did \w+(?: \w+){0,3} (call|name)\b|"
+        r"(what|how) (is|was|were|are) [\w'’]+(?: [\w'’]+){0,3} (called|named)\b|"
+        r"what did [\w'’]+(?: [\w'’]+){0,3} (call|name)\b|"
         r"\b(first|last|full|christian|maiden|real) name\b)",
     ),
     (YEAR, r"\b(what|which) year\b"),
     (
         MONEY,
-        r"\b(how much (money|did \w+(?: \w+){0,3} (pay|cost|spend|charge|owe|earn|give))|what (price|sum))\b",
+        r"\b(how much (money|did [\w'’]+(?: [\w'’]+){0,3} (pay|cost|spend|charge|owe|earn|give))|"
+        r"what (price|sum))\b",
     ),
     (DURATION, r"\bhow long\b"),
     (NUMBER, r"\b(how (many|old)|(what|which) age|at what age|what number)\b"),

@@ -3,8 +3,9 @@ what the sources do not say.
 
 Without a model (the default) the answer is extractive: the best supporting sentences, each cited
 with its file, heading path, line range and the quoted words. With a chat model (kenning.models.chat)
-the model writes the answer from the numbered passages and must cite one after every sentence;
-sentences it does not cite are dropped, and a model that finds no answer says NOT FOUND.
+the model writes the answer from the numbered passages and must cite one after every sentence; a
+sentence it does not cite is kept only when one place in the passages holds nearly all its words
+(then that place is cited), else dropped; a model that finds no answer says NOT FOUND.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kenning.analysis.analyzer import fold
+from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 from kenning.answer.answer_type import question_type
 from kenning.answer.evidence import Sentence, gather, score_sentences
 from kenning.answer.judge import judge
@@ -22,6 +25,7 @@ ANSWER_DEPTH = 3  # passages whose best sentences answer a question that asks fo
 VALUE_DEPTH = 10  # passages searched for a sentence stating the value a question asks for
 PER_PASSAGE = 2  # sentences quoted from one passage at most
 NEAR_BEST = 0.85  # a passage's runner-up sentence is quoted when it supports this nearly as well
+ATTRIBUTION_SHARE = 0.75  # of an uncited model sentence's words one place must hold to be its citation
 QUOTE_CHARS = 300
 ANSWER_PROMPT = (
     "Answer the question using only the numbered passages. After every sentence, cite the passages it "
@@ -96,7 +100,11 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
     closest = _closest(passages)
     method = "extractive" if llm is None else f"llm:{llm.name}"
     if llm is not None and passages:
-        return _with_model(llm, question, passages, queries, verdict, closest, notes)
+        if not _vetoed(verdict):
+            return _with_model(llm, question, passages, queries, verdict, closest, notes)
+        notes.append(
+            "the model was not asked to answer: the judge's name or value check already says not found"
+        )
     if not verdict.found:
         return Answer(
             question,
@@ -114,6 +122,13 @@ def answer_question(index, question: str, llm=None, candidates: int = 20, **sear
     citations = [_cite(p, s) for s, p in quoted]
     text = " ".join(s.text for s, _ in quoted)
     return Answer(question, True, text, citations, queries, method, verdict.to_dict(), closest, notes)
+
+
+def _vetoed(verdict) -> bool:
+    """What no model may overrule: the question's names never meet in one passage, or it asks for a
+    value no passage on its subject states. (Whether the passages say enough otherwise is the
+    model's call when one is configured: it reads paraphrase better than the support threshold.)"""
+    return bool(verdict.missing_names) or (verdict.answer_type is not None and not verdict.value_stated)
 
 
 def choose_sentences(passages, kind: str | None) -> list:
@@ -207,15 +222,27 @@ def _with_model(llm, question, passages, queries, verdict, closest, notes) -> An
     if reply.upper().startswith("NOT FOUND"):
         statement = reply.split(":", 1)[1].strip() if ":" in reply else "The passages do not answer this."
         return Answer(question, False, statement, [], queries, method, judged, closest, notes)
-    sentences, citations = [], []
+    sentences, citations, said = [], [], set()
     for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"“])", reply):
+        key = " ".join(sentence.split()).casefold()
+        if any(earlier.startswith(key) for earlier in said):  # small models repeat themselves
+            continue
+        said.add(key)
         cited = [int(n) for n in re.findall(r"\[(\d+)\]", sentence) if 1 <= int(n) <= len(passages)]
         if not cited:
-            notes.append(f"dropped a sentence without a citation: {sentence[:80]!r}")
+            grounded = _attribute(sentence, passages)
+            if grounded is None:
+                notes.append(f"dropped a sentence without a citation: {sentence[:80]!r}")
+                continue
+            passage, quoted = grounded
+            notes.append(f"cited an uncited sentence by the passage that holds its words: {sentence[:80]!r}")
+            sentences.append(sentence)
+            citations.append(_cite(passage, quoted))
             continue
         sentences.append(sentence)
         for n in dict.fromkeys(cited):
             citations.append(_cite(passages[n - 1], _closest_sentence(passages[n - 1], sentence)))
+    citations = list({(c.chunk_id, c.start_line, c.quote): c for c in citations}.values())
     if not sentences:
         return Answer(
             question,
@@ -229,6 +256,33 @@ def _with_model(llm, question, passages, queries, verdict, closest, notes) -> An
             notes,
         )
     return Answer(question, True, " ".join(sentences), citations, queries, method, judged, closest, notes)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", fold(text)) if len(w) > 2 and w not in ENGLISH_QUERY_STOPWORDS}
+
+
+def _attribute(sentence: str, passages):
+    """A model sentence without a citation (small local models often leave them out) is kept only
+    when one place in the passages holds nearly all of its words (ATTRIBUTION_SHARE of them, in a
+    sentence and the next): then that place is its citation. Anything else is the model's own and
+    is dropped."""
+    words = _content_words(re.sub(r"\[\d+\]", " ", sentence))
+    if len(words) < 3:
+        return None
+    best = None
+    for passage in passages:
+        held = [_content_words(s.text) for s in passage.sentences]
+        for i, here in enumerate(held):
+            following = held[i + 1] if i + 1 < len(held) else set()
+            share = len(words & (here | following)) / len(words)
+            if best is None or share > best[0]:
+                # quote whichever of the two holds more of the sentence's words
+                quoted = i + 1 if len(words & following) > len(words & here) else i
+                best = (share, passage, passage.sentences[quoted])
+    if best is None or best[0] < ATTRIBUTION_SHARE:
+        return None
+    return best[1], best[2]
 
 
 def _closest_sentence(passage, text: str):
