@@ -28,6 +28,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import fold
+from kenning.arrays import unique_counts
 
 MAX_NGRAM = 4
 SCORINGS = ("relatedness", "jaccard")
@@ -169,7 +170,7 @@ class EntityGraph:
         chunks = np.frombuffer(self.docs[i].to_array(), dtype=np.uint32).astype(np.int64)
         spans = [self._entity_of[self._starts[c] : self._starts[c + 1]] for c in chunks.tolist()]
         together = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
-        ids, counts = np.unique(together, return_counts=True)
+        ids, counts = unique_counts(together)
         a = len(self.docs[i])
         words = set(self.keys[i].split())
         edges = []

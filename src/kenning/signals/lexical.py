@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from pyroaring import BitMap
 
+from kenning.arrays import sorted_unique
 from kenning.cache import BoundedCache, IndexCaches
 from kenning.signals.base import Channel
 from kenning.topk import top_k
@@ -265,12 +266,12 @@ class LexicalView:
                     entry = self._field_positions(seg_id, term, f)
                     if entry is not None:
                         keys.append(_occurrence_keys(entry, wanted, offset))
-                here = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+                here = sorted_unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
                 shared = here if shared is None else np.intersect1d(shared, here, assume_unique=True)
                 if len(shared) == 0:
                     break
             if shared is not None and len(shared):
-                matched |= BitMap(np.unique(shared >> 32).astype(np.uint32))
+                matched |= BitMap(sorted_unique(shared >> 32).astype(np.uint32))
         return matched
 
     # ------------------------------------------------------------------ scoring

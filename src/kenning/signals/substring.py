@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 
+from kenning.arrays import unique_counts
 from kenning.signals.base import Channel
 from kenning.topk import top_k
 
@@ -63,7 +64,7 @@ class SubstringView:
         if not hits:
             return {}
         owners = self.ids[np.searchsorted(self.starts, np.array(hits), side="right") - 1]
-        unique, counts = np.unique(owners, return_counts=True)
+        unique, counts = unique_counts(owners)
         return dict(zip(unique.tolist(), counts.tolist(), strict=True))
 
     def score_all(self, words: list[str]) -> dict[int, float]:

@@ -1,0 +1,32 @@
+"""Sorted-unique helpers for the query path.
+
+`np.unique` asks `np.ma.is_masked` about its input, and in NumPy 2 that first touch imports the whole
+`numpy.ma` package: 26 ms (and 14 ms of `inspect` work) added to the first query of every new
+process, more than the rest of a first lexical query on 100k chunks. These do the same on plain
+arrays with a sort and a comparison.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (what `np.unique(values)` returns for a plain array)."""
+    ordered = np.sort(np.asarray(values), kind="stable")
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values, ascending, and how often each occurs (`np.unique(..., return_counts=True)`)."""
+    ordered = np.sort(np.asarray(values), kind="stable")
+    if len(ordered) == 0:
+        return ordered, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    counts = np.diff(np.append(starts, len(ordered)))
+    return ordered[starts], counts
