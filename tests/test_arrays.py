@@ -1,0 +1,37 @@
+"""kenning.arrays: the query path's sorted-unique helpers agree with np.unique, and a lexical search
+never loads numpy.ma (whose import np.unique triggers, costing the first query of every process)."""
+
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kenning import Index
+from kenning.arrays import sorted_unique, unique_counts
+
+
+@given(st.lists(st.integers(-(2**40), 2**40), max_size=200))
+def test_they_agree_with_numpy(values):
+    array = np.array(values, dtype=np.int64)
+    assert np.array_equal(sorted_unique(array), np.unique(array))
+    ids, counts = unique_counts(array)
+    want_ids, want_counts = np.unique(array, return_counts=True)
+    assert np.array_equal(ids, want_ids) and np.array_equal(counts, want_counts)
+
+
+def test_a_lexical_search_does_not_import_numpy_ma(tmp_path):
+    (tmp_path / "notes.md").write_text("# Keys\n\nRotate the signing keys every month.\n")
+    with Index(tmp_path / "ix") as index:  # writing may use np.unique; a searching process does not
+        index.add([tmp_path / "notes.md"])
+    script = (
+        "import sys; from kenning import Index\n"
+        f"ix = Index({str(tmp_path / 'ix')!r})\n"
+        "hits = ix.search('\"signing keys\" rotate', mode='lexical').hits\n"
+        "assert hits, 'no hit'\n"
+        "print('numpy.ma' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "False"
