@@ -266,3 +266,28 @@ def test_a_window_s_meaning_is_the_normalised_sum_of_its_sentences():
     sentences = [Sentence(t, None, None) for t in "abc"]
     _window_cosines("q", sentences, [(0, 2), (0, 3), (1, 3)], lambda texts: [basis[t] for t in texts])
     assert np.allclose([s.cosine for s in sentences], [1 / np.sqrt(2), 1 / np.sqrt(3), 0.0])
+
+
+def test_sentences_are_embedded_once_per_process(library, monkeypatch):
+    index, _, _ = library
+    real = index.embedder()
+    embedded: list[str] = []
+
+    class Counting:
+        dim = real.dim
+
+        def fingerprint(self):
+            return real.fingerprint()
+
+        def embed(self, texts, kind="document"):
+            if kind == "document":  # the searches embed their queries; sentences are documents
+                embedded.extend(texts)
+            return real.embed(texts, kind=kind)
+
+    monkeypatch.setattr(index, "embedder", lambda *a, **k: Counting())
+    question = "What did the old man refuse after his son was taken?"
+    first = index.answer(question).to_dict()
+    assert embedded  # the first answer embeds the gathered sentences
+    embedded.clear()
+    again = index.answer(question).to_dict()
+    assert embedded == [] and again == first  # the second reads them from the cache: same answer

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kenning.analysis.analyzer import fold
 from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 from kenning.answer.answer_type import question_type
@@ -162,12 +164,28 @@ def choose_sentences(passages, kind: str | None) -> list:
 
 
 def _embedder(index, notes: list[str]):
+    """Sentences' vectors, each embedded once per process: questions about one corpus gather many of
+    the same passages, and embedding their sentences is most of an answer's time. The vectors live
+    in the index's bounded cache (KENNING_CACHE_MB), keyed by the model's fingerprint and the text."""
     try:
         embedder = index.embedder()
     except Exception as exc:
         notes.append(f"sentences scored by words only: {exc}")
         return None
-    return lambda texts: embedder.embed(texts, kind="document")
+    cache, model = index.caches.bounded, embedder.fingerprint()
+
+    def embed(texts: list[str]) -> np.ndarray:
+        keys = [("text-vector", model, text) for text in texts]
+        vectors = [cache.get(key) for key in keys]
+        todo = [i for i, v in enumerate(vectors) if v is None]
+        if todo:
+            fresh = embedder.embed([texts[i] for i in todo], kind="document")
+            for i, vector in zip(todo, fresh, strict=True):
+                vectors[i] = vector
+                cache.put(keys[i], vector, vector.nbytes + len(texts[i]) + 160)
+        return np.vstack(vectors) if vectors else np.zeros((0, embedder.dim), dtype=np.float32)
+
+    return embed
 
 
 def _cite(passage, sentence) -> Citation:
