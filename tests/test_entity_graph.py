@@ -35,6 +35,10 @@ def test_a_sentence_opening_word_is_a_name_only_where_it_is_one_elsewhere():
     assert "when" not in extract("When they came, Lucy slept. Lucy woke.")
     assert "lucy" in extract("Lucy slept. Then Mina saw Lucy.")
     assert "well" not in extract("Well I went to Whitby.")
+    # a full stop after a title does not open a sentence; one after anything else does
+    assert extract("We met Dr. Seward there.")["seward"] == ("Seward", "name")
+    assert "sadly" not in extract("We left at noon. Sadly it rained on Whitby.")
+    assert extract("Old Louis waited.\nThen Édouard came.")["edouard"] == ("Édouard", "name")
 
 
 def test_significance_formula():

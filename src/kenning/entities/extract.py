@@ -121,12 +121,16 @@ def extract(body: str, meta: dict | None = None, glossary: GlossaryMatcher | Non
 def _names(text: str, found: dict) -> None:
     tokens = [(m.group(), m.start()) for m in _WORD.finditer(text)]
     opens: list[bool] = []
-    for i, (_word, start) in enumerate(tokens):
-        before = text[tokens[i - 1][1] + len(tokens[i - 1][0]) : start] if i else text[:start]
-        after_title = i and before.strip() == "." and fold(tokens[i - 1][0]) in _ABBREVIATIONS
-        opens.append(
-            i == 0 or "\n" in before or (not after_title and any(c in _SENTENCE_END for c in before))
-        )
+    end = 0  # where the previous token ends
+    for i, (word, start) in enumerate(tokens):
+        before = text[end:start]
+        end = start + len(word)
+        if i == 0 or "\n" in before:
+            opens.append(True)
+        elif _SENTENCE_END.isdisjoint(before):
+            opens.append(False)
+        else:  # "Dr. Seward": a full stop after a title does not open a sentence
+            opens.append(not (before.strip() == "." and fold(tokens[i - 1][0]) in _ABBREVIATIONS))
     inside = {fold(w) for (w, _), first in zip(tokens, opens, strict=True) if not first and _capitalised(w)}
     run: list[str] = []
 
@@ -143,7 +147,7 @@ def _names(text: str, found: dict) -> None:
         run.clear()
 
     for i, (word, start) in enumerate(tokens):
-        folded = fold(word)
+        folded = word if word.islower() and word.isascii() else fold(word)  # most words need no folding
         if opens[i] and run:
             close()
         if folded == "s" and start and text[start - 1] in "'’":  # a possessive ends the name
