@@ -39,6 +39,11 @@ def test_a_sentence_opening_word_is_a_name_only_where_it_is_one_elsewhere():
     assert extract("We met Dr. Seward there.")["seward"] == ("Seward", "name")
     assert "sadly" not in extract("We left at noon. Sadly it rained on Whitby.")
     assert extract("Old Louis waited.\nThen Édouard came.")["edouard"] == ("Édouard", "name")
+    # a possessive ends a name, with either apostrophe; digits between words do not open a sentence
+    for text in ("They saw Van Helsing's bag.", "They saw Van Helsing’s bag."):
+        found = extract(text)
+        assert "van helsing" in found and "s" not in found and "van helsing s" not in found
+    assert extract("in 1893 Jonathan Harker left")["jonathan harker"] == ("Jonathan Harker", "name")
 
 
 def test_significance_formula():

@@ -26,6 +26,7 @@ EXTRACTOR_VERSION = 1
 MAX_NAME_WORDS = 4
 
 _WORD = re.compile(r"[^\W\d_]+")
+_WORD_SPLIT = re.compile(r"([^\W\d_]+)")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _SENTENCE_END = set('.!?:;"“”«»()[]—–-*#>|')
@@ -119,48 +120,50 @@ def extract(body: str, meta: dict | None = None, glossary: GlossaryMatcher | Non
 
 
 def _names(text: str, found: dict) -> None:
-    tokens = [(m.group(), m.start()) for m in _WORD.finditer(text)]
+    parts = _WORD_SPLIT.split(text)  # gap, word, gap, word, ..., gap
+    words, gaps = parts[1::2], parts[0:-1:2]  # gaps[i]: the text just before words[i]
     opens: list[bool] = []
-    end = 0  # where the previous token ends
-    for i, (word, start) in enumerate(tokens):
-        before = text[end:start]
-        end = start + len(word)
+    for i, before in enumerate(gaps):
         if i == 0 or "\n" in before:
             opens.append(True)
         elif _SENTENCE_END.isdisjoint(before):
             opens.append(False)
         else:  # "Dr. Seward": a full stop after a title does not open a sentence
-            opens.append(not (before.strip() == "." and fold(tokens[i - 1][0]) in _ABBREVIATIONS))
-    inside = {fold(w) for (w, _), first in zip(tokens, opens, strict=True) if not first and _capitalised(w)}
+            opens.append(not (before.strip() == "." and fold(words[i - 1]) in _ABBREVIATIONS))
+    # capitalised words seen inside a sentence: names wherever they stand
+    pairs = zip(words, opens, strict=True)
+    inside = {fold(w) for w, first in pairs if not (first or w.islower()) and _capitalised(w)}
     run: list[str] = []
 
     def close() -> None:
         while run and (fold(run[-1]) in _PARTICLES or fold(run[-1]) in NOT_NAMES):
             run.pop()
-        words = [w for w in run if fold(w) not in _PARTICLES]
+        kept = [w for w in run if fold(w) not in _PARTICLES]
         if len(run) >= 2 and len(run) <= MAX_NAME_WORDS:
             found.setdefault(entity_key(run), (" ".join(run), "name"))
-        for w in words:
+        for w in kept:
             key = fold(w)
             if len(key) >= 2 and key not in NOT_NAMES:
                 found.setdefault(key, (w, "name"))
         run.clear()
 
-    for i, (word, start) in enumerate(tokens):
-        folded = word if word.islower() and word.isascii() else fold(word)  # most words need no folding
+    for i, word in enumerate(words):
+        if not run and word.islower():  # most words: outside a name, and no name starts with them
+            continue
+        folded = word if word.islower() and word.isascii() else fold(word)
         if opens[i] and run:
             close()
-        if folded == "s" and start and text[start - 1] in "'’":  # a possessive ends the name
+        if folded == "s" and gaps[i][-1:] in ("'", "’"):  # a possessive ends the name
             if run:
                 close()
             continue
         if _capitalised(word):
             if not run and folded in NOT_NAMES:
                 continue
-            if opens[i] and folded not in inside and not _next_is_name(tokens, opens, i):
+            if opens[i] and folded not in inside and not _next_is_name(words, opens, i):
                 continue  # capitalised only because it opens the sentence
             run.append(word)
-        elif run and folded in _PARTICLES and _next_is_name(tokens, opens, i):
+        elif run and folded in _PARTICLES and _next_is_name(words, opens, i):
             run.append(word)
         elif run:
             close()
@@ -172,10 +175,10 @@ def _capitalised(word: str) -> bool:
     return word[0].isupper() and (len(word) == 1 or not word[1:].islower() or word[1:].isalpha())
 
 
-def _next_is_name(tokens, opens, i: int) -> bool:
-    if i + 1 >= len(tokens) or opens[i + 1]:
+def _next_is_name(words, opens, i: int) -> bool:
+    if i + 1 >= len(words) or opens[i + 1]:
         return False
-    following = tokens[i + 1][0]
+    following = words[i + 1]
     return _capitalised(following) and fold(following) not in NOT_NAMES
 
 
