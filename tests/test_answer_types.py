@@ -19,6 +19,8 @@ from kenning.answer.answer_type import question_type, states_answer
         ("In what year does Jonathan travel to Transylvania?", "year"),
         ("How much money did the Count pay for the estate?", "money"),
         ("How much did Dantès pay for the yacht?", "money"),
+        ("How much did the Count of Monte Cristo pay for the island?", "money"),
+        ("What does the initial P. stand for in Quincey P. Morris's name?", "name"),
         ("How long did the voyage take?", "duration"),
         ("Why did Lucy refuse him?", None),
         ("Who took command of the Pharaon?", None),
@@ -45,6 +47,9 @@ def test_question_types(question, kind):
         ("I touch this in the name of the Father, the Son.", "name", "What is his first name?", False),
         ("Lord Godalming and Quincey Morris came in.", "name", "What is the kitten's name?", False),
         ("We were met by Captain Donelson himself.", "name", "What was the name of the captain?", True),
+        # a dash after a name is not part of it: "Godalming--is" is the question's Godalming
+        ("Son of Lord Godalming--is coming.", "name", "What is the first name of Lord Godalming?", False),
+        ("The P. stands for Pierpont.", "name", "What does the P. stand for?", True),
         ("He is only nine-and-twenty, and he has an asylum.", "number", "How old is he?", True),
         ("THREE proposals in one day!", "number", "How many offers?", True),
         ("R. M. Renfield, aetat 59.", "number", "What age?", True),

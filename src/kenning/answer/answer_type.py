@@ -40,12 +40,12 @@ _QUESTION_TYPES = [
         r"which names?\b|under what name|by what name|"
         r"(what|how) (is|was|were|are) [\w'’]+(?: [\w'’]+){0,3} (called|named)\b|"
         r"what did [\w'’]+(?: [\w'’]+){0,3} (call|name)\b|"
-        r"\b(first|last|full|christian|maiden|real) name\b)",
+        r"\b(first|last|full|christian|maiden|real) name\b|what (does|did) .+ stand for)",
     ),
     (YEAR, r"\b(what|which) year\b"),
     (
         MONEY,
-        r"\b(how much (money|did [\w'’]+(?: [\w'’]+){0,3} (pay|cost|spend|charge|owe|earn|give))|"
+        r"\b(how much (money|did [\w'’]+(?: [\w'’]+){0,6} (pay|cost|spend|charge|owe|earn|give))|"
         r"what (price|sum))\b",
     ),
     (DURATION, r"\bhow long\b"),
@@ -78,11 +78,11 @@ _TITLES = {
     "major", "abbé", "signor", "señor", "herr", "frau",
 }  # fmt: skip
 _NAMING = re.compile(
-    r"\b(called|calls|call (?:him|her|it|them|me)|named|names? (?:is|was|were)|"
+    r"\b(called|calls|call (?:him|her|it|them|me)|named|names? (?:is|was|were)|stands? for|stood for|"
     r"christened|known as|styled|entitled|by (?:the )?name(?: of)?)\s+((?:[\w’'-]+\s+){0,3}?)"
-    r"([\"“‘_]?)([A-ZÀ-Þ][\w’'-]*)",
+    r"([\"“‘_]?)([A-ZÀ-Þ][^\W\d_]*(?:['’-][^\W\d_]+)*)",
 )
-_TITLED = re.compile(r"\b([A-Z][a-z]*)\.?\s+([A-ZÀ-Þ][\w’'-]+)")
+_TITLED = re.compile(r"\b([A-Z][a-z]*)\.?\s+([A-ZÀ-Þ][^\W\d_]*(?:['’-][^\W\d_]+)*)")
 _CLOCK = re.compile(r"\b(\d+|[^\W\d_]+)\s+o['’]\s?clock\b", re.I)
 _YEAR = re.compile(r"(?<![\d£$])\b1[0-9]{3}\b(?![\d,])|\b20[0-9]{2}\b")
 _CURRENCY_AFTER = re.compile(r"\b" + _CURRENCY + r"(?=\W|$)", re.I)
