@@ -50,6 +50,8 @@ def test_question_types(question, kind):
         # a dash after a name is not part of it: "Godalming--is" is the question's Godalming
         ("Son of Lord Godalming--is coming.", "name", "What is the first name of Lord Godalming?", False),
         ("The P. stands for Pierpont.", "name", "What does the P. stand for?", True),
+        ("He has been called to Ring to see his father.", "name", "What was his father's name?", False),
+        ("A hamlet which was called Borgo.", "name", "What was the hamlet's name?", True),
         ("He is only nine-and-twenty, and he has an asylum.", "number", "How old is he?", True),
         ("THREE proposals in one day!", "number", "How many offers?", True),
         ("R. M. Renfield, aetat 59.", "number", "What age?", True),

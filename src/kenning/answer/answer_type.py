@@ -82,6 +82,8 @@ _NAMING = re.compile(
     r"christened|known as|styled|entitled|by (?:the )?name(?: of)?)\s+((?:[\w’'-]+\s+){0,3}?)"
     r"([\"“‘_]?)([A-ZÀ-Þ][^\W\d_]*(?:['’-][^\W\d_]+)*)",
 )
+# words that, between "called" and a capitalised word, make it a summons or a visit, not a name
+_NOT_NAMING = {"to", "on", "upon", "for", "out", "in", "at", "by", "from", "into", "with", "away", "back"}
 _TITLED = re.compile(r"\b([A-Z][a-z]*)\.?\s+([A-ZÀ-Þ][^\W\d_]*(?:['’-][^\W\d_]+)*)")
 _CLOCK = re.compile(r"\b(\d+|[^\W\d_]+)\s+o['’]\s?clock\b", re.I)
 _YEAR = re.compile(r"(?<![\d£$])\b1[0-9]{3}\b(?![\d,])|\b20[0-9]{2}\b")
@@ -152,6 +154,9 @@ def _states_name(sentence: str, question: str) -> bool:
         return len(key) > 1 and key not in asked and key not in NOT_NAMES
 
     for match in _NAMING.finditer(sentence):
+        between = {w.lower() for w in match.group(2).split()}
+        if between & _NOT_NAMING:  # "called to Ring", "called on Lucy": summoned, not named
+            continue
         if new(match.group(4)):
             return True
     for match in _TITLED.finditer(sentence):  # "Captain Donelson", when the question asks of a captain
