@@ -24,6 +24,7 @@ it has no type and the check passes.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from kenning.analysis.analyzer import fold
 from kenning.entities.extract import NOT_NAMES
@@ -146,8 +147,14 @@ def _states_number(sentence: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=64)
+def _asked(question: str) -> frozenset[str]:
+    """The question's folded words, worked out once per question, not once per sentence checked."""
+    return frozenset(fold(w) for w in re.findall(r"[^\W\d_]+", question))
+
+
 def _states_name(sentence: str, question: str) -> bool:
-    asked = {fold(w) for w in re.findall(r"[^\W\d_]+", question)}
+    asked = _asked(question)
 
     def new(word: str) -> bool:
         key = fold(re.sub(r"['’]s$", "", word.strip("_"))).strip("'’-")

@@ -134,7 +134,7 @@ def _vetoed(verdict) -> bool:
 
 
 def choose_sentences(passages, kind: str | None) -> list:
-    """The (sentence, passage) pairs an extractive answer quotes, at most one per passage.
+    """The (sentence, passage) pairs an extractive answer quotes.
 
     - For a question asking for a value (`kind`), the sentences that state one on the question's
       topic, best supported first, from the VALUE_DEPTH passages the angles rank highest.
@@ -155,12 +155,18 @@ def choose_sentences(passages, kind: str | None) -> list:
                 chosen.append((sentence, passage))
         return chosen
     chosen = []
-    scored = [p for p in passages if p.best() is not None]
-    for passage in sorted(scored, key=lambda p: -p.best().support)[:ANSWER_DEPTH]:
+    for best, passage in by_best_sentence(passages)[:ANSWER_DEPTH]:
         ranked = sorted(passage.sentences, key=lambda s: -s.support)[:PER_PASSAGE]
-        close = [s for s in ranked if s.support >= NEAR_BEST * ranked[0].support] if ranked else []
+        close = [s for s in ranked if s.support >= NEAR_BEST * best.support]
         chosen.extend((s, passage) for s in sorted(close, key=lambda s: passage.sentences.index(s)))
     return chosen
+
+
+def by_best_sentence(passages) -> list:
+    """(best sentence, passage) for every passage with a sentence, best supported first: the order
+    the answer quotes passages in and lists the closest ones in."""
+    bests = [(p.best(), p) for p in passages]
+    return sorted(((b, p) for b, p in bests if b is not None), key=lambda bp: -bp[0].support)
 
 
 def _embedder(index, notes: list[str]):
@@ -196,9 +202,7 @@ def _cite(passage, sentence) -> Citation:
 
 
 def _closest(passages, n: int = 3) -> list[Citation]:
-    bests = [(p.best(), p) for p in passages]
-    ranked = sorted(((b, p) for b, p in bests if b is not None), key=lambda bp: -bp[0].support)
-    return [_cite(p, b) for b, p in ranked[:n]]
+    return [_cite(p, b) for b, p in by_best_sentence(passages)[:n]]
 
 
 _KIND_WORDS = {"money": "amount", "duration": "length of time"}

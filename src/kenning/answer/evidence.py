@@ -142,7 +142,9 @@ def score_sentences(
     sentence that answers often calls them "he" or "the old man" (Lume's proper-noun bias)."""
     analyzer = index.analyzer
     terms = analyzer.query_terms(question)
-    topic = set(terms) - set(analyzer.query_terms(" ".join(TYPE_WORDS), remove_stopwords=False))
+    topic = set()  # the question's words other than those that say what kind of value it asks for
+    if kind is not None:
+        topic = set(terms) - set(analyzer.query_terms(" ".join(TYPE_WORDS), remove_stopwords=False))
     name_terms = {t for name in names for t in analyzer.query_terms(name, remove_stopwords=False)}
     if any(t not in name_terms for t in terms):
         terms = [t for t in terms if t not in name_terms]
