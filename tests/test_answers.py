@@ -7,6 +7,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from kenning import Index
+from kenning.answer.answering import answer_question
+from kenning.answer.planner import without_frame
 from kenning.models.chat import ChatError, ChatModel, make_chat_model
 from kenning.surfaces.cli import main
 
@@ -31,6 +33,7 @@ OTHER = """# Gardening notes
 
 Prune the roses in early spring, before the buds swell.
 Water them deeply once a week during dry summers.
+The leaves became pale and thin after the long drought.
 """
 
 
@@ -291,3 +294,14 @@ def test_sentences_are_embedded_once_per_process(library, monkeypatch):
     embedded.clear()
     again = index.answer(question).to_dict()
     assert embedded == [] and again == first  # the second reads them from the cache: same answer
+
+
+def test_the_frame_of_a_question_is_not_its_topic(library):
+    """ "What became of X" asks about X: a sentence that merely holds "became" is no answer."""
+    assert without_frame("What became of Petrof Skinsky?") == "Petrof Skinsky?"
+    assert without_frame("How old is Seward according to Lucy?") == "How old is Seward to Lucy?"
+    assert without_frame("What was her job at the start of the novel?") == "What was her job ?"
+    assert without_frame("What does he give her to learn his side of the story?").endswith("of the story?")
+    index, _, _ = library
+    answer = answer_question(index, "What became of Captain Leclère?")
+    assert answer.found and "Leclère had died" in answer.citations[0].quote

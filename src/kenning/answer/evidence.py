@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kenning.answer.answer_type import TYPE_WORDS, states_answer
+from kenning.answer.planner import without_frame
 
 RRF_K = 60.0
 # a sentence ends at . ! or ? (and any closing quotes) before white space, or at a blank line; a
@@ -141,7 +142,7 @@ def score_sentences(
     unless the question has nothing else: the passage must be about them (the judge checks), but the
     sentence that answers often calls them "he" or "the old man" (Lume's proper-noun bias)."""
     analyzer = index.analyzer
-    terms = analyzer.query_terms(question)
+    terms = analyzer.query_terms(without_frame(question))
     topic = set()  # the question's words other than those that say what kind of value it asks for
     if kind is not None:
         topic = set(terms) - set(analyzer.query_terms(" ".join(TYPE_WORDS), remove_stopwords=False))

@@ -31,6 +31,14 @@ from kenning.entities.extract import NOT_NAMES
 # the entity and event angles' share in the fusion (the question and its details count 1)
 WIDE_ANGLE_WEIGHT = 0.5
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# phrases that frame a question without naming its topic: "what became of X" asks about X, not about
+# things that became something; "at the start of the novel" places it in a book every passage is in
+_FRAMES = re.compile(
+    r"\b(?:what (?:has |had )?(?:became|become|becomes) of"
+    r"|what (?:has |had )?happen(?:s|ed)?(?= to| when| after)"
+    r"|according(?= to)|at the (?:very )?(?:start|beginning|end|close) of the (?:novel|book|story|text))\b",
+    re.IGNORECASE,
+)
 PLANNER_PROMPT = (
     "You write search queries for a question about a document collection. Return JSON only: "
     '{"queries": [q1, q2, q3]} where q1 names the entities (people, places, things) the question is '
@@ -51,12 +59,17 @@ class Angle:
         return {"query": self.text, "angle": self.kind, "mode": self.mode, "weight": self.weight}
 
 
+def without_frame(question: str) -> str:
+    """The question without the phrases that frame it (_FRAMES): the words its topic is in."""
+    return " ".join(_FRAMES.sub(" ", question).split())
+
+
 def plan_angles(index, question: str, has_vectors: bool, llm=None, notes: list | None = None) -> list[Angle]:
     """The question first, then the other angles (each distinct)."""
     words_mode = "hybrid" if has_vectors else "lexical"
     angles = [Angle(question, "question", words_mode)]
     if has_vectors:
-        angles.append(Angle(question, "question", "lexical"))
+        angles.append(Angle(without_frame(question), "question", "lexical"))
     extra = None
     if llm is not None:
         try:
@@ -104,7 +117,7 @@ def known_names(index, question: str) -> list[str]:
 
 def rule_angles(index, question: str, has_vectors: bool) -> list[Angle]:
     analyzer = index.analyzer
-    words = [w for w in _WORD.findall(question) if not analyzer.is_stopword(w)]
+    words = [w for w in _WORD.findall(without_frame(question)) if not analyzer.is_stopword(w)]
     words = [re.sub(r"['’]s$", "", w) for w in words]
     graph = index.entity_graph()
     names = known_names(index, question)
