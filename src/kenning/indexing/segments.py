@@ -11,8 +11,9 @@ segment order keeps every posting list sorted by chunk id.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from array import array
-from collections import defaultdict
 
 import numpy as np
 from pyroaring import BitMap
@@ -178,31 +179,40 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None) ->
         doc_ids.append(data.doc_ids[keep])
         title_lens.append(data.title_lens[keep])
         body_lens.append(data.body_lens[keep])
-    merged: dict[str, list[tuple]] = defaultdict(list)
-    for seg in segment_ids:  # in id order, so each term's concatenated ids stay sorted
+    all_ids = np.concatenate(doc_ids)
+    if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
+        raise AssertionError("segments out of chunk-id order; refusing to merge")
+    if len(all_ids) == 0:
+        store.drop_segments(segment_ids)
+        return None
+
+    def live_postings(order: int, seg: int):
+        """(term, order, ids, tf_title, tf_body, pos_title, pos_body) of the segment's live chunks,
+        terms ascending."""
         for term, ids, tft, tfb, pt, pb in store.iter_segment_postings(seg):
             keep = live_mask[np.minimum(ids, max_id + 1)]
-            if not keep.any():
-                continue
-            merged[term].append(
-                (
+            if keep.any():
+                yield (
+                    term,
+                    order,
                     ids[keep],
                     tft[keep],
                     tfb[keep],
                     _keep_postings(ids, tft, pt, keep),
                     _keep_postings(ids, tfb, pb, keep),
                 )
-            )
 
     def rows():
-        for term in sorted(merged):
-            parts = merged[term]
-            yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(5)))
+        """Each term's postings, the segments' parts joined in segment order (so ids stay sorted):
+        a k-way merge of the segments' term-ordered streams, holding one term at a time."""
+        streams = [live_postings(order, seg) for order, seg in enumerate(segment_ids)]
+        merged = heapq.merge(*streams, key=lambda row: (row[0], row[1]))
+        for term, parts in itertools.groupby(merged, key=lambda row: row[0]):
+            parts = list(parts)
+            yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(2, 7)))
 
+    # the merged segment is written while the old ones are read, then they go (all in the caller's
+    # transaction): memory holds one term's postings, not every segment's
+    merged_id = store.write_segment(all_ids, np.concatenate(title_lens), np.concatenate(body_lens), rows())
     store.drop_segments(segment_ids)
-    all_ids = np.concatenate(doc_ids)
-    if len(all_ids) == 0:
-        return None
-    if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
-        raise AssertionError("segments out of chunk-id order; refusing to merge")
-    return store.write_segment(all_ids, np.concatenate(title_lens), np.concatenate(body_lens), rows())
+    return merged_id

@@ -186,7 +186,7 @@ class IndexWriter:
                     found.path, shown, force, options, live, builder, vocab, entities, report, collection
                 )
                 if len(builder) >= FLUSH_CHUNKS:
-                    builder.flush(self.store)
+                    self._flush_buffers(builder, vocab, entities)
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
                 self._settle(builder, live, vocab, report, entities)
@@ -197,6 +197,17 @@ class IndexWriter:
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _flush_buffers(self, builder, vocab, entities) -> None:
+        """Write what the run has buffered so far (a segment, the entities' chunk ids, the words the
+        new chunks add to the spelling vocabulary), so a write's memory stays bounded however many
+        chunks it adds. All inside the run's transaction: a crash still loses the whole run, never
+        half of it."""
+        builder.flush(self.store)
+        entities.flush()
+        if vocab.added:
+            self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, []))
+            vocab.added.clear()
 
     def _settle(self, builder, live: BitMap, vocab, report: IndexReport, entities=None) -> None:
         """The end of every write: the last segment, the vocabulary, the entities, the live set,
@@ -322,7 +333,7 @@ class IndexWriter:
             live.add(chunk_id)
             report.chunks_added += 1
             if len(builder) >= FLUSH_CHUNKS:  # a big file (a JSONL corpus) must not hold every token
-                builder.flush(self.store)
+                self._flush_buffers(builder, vocab, entities)
         stale = [cid for ids in reusable.values() for cid in ids]
         if stale:
             vocab.removed.extend(self.store.chunk_texts(stale))

@@ -56,9 +56,10 @@ class SqlitePostings:
         return out
 
     def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
-        """Every posting row of a segment, positions included."""
+        """Every posting row of a segment, positions included, terms ascending (merges rely on it)."""
         for term, ids, tft, tfb, pt, pb in self.conn.execute(
-            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?",
+            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?"
+            " ORDER BY term",
             (segment_id,),
         ):
             yield SegmentPostings(
