@@ -64,7 +64,7 @@ class Index:
         stored = self.store.get_meta("analyzer")
         self.analyzer = Analyzer(AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig())
         self.caches = IndexCaches()
-        self.lexical = LexicalIndex(self.store, self.caches)
+        self.lexical = LexicalIndex(self.store, self.caches, lambda: self.analyzer)
         self._glossary = None
         self._embedders: dict[str, object] = {}
         self._rerankers: dict[str, object] = {}

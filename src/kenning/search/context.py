@@ -18,6 +18,7 @@ from kenning.search.request import SearchRequest
 from kenning.search.results import Funnel, Hit
 from kenning.signals.base import Channel, SignalQuery
 from kenning.signals.lexical import ScoringClause
+from kenning.signals.pruning import PrunedTop
 
 
 @dataclass
@@ -53,6 +54,7 @@ class QueryState:
     relaxation: Relaxation | None = None  # constrain
     scoring: list[ScoringClause] = field(default_factory=list)  # score
     lexical: np.ndarray = field(default_factory=lambda: np.zeros(0))  # score: BM25 per chunk id
+    pruned: PrunedTop | None = None  # score, lexical mode: the exact top `pool` without every score
     signal_query: SignalQuery | None = None  # channels
     channels: dict[str, Channel] = field(default_factory=dict)  # channels
     ranked: list[tuple[int, float]] = field(default_factory=list)  # rank, fuse, feedback, ... refine

@@ -43,7 +43,7 @@ Stage = Callable[[SearchContext, QueryState], None]
 FUNNEL_SIZES: dict[str, tuple[str, Callable[[QueryState], int]]] = {
     "gather": ("gathered", lambda s: len(s.candidates)),
     "filter": ("filtered", lambda s: len(s.survivors)),
-    "score": ("scored", lambda s: len(s.survivors)),
+    "score": ("scored", lambda s: s.pruned.scored if s.pruned is not None else len(s.survivors)),
     "present": ("returned", lambda s: len(s.hits)),
 }
 

@@ -36,6 +36,7 @@ class SearchRequest:
     filters: Filters = field(default_factory=Filters)
     rerank: str | None = None  # a reranker spec (cross-encoder:DIR, openai:MODEL@URL, ...)
     embedder: str | None = None  # the query embedder (must match the index's vectors)
+    pruning: bool = True  # lexical mode: skip chunks that cannot reach the top (same results, faster)
 
     def __post_init__(self):
         check_number("limit", self.limit, 1, MAX_LIMIT, integer=True)

@@ -1,6 +1,11 @@
 """Stages score and rank: field-aware BM25 over the survivors only (the funnel's last cut), with
 coordination over clauses and k3 query-term weights; then the lexical ranking, which is the answer in
-lexical mode and one channel among others in hybrid mode."""
+lexical mode and one channel among others in hybrid mode.
+
+In lexical mode only the best `pool` chunks are needed, so plain queries are scored with dynamic
+pruning (kenning.signals.pruning): exactly the same top, without scoring the chunks that cannot reach
+it; the funnel says how many were skipped. The other modes need every survivor's score (fusion
+normalises a channel against all of them), and so do queries with phrases or glossary expansions."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import numpy as np
 
 from kenning.search.context import QueryState, SearchContext
 from kenning.signals.lexical import ScoringClause, ScoringTerm
+from kenning.signals.pruning import pruned_top_k, score_ids
 from kenning.topk import top_k
 
 
@@ -23,11 +29,33 @@ def score(ctx: SearchContext, state: QueryState) -> None:
         for c in state.plan.clauses
     ]
     allowed = view.mask(survivors) if len(survivors) != len(state.candidates) else None
-    state.lexical = view.score(state.scoring, state.found, state.request.params, allowed)
+    params = state.request.params
+    if state.mode == "lexical" and state.request.pruning:
+        state.pruned = pruned_top_k(view, state.scoring, state.found, params, allowed, state.pool)
+        if state.pruned is not None:
+            state.funnel.channels["pruning"] = {
+                "scored": state.pruned.scored,
+                "skipped": len(survivors) - state.pruned.scored,
+                "blocks_scored": f"{state.pruned.blocks} of {state.pruned.of_blocks}",
+            }
+            return
+    state.lexical = view.score(state.scoring, state.found, params, allowed)
+
+
+def lexical_scores(ctx: SearchContext, state: QueryState, ids) -> np.ndarray:
+    """The BM25 scores of some chunks, whether the score stage scored every survivor or pruned."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if state.pruned is not None:
+        return score_ids(ctx.view, state.scoring, state.found, state.request.params, ids)
+    inside = ids < len(state.lexical)
+    return np.where(inside, state.lexical[np.where(inside, ids, 0)], 0.0) if len(state.lexical) else ids * 0.0
 
 
 def rank(ctx: SearchContext, state: QueryState) -> None:
     """The lexical ranking: the best `pool` survivors by BM25, ties by chunk id."""
+    if state.pruned is not None:
+        state.ranked = list(zip(state.pruned.ids.tolist(), state.pruned.scores.tolist(), strict=True))
+        return
     ids = np.frombuffer(state.survivors.to_array(), dtype=np.uint32).astype(np.int64)
     scores = state.lexical[ids] if len(ids) else np.zeros(0)
     top_ids, top_scores = top_k(ids, scores, state.pool)

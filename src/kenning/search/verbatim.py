@@ -7,13 +7,13 @@ whatever the vectors think. Results that meet every constraint keep the top of t
 
 from __future__ import annotations
 
-import numpy as np
 from pyroaring import BitMap
 
 from kenning.query.parser import ParsedQuery, Phrase
 from kenning.query.plan import plan_item
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.relax import strict_first
+from kenning.search.score import lexical_scores
 
 VERBATIM_MIN_WORDS = 5
 
@@ -24,7 +24,9 @@ def verbatim(ctx: SearchContext, state: QueryState) -> None:
     within = state.survivors if relaxation is None else relaxation.strict
     state.verbatim = verbatim_chunks(ctx, state.parsed, _holding_every_term(state, within))
     if state.verbatim:
-        state.ranked = verbatim_first(state.ranked, state.verbatim, state.lexical)
+        state.ranked = verbatim_first(
+            state.ranked, state.verbatim, lambda ids: lexical_scores(ctx, state, ids)
+        )
         state.funnel.channels["verbatim"] = {"chunks": len(state.verbatim)}
     state.ranked = state.ranked[: state.pool]
 
@@ -59,10 +61,12 @@ def verbatim_chunks(ctx: SearchContext, parsed: ParsedQuery, survivors: BitMap) 
     return ctx.view.phrase_docs(item.spec, survivors)
 
 
-def verbatim_first(ranked: list[tuple[int, float]], verbatim: BitMap, lexical: np.ndarray):
+def verbatim_first(ranked: list[tuple[int, float]], verbatim: BitMap, lexical):
     """Verbatim chunks move to the top in their ranked order (any the fusion left out follow them,
-    by lexical score); the rest keep their order."""
+    by lexical score: `lexical(ids)` gives it); the rest keep their order."""
     listed = {cid for cid, _ in ranked}
-    missing = sorted((c for c in verbatim if c not in listed), key=lambda c: -lexical[c])
-    top = [p for p in ranked if p[0] in verbatim] + [(c, float(lexical[c])) for c in missing]
+    absent = [c for c in verbatim if c not in listed]
+    score = dict(zip(absent, lexical(absent).tolist(), strict=True)) if absent else {}
+    missing = sorted(absent, key=lambda c: (-score[c], c))
+    top = [p for p in ranked if p[0] in verbatim] + [(c, score[c]) for c in missing]
     return top + [p for p in ranked if p[0] not in verbatim]

@@ -33,6 +33,7 @@ from pyroaring import BitMap
 from kenning.arrays import sorted_unique
 from kenning.cache import BoundedCache, IndexCaches
 from kenning.signals.base import Channel
+from kenning.signals.pruning import BLOCK_BITS
 from kenning.topk import top_k
 from kenning.validate import check_number
 
@@ -139,11 +140,18 @@ class TermPostings:
         return len(self.ids)
 
 
+# phrase candidates up to this many are checked on their text, re-analysed, instead of on stored
+# positions: a common word's positions fill megabytes at a million chunks ("the" in a pasted
+# sentence), a few chunks' text a few kilobytes
+PHRASE_TEXT_CHECK = 64
+
+
 class LexicalView:
     """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
 
-    def __init__(self, store, snapshot, cache: BoundedCache):
+    def __init__(self, store, snapshot, cache: BoundedCache, analyzer=None):
         self.store = store
+        self.analyzer = analyzer  # the index's analyzer, for checking phrases on text
         self.snapshot = snapshot
         self.generation = snapshot.generation
         self.live = snapshot.live
@@ -248,13 +256,25 @@ class LexicalView:
         chunk_id * 2^32 + (position - offset); a phrase match is a key that every term shares.
         """
         terms = list(dict.fromkeys(t for t, _ in words))
-        found = self.postings(terms)
-        if any(found[t] is None for t in terms):
-            return BitMap()
         docs = BitMap(candidates)
-        for t in terms:
-            docs &= found[t].bitmap
-        if len(words) == 1 or not docs:
+        # the terms whose postings are already read first: when they leave few candidates, the text
+        # check settles the phrase without reading a common word's postings at all
+        loaded = [
+            t
+            for t in terms
+            if self.cache.get(("gen", self.generation, "postings", t), _ABSENT) is not _ABSENT
+        ]
+        for group in (loaded, [t for t in terms if t not in loaded]):
+            found = self.postings(group)
+            if any(found[t] is None for t in group):
+                return BitMap()
+            for t in group:
+                docs &= found[t].bitmap
+            if not docs:
+                return docs
+            if len(words) > 1 and self.analyzer is not None and len(docs) <= PHRASE_TEXT_CHECK:
+                return self._phrase_in_text(words, docs, field)
+        if len(words) == 1:
             return docs if field is None else docs & self.field_docs(words[0][0], field)
         wanted = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
         matched = BitMap()
@@ -272,6 +292,26 @@ class LexicalView:
                     break
             if shared is not None and len(shared):
                 matched |= BitMap(sorted_unique(shared >> 32).astype(np.uint32))
+        return matched
+
+    def _phrase_in_text(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
+        """The chunks whose title or body, analysed as at indexing, holds every (term, offset) at one
+        common start: the same answer as the stored positions give, read from a few chunks' text."""
+        rows = self.store.chunks_by_ids(list(docs))
+        matched = BitMap()
+        for chunk_id, row in rows.items():
+            for f in [field] if field else ["title", "body"]:
+                terms, positions = self.analyzer.positioned_terms(row.title if f == "title" else row.body)
+                at: dict[str, set[int]] = {}
+                for term, position in zip(terms, positions, strict=True):
+                    at.setdefault(term, set()).add(position)
+                first, offset = words[0]
+                if any(
+                    all(start + o in at.get(t, ()) for t, o in words)
+                    for start in (p - offset for p in at.get(first, ()))
+                ):
+                    matched.add(chunk_id)
+                    break
         return matched
 
     # ------------------------------------------------------------------ scoring
@@ -314,6 +354,25 @@ class LexicalView:
         if out is None:
             out = idf(self.n_docs, postings.df) * self.impacts(postings, params, field)
             self.cache.put(key, out, out.nbytes + 96)
+        return out
+
+    def block_bounds(
+        self, term: str, postings: TermPostings, params: Bm25Params, field: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The blocks of 2^BLOCK_BITS chunk ids where the term occurs (ascending), its largest
+        weighted score in each, and where each one's postings start in its ids (plus the end): the
+        bounds dynamic pruning (kenning.signals.pruning) skips blocks by. Kept beside the weighted
+        scores; only occupied blocks are kept, so a rare term's bounds stay as small as its postings."""
+        key = ("gen", self.generation, "blocks", self._params_key(params), term, field)
+        out = self.cache.get(key)
+        if out is None:
+            weighted = self.weighted(term, postings, params, field)
+            block = postings.ids >> BLOCK_BITS
+            first = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1]))) if len(block) else block
+            maxima = np.maximum.reduceat(weighted, first) if len(first) else np.zeros(0)
+            starts = np.append(first, len(block)).astype(np.int64)
+            out = (block[first].astype(np.int64), maxima, starts)
+            self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
         return out
 
     def _params_key(self, params: Bm25Params) -> int:
@@ -464,9 +523,10 @@ class LexicalIndex:
     """Keeps one LexicalView per committed generation; what views read goes through the index's
     one bounded cache (kenning.cache)."""
 
-    def __init__(self, store, caches: IndexCaches):
+    def __init__(self, store, caches: IndexCaches, analyzer=None):
         self.store = store
         self.caches = caches
+        self.analyzer = analyzer  # a callable giving the index's current analyzer (phrases on text)
         self._view: LexicalView | None = None
 
     def view(self) -> LexicalView:
@@ -477,7 +537,8 @@ class LexicalIndex:
             live_segments = set(snapshot.segment_ids)
             self.caches.enter(generation)
             self.caches.bounded.drop(lambda k: k[0] != "seg" or k[1] in live_segments)
-            self._view = LexicalView(self.store, snapshot, self.caches.bounded)
+            analyzer = self.analyzer() if self.analyzer is not None else None
+            self._view = LexicalView(self.store, snapshot, self.caches.bounded, analyzer)
         return self._view
 
 

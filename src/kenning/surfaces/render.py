@@ -199,6 +199,12 @@ def funnel_lines(funnel) -> list[str]:
         f"scored {funnel.scored} → returned {funnel.returned}"
     ]
     out += [f"  {s['kind']} {s['constraint']}: {s['remaining']} left" for s in funnel.constraints]
+    pruning = funnel.channels.get("pruning")
+    if pruning:
+        out.append(
+            f"  pruning: {pruning['skipped']} chunks skipped, their id blocks' bounds below the top "
+            f"(scored {pruning['scored']}; {pruning['blocks_scored']} blocks)"
+        )
     for stage in ("fusion", "feedback"):
         weights = funnel.channels.get(stage, {}).get("weights")
         if weights:

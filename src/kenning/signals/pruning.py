@@ -1,0 +1,211 @@
+"""Exact top-k BM25 without scoring every match: block-max pruning over chunk-id blocks.
+
+The chunk-id space is cut into blocks of `BLOCK` ids. For every term the index keeps, per block, the
+largest contribution the term makes to any chunk in it (kept beside the term's weighted scores, per
+parameter set). A block's upper bound for a query is the sum of its terms' block maxima, times the
+coordination it would get if one chunk held every term present in the block. The blocks with the
+largest bounds are scored exactly first; the k-th best score among them is a threshold no skipped
+chunk can reach when its block's bound lies below it. Every block at or above the threshold is then
+scored exactly, and the rest are skipped (Ding & Suel 2011 apply the same bound per postings block
+inside block-max WAND; over numpy arrays, whole id blocks are the unit that vectorises).
+
+The result is exactly the exhaustive top k, ties by chunk id: a skipped chunk scores strictly below
+the k-th best. Contributions are summed clause by clause in the query's order, as the exhaustive
+bincount sums them, so scores agree to the last bit (a test holds both paths equal on random
+queries).
+
+Pruning needs plain clauses (one term each, no per-term or per-clause chunk sets: phrases and
+glossary expansions score exhaustively), and pays off only on a large index (`PRUNE_FROM_IDS`) and
+when the blocks left to score hold a small share of the query's postings (`MAX_SCORED_SHARE`);
+otherwise the caller scores exhaustively. Either way the results are the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kenning.topk import top_k
+
+BLOCK_BITS = 4  # blocks of 16 chunk ids
+# score by blocks only when the blocks left hold at most this share of the query's postings: a sort
+# per scored posting costs several times the exhaustive path's bincount per posting
+MAX_SCORED_SHARE = 0.4
+# below this many chunk ids, one exhaustive pass (a bincount into corpus-sized arrays) costs less
+# than pruning's fixed work; benchmarks/scale.py synthetic queries, score and rank stages, warm:
+# 100k chunks 0.47 ms pruned against 0.38 exhaustive, 1M chunks 2.6 ms against 4.9
+PRUNE_FROM_IDS = 250_000
+FIRST_BLOCKS = 16  # blocks, besides k, scored for the threshold
+
+
+@dataclass
+class PrunedTop:
+    """The exact top k of a pruned evaluation, and what it did."""
+
+    ids: np.ndarray  # int64, best first, ties by id
+    scores: np.ndarray
+    scored: int  # chunks whose score was computed (the others holding a term were skipped)
+    blocks: int  # id blocks scored, of
+    of_blocks: int  # all id blocks
+
+
+@dataclass
+class _Term:
+    term: str
+    ids: np.ndarray  # sorted chunk ids holding it
+    contribution: np.ndarray  # its weighted score in each of those chunks
+    blocks: np.ndarray  # the id blocks it occurs in, ascending
+    block_max: np.ndarray  # its largest contribution in each of them
+    block_start: np.ndarray  # where each one's postings begin in `ids` (one more entry: the end)
+
+    def ranges(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) in `ids` of its postings in each wanted block (empty where it has none)."""
+        at = np.minimum(np.searchsorted(self.blocks, wanted), len(self.blocks) - 1)
+        there = self.blocks[at] == wanted
+        lo = np.where(there, self.block_start[at], 0)
+        return lo, np.where(there, self.block_start[at + 1], 0)
+
+
+def prunable(clauses) -> bool:
+    """Whether every clause is one plain term (no chunk sets to honour)."""
+    return bool(clauses) and all(
+        len(c.terms) == 1 and c.docs is None and c.terms[0].docs is None for c in clauses
+    )
+
+
+def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | None:
+    """The exact top k by BM25 with coordination, or None when pruning does not apply or would not
+    pay (then score exhaustively). `allowed`: a boolean mask over chunk ids (the funnel's survivors)
+    or None for all."""
+    if k <= 0 or view.max_id + 1 < PRUNE_FROM_IDS or not prunable(clauses):
+        return None
+    terms = _terms(view, clauses, found, params, blocks=True)
+    present = [t for t in terms if t is not None]
+    if not present:
+        return None
+    coord = _coordination(params, len(clauses))
+    n_blocks = int(max(t.blocks[-1] for t in present)) + 1
+    occupied = np.concatenate([t.blocks for t in present])
+    held = np.bincount(occupied, minlength=n_blocks)
+    # (a hair above the exact sums: they are added in another order, and rounding must not make a
+    # chunk's score exceed its block's bound)
+    bounds = np.bincount(occupied, weights=np.concatenate([t.block_max for t in present]), minlength=n_blocks)
+    bounds *= coord(held) * (1.0 + 1e-9)
+    # a threshold: the k-th best exact score in the blocks with the largest bounds
+    top = min(int((held > 0).sum()), FIRST_BLOCKS + k)
+    first = np.sort(np.argpartition(-bounds, top - 1)[:top])
+    _, scores = _score_blocks(first, _spans(terms, first), coord, allowed)
+    keep = np.flatnonzero((bounds >= _kth(scores, k)) & (held > 0))
+    spans = _spans(terms, keep)
+    scored = sum(int(lengths.sum()) for _, _, lengths in spans)
+    if scored > MAX_SCORED_SHARE * sum(len(t.ids) for t in present):
+        return None
+    ids, scores = _score_blocks(keep, spans, coord, allowed)
+    best_ids, best_scores = top_k(ids, scores, k)
+    return PrunedTop(best_ids, best_scores, len(ids), len(keep), len(bounds))
+
+
+def _spans(terms, blocks: np.ndarray) -> list:
+    """(term, where its postings in each block start, how many there are) for the query's terms in
+    order, over the given blocks."""
+    out = []
+    for term in terms:
+        if term is not None:
+            lo, hi = term.ranges(blocks)
+            out.append((term, lo, hi - lo))
+    return out
+
+
+def _score_blocks(blocks: np.ndarray, spans, coord, allowed):
+    """Exact scores of every chunk (allowed) holding a query term in the given blocks (ascending).
+
+    The blocks' ids are numbered compactly (block's place in `blocks` x BLOCK + offset in the block),
+    so one bincount over the terms' postings there, in the query's order, sums each chunk's
+    contributions exactly as the exhaustive path does, without sorting."""
+    size = len(blocks) << BLOCK_BITS
+    places = np.arange(len(blocks), dtype=np.int64) << BLOCK_BITS
+    local_parts, value_parts = [], []
+    for term, lo, lengths in spans:
+        count = int(lengths.sum())
+        if not count:
+            continue
+        at = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(count)
+        local_parts.append(np.repeat(places, lengths) + (term.ids[at] & ((1 << BLOCK_BITS) - 1)))
+        value_parts.append(term.contribution[at])
+    if not local_parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    local = np.concatenate(local_parts)
+    sums = np.bincount(local, weights=np.concatenate(value_parts), minlength=size)
+    matched = np.bincount(local, minlength=size)
+    held = np.flatnonzero(matched)
+    ids = (blocks[held >> BLOCK_BITS] << BLOCK_BITS) + (held & ((1 << BLOCK_BITS) - 1))
+    scores = sums[held] * coord(matched[held])
+    if allowed is not None:
+        inside = (ids < len(allowed)) & allowed[np.minimum(ids, len(allowed) - 1)]
+        ids, scores = ids[inside], scores[inside]
+    return ids, scores
+
+
+def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
+    """Exact BM25 with coordination for the given chunk ids only (plain clauses), equal to what the
+    exhaustive path computes for them."""
+    terms = _terms(view, clauses, found, params)
+    return _score_ids(np.asarray(ids, dtype=np.int64), terms, _coordination(params, len(clauses)))
+
+
+def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | None]:
+    """Each clause's term with its weighted contributions, and (`blocks`) their block maxima (None: no
+    postings)."""
+    out: list[_Term | None] = []
+    for clause in clauses:
+        st = clause.terms[0]
+        postings = found.get(st.term)
+        if postings is None:
+            out.append(None)
+            continue
+        weight = (params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0) * clause.boost
+        contribution = view.weighted(st.term, postings, params, st.field)
+        occupied = block_max = block_start = None
+        if blocks:
+            occupied, block_max, block_start = view.block_bounds(st.term, postings, params, st.field)
+        if weight != 1.0:
+            contribution = contribution * weight
+            block_max = None if block_max is None else block_max * weight
+        out.append(_Term(st.term, postings.ids, contribution, occupied, block_max, block_start))
+    return out
+
+
+def _coordination(params, n_clauses: int):
+    """matched clauses -> the coordination factor, the exhaustive path's expression."""
+    use = params.coord_floor < 1.0 and n_clauses > 1
+
+    def coord(matched):
+        return params.coord_floor + (1.0 - params.coord_floor) * (matched / n_clauses) if use else 1.0
+
+    return coord
+
+
+def _score_ids(ids: np.ndarray, terms: list[_Term | None], coord) -> np.ndarray:
+    """Scores of `ids`, summed clause by clause in the query's order (as the exhaustive bincount
+    sums them), then coordination."""
+    scores = np.zeros(len(ids))
+    matched = np.zeros(len(ids), dtype=np.int64)
+    if not len(ids):
+        return scores
+    for term in terms:
+        if term is None:
+            continue
+        at = np.minimum(np.searchsorted(term.ids, ids), len(term.ids) - 1)
+        hit = term.ids[at] == ids
+        scores[hit] += term.contribution[at[hit]]
+        matched += hit
+    return scores * coord(matched)
+
+
+def _kth(scores: np.ndarray, k: int) -> float:
+    """The k-th largest score, or -inf when there are fewer than k: a lower bound on the k-th best
+    score overall, since these are exact scores of real chunks."""
+    if len(scores) < k:
+        return -np.inf
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])

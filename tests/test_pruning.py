@@ -1,0 +1,132 @@
+"""Dynamic pruning returns exactly the exhaustive top k (same chunks, same order, same scores to the
+last bit) on random queries over a random corpus, and the funnel says what it skipped."""
+
+import json
+import random
+
+import pytest
+
+import kenning.signals.pruning as pruning
+from kenning import Index
+from kenning.surfaces.render import funnel_lines
+
+WORDS = [f"w{i}" for i in range(400)]
+# Zipf-like: a few words everywhere, most rare
+WEIGHTS = [1.0 / (i + 1) for i in range(len(WORDS))]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    rng = random.Random(7)
+    root = tmp_path_factory.mktemp("pruning")
+    corpus = root / "corpus.jsonl"
+    lines = []
+    for n in range(3000):
+        title = " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(0, 3)))
+        text = " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(3, 80)))
+        lines.append(json.dumps({"_id": f"d{n}", "title": title, "text": text}))
+    corpus.write_text("\n".join(lines) + "\n")
+    ix = Index(root / "ix")
+    ix.add([corpus], progress=False)
+    yield ix
+    ix.close()
+
+
+def random_query(rng: random.Random) -> str:
+    words = [rng.choice(WORDS[:20]) for _ in range(rng.randint(0, 3))]  # common
+    words += [rng.choice(WORDS[20:]) for _ in range(rng.randint(1, 4))]  # rare
+    if rng.random() < 0.2:
+        words.append(words[0])  # a repeated word: k3 weighting
+    if rng.random() < 0.15:
+        words.append(f"-{rng.choice(WORDS[:40])}")  # an exclusion: survivors are a subset
+    if rng.random() < 0.15:
+        words[0] = f"title:{words[0]}"
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def ranking(ix, query, **settings):
+    response = ix.search(query, mode="lexical", detail="heads", **settings)
+    return [(h.id, h.score) for h in response.hits], response.funnel
+
+
+@pytest.mark.parametrize("share", [1.0, pruning.MAX_SCORED_SHARE])
+def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, share):
+    monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
+    monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", share)
+    rng = random.Random(11)
+    pruned_queries = 0
+    for _ in range(150):
+        query = random_query(rng)
+        settings = {
+            "limit": rng.choice([1, 3, 10, 40]),
+            "variant": rng.choice(["classic", "plus", "l"]),
+            "coord_floor": rng.choice([0.0, 0.5, 1.0]),
+            "k1": rng.choice([0.5, 0.9, 1.6]),
+        }
+        fast, funnel = ranking(index, query, pruning=True, **settings)
+        full, _ = ranking(index, query, pruning=False, **settings)
+        assert fast == full, (query, settings)
+        if "pruning" in funnel.channels:
+            pruned_queries += 1
+            counts = funnel.channels["pruning"]
+            assert counts["scored"] + counts["skipped"] == funnel.filtered
+    # the comparison means something only if pruning ran (always when any share may be scored)
+    assert pruned_queries >= (120 if share == 1.0 else 1)
+
+
+def test_pruning_skips_chunks_and_explain_still_reports_every_term(index, monkeypatch):
+    monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
+    monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", 1.0)
+    query = "w0 w1 w2 w300"
+    response = index.search(query, mode="lexical", limit=5, explain=True)
+    counts = response.funnel.channels["pruning"]
+    assert counts["skipped"] > 0 and counts["scored"] == response.funnel.scored < response.funnel.filtered
+    assert any("pruning:" in line for line in funnel_lines(response.funnel))
+    full = index.search(query, mode="lexical", limit=5, explain=True, pruning=False)
+    assert [h.id for h in response.hits] == [h.id for h in full.hits]
+    for hit, same in zip(response.hits, full.hits, strict=True):
+        assert hit.explain["lexical"] == same.explain["lexical"]
+        assert hit.explain["lexical"]["score"] == pytest.approx(hit.score, rel=1e-12)
+        assert {row["term"] for row in hit.explain["lexical"]["terms"]} == {"w0", "w1", "w2", "w300"}
+
+
+def test_phrases_small_indexes_and_other_modes_score_exhaustively(index, monkeypatch):
+    query = "w0 w1 w2 w300"
+    assert "pruning" not in index.search(query, mode="lexical", limit=5).funnel.channels  # 3,000 ids
+    monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
+    monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", 1.0)
+    assert "pruning" in index.search(query, mode="lexical", limit=5).funnel.channels
+    assert "pruning" not in index.search('"w0 w1" w300', mode="lexical", limit=5).funnel.channels
+    assert "pruning" not in index.search(query, mode="lexical", limit=5, pruning=False).funnel.channels
+
+
+def test_phrases_checked_on_text_match_phrases_checked_on_positions(index, monkeypatch):
+    """A few phrase candidates are checked on their re-analysed text, many on stored positions: both
+    give the same chunks (random phrases cut from the corpus, and random word pairs)."""
+    import kenning.signals.lexical as lexical
+
+    rng = random.Random(5)
+    with index.store.reading():
+        view = index.lexical.view()
+        rows = index.store.chunks_by_ids(list(range(1, 200)))
+        phrases = []
+        for row in list(rows.values())[:60]:
+            words = row.body.split()
+            start = rng.randrange(max(1, len(words) - 3))
+            phrases.append(" ".join(words[start : start + rng.randint(2, 3)]))
+        phrases += [f"{rng.choice(WORDS[:30])} {rng.choice(WORDS[:30])}" for _ in range(40)]
+        checked = 0
+        for phrase in phrases:
+            spec = list(
+                zip(index.analyzer.query_terms(phrase, remove_stopwords=False), range(9), strict=False)
+            )
+            candidates = view.live
+            for field in (None, "body", "title"):
+                monkeypatch.setattr(lexical, "PHRASE_TEXT_CHECK", 10**9)
+                by_text = view.phrase_docs(spec, candidates, field)
+                monkeypatch.setattr(lexical, "PHRASE_TEXT_CHECK", 0)
+                by_positions = view.phrase_docs(spec, candidates, field)
+                assert by_text == by_positions, (phrase, field)
+                checked += len(by_text) > 0
+    assert checked > 60
