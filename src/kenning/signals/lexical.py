@@ -160,8 +160,10 @@ class LexicalView:
         self._params_ids: dict[Bm25Params, int] = {}
         segments = [self._segment(s) for s in snapshot.segment_ids]
         self.max_id = int(max((int(s.doc_ids[-1]) for s in segments if len(s.doc_ids)), default=0))
-        self.title_len = np.zeros(self.max_id + 1, dtype=np.float64)
-        self.body_len = np.zeros(self.max_id + 1, dtype=np.float64)
+        # field lengths as stored (uint16, a quarter of float64's bytes to fill on a view's first
+        # query); scoring converts the few it reads
+        self.title_len = np.zeros(self.max_id + 1, dtype=np.uint16)
+        self.body_len = np.zeros(self.max_id + 1, dtype=np.uint16)
         for seg in segments:
             self.title_len[seg.doc_ids] = seg.title_lens
             self.body_len[seg.doc_ids] = seg.body_lens
@@ -169,8 +171,8 @@ class LexicalView:
         if self.n_docs:
             live_ids = np.frombuffer(self.live.to_array(), dtype=np.uint32)
             self.live_mask[live_ids] = True
-            self.avg_title_len = float(self.title_len[live_ids].mean())
-            self.avg_body_len = float(self.body_len[live_ids].mean())
+            self.avg_title_len = int(self.title_len[live_ids].sum(dtype=np.int64)) / self.n_docs
+            self.avg_body_len = int(self.body_len[live_ids].sum(dtype=np.int64)) / self.n_docs
         else:
             self.avg_title_len = self.avg_body_len = 0.0
 
