@@ -94,3 +94,45 @@ def test_merge_plan_caps_the_count_and_reclaims_deleted_chunks(monkeypatch):
     monkeypatch.setattr(segments, "MAX_SEGMENTS", 10)
     assert plan(sizes) == []
     assert plan(sizes, live=BitMap(range(900))) == [1, 2, 3, 4]  # over half deleted: all of them
+
+
+def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monkeypatch):
+    """A merge streams the segments term by term into one and the freed pages go back to the disk:
+    the merged index answers exactly as one built from the surviving files alone, and the database
+    file has no free pages left."""
+    import json
+
+    from kenning import Index
+
+    monkeypatch.setattr(segments, "FLUSH_CHUNKS", 100)  # many segments, then merges
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(300)]
+    parts = [
+        "\n".join(
+            json.dumps({"_id": f"d{part}-{n}", "title": "", "text": " ".join(rng.choice(words, 40))})
+            for n in range(300)
+        )
+        + "\n"
+        for part in range(6)
+    ]
+    corpus, alone = tmp_path / "corpus", tmp_path / "alone"
+    corpus.mkdir()
+    alone.mkdir()
+    for n, text in enumerate(parts):
+        (corpus / f"part-{n}.jsonl").write_text(text)
+        if n >= 4:
+            (alone / f"part-{n}.jsonl").write_text(text)
+    index = Index(tmp_path / "ix")
+    index.add([corpus], progress=False)
+    for n in range(4):  # two thirds of the chunks gone: the next write merges everything
+        (corpus / f"part-{n}.jsonl").unlink()
+    assert index.add([corpus], progress=False).merged_segments
+    assert len(index.store.segment_sizes()) == 1
+    assert index.store.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    fresh = Index(tmp_path / "fresh")
+    fresh.add([alone], progress=False)
+    for query in ("w1 w7", "w250 w3 w8", '"w5 w6"'):
+        merged = [(h.doc_key, h.score) for h in index.search(query, mode="lexical", limit=20).hits]
+        assert merged == [(h.doc_key, h.score) for h in fresh.search(query, mode="lexical", limit=20).hits]
+    index.close()
+    fresh.close()

@@ -223,6 +223,7 @@ class IndexWriter:
         if merging:
             merge_segments(self.store, live, merging)
             self.store.compact_entities(live)
+            self.store.release_free_pages()  # the merged segments' pages
             report.merged_segments = True
         self.store.set_meta("n_terms", str(self.store.count_terms()))
 

@@ -157,7 +157,10 @@ class SqliteConnection:
         )
         try:
             if writable:
+                new = not db_path.exists()
                 self.conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+                if new:  # only a new, empty database takes it: pages merges free go back to the disk
+                    self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 self.conn.execute("PRAGMA busy_timeout=30000")
@@ -236,6 +239,19 @@ class SqliteConnection:
         live.run_optimize()
         self._set_meta("live", live.serialize())
         self.forget_vector_graph()
+
+    def release_free_pages(self) -> int:
+        """Give the pages a merge or a deletion freed back to the file system (an index created with
+        incremental auto-vacuum; older ones keep their free pages for later writes). Inside the
+        write's transaction. Returns how many pages went. Python's sqlite3 steps the pragma once per
+        call, and each step frees one page, hence the loop."""
+        self._require_txn()
+        if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+            return 0
+        free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+        for _ in range(free):
+            self.conn.execute("PRAGMA incremental_vacuum(1)")
+        return free
 
     def forget_vector_graph(self) -> None:
         """The saved vector graph no longer matches what this transaction commits."""
