@@ -14,6 +14,12 @@ import numpy as np
 
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.records import RawPostings, SegmentData, SegmentPostings, StorageError
+from kenning.store.sqlite.compact import (
+    pack_frequencies,
+    pack_positions,
+    unpack_frequencies,
+    unpack_positions,
+)
 from kenning.store.sqlite.connection import batches, marks
 
 
@@ -48,10 +54,11 @@ class SqlitePostings:
                 f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
                 (segment_id, *batch),
             ):
+                n = len(ids) // 4
                 out[term] = RawPostings(
                     np.frombuffer(ids, dtype=np.uint32),
-                    np.frombuffer(tft, dtype=np.uint16),
-                    np.frombuffer(tfb, dtype=np.uint16),
+                    unpack_frequencies(tft, n),
+                    unpack_frequencies(tfb, n),
                 )
         return out
 
@@ -62,22 +69,27 @@ class SqlitePostings:
             " ORDER BY term",
             (segment_id,),
         ):
+            n = len(ids) // 4
+            tf_title, tf_body = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
             yield SegmentPostings(
                 term,
                 np.frombuffer(ids, dtype=np.uint32),
-                np.frombuffer(tft, dtype=np.uint16),
-                np.frombuffer(tfb, dtype=np.uint16),
-                np.frombuffer(pt, dtype=np.uint32),
-                np.frombuffer(pb, dtype=np.uint32),
+                tf_title,
+                tf_body,
+                unpack_positions(pt, int(tf_title.sum(dtype=np.int64))),
+                unpack_positions(pb, int(tf_body.sum(dtype=np.int64))),
             )
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         """A term's positions in one field of one segment, concatenated in posting order."""
-        column = {"title": "pos_title", "body": "pos_body"}[field]
+        tf, pos = {"title": ("tf_title", "pos_title"), "body": ("tf_body", "pos_body")}[field]
         row = self.conn.execute(
-            f"SELECT {column} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
+            f"SELECT length(ids), {tf}, {pos} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
         ).fetchone()
-        return None if row is None else np.frombuffer(row[0], dtype=np.uint32)
+        if row is None:
+            return None
+        count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
+        return unpack_positions(row[2], count)
 
     def write_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
@@ -101,14 +113,14 @@ class SqlitePostings:
         def stored_rows():
             for term, ids, tft, tfb, pt, pb in rows:
                 digests.append((term, posting_digest(term, ids, tft, tfb, pt, pb)))
-                yield (
+                yield (  # each column in its narrowest exact form (kenning.store.sqlite.compact)
                     seg_id,
                     term,
                     np.asarray(ids, dtype=np.uint32).tobytes(),
-                    np.asarray(tft, dtype=np.uint16).tobytes(),
-                    np.asarray(tfb, dtype=np.uint16).tobytes(),
-                    np.asarray(pt, dtype=np.uint32).tobytes(),
-                    np.asarray(pb, dtype=np.uint32).tobytes(),
+                    pack_frequencies(tft),
+                    pack_frequencies(tfb),
+                    pack_positions(pt),
+                    pack_positions(pb),
                 )
 
         self.conn.executemany(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.checksum import posting_digest, segment_checksum
+from kenning.store.sqlite.compact import unpack_frequencies, unpack_positions
 
 SCHEMA_VERSION = 6
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
@@ -137,15 +138,7 @@ def _v4_to_v5(execute) -> None:
             "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?",
             (seg_id,),
         )
-        digests = [
-            (
-                term,
-                posting_digest(
-                    term, *(np.frombuffer(b, dtype=d) for b, d in zip(blobs, _ROW_DTYPES, strict=True))
-                ),
-            )
-            for term, *blobs in rows
-        ]
+        digests = [(term, posting_digest(term, *_unpack_row(*blobs))) for term, *blobs in rows]
         columns = (
             np.frombuffer(doc_ids, np.uint32),
             np.frombuffer(title_lens, np.uint16),
@@ -162,5 +155,17 @@ def _v5_to_v6(execute) -> None:
             execute(statement)
 
 
-_ROW_DTYPES = (np.uint32, np.uint16, np.uint16, np.uint32, np.uint32)
+def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
+    """A stored posting row's arrays, in whichever width each column was written (.compact)."""
+    n = len(ids) // 4
+    tft, tfb = unpack_frequencies(tf_title, n), unpack_frequencies(tf_body, n)
+    return (
+        np.frombuffer(ids, np.uint32),
+        tft,
+        tfb,
+        unpack_positions(pos_title, int(tft.sum(dtype=np.int64))),
+        unpack_positions(pos_body, int(tfb.sum(dtype=np.int64))),
+    )
+
+
 MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}  # from version -> a step to the next version

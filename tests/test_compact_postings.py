@@ -1,0 +1,74 @@
+"""Postings columns in their narrowest exact width read back as the same values, and an index whose
+rows were written wide (as older kenning wrote them) searches and verifies exactly as before."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from kenning import Index
+from kenning.store.sqlite.compact import (
+    pack_frequencies,
+    pack_positions,
+    unpack_frequencies,
+    unpack_positions,
+)
+from kenning.store.sqlite.connection import DB_NAME
+from kenning.surfaces.cli import main
+
+
+@pytest.mark.parametrize("high", [0, 1, 255, 256, 65535])
+def test_frequencies_round_trip_in_their_narrowest_width(high):
+    rng = np.random.default_rng(high)
+    tf = rng.integers(0, high + 1, size=200).astype(np.uint16)
+    blob = pack_frequencies(tf)
+    assert len(blob) == (0 if high == 0 else 200 if high < 256 else 400)
+    assert unpack_frequencies(blob, 200).tolist() == tf.tolist()
+    assert unpack_frequencies(tf.tobytes(), 200).tolist() == tf.tolist()  # the wide form
+    with pytest.raises(ValueError):
+        unpack_frequencies(b"\x01\x02\x03", 200)
+
+
+@pytest.mark.parametrize("high", [0, 65535, 65536, 2**32 - 1])
+def test_positions_round_trip_in_their_narrowest_width(high):
+    positions = np.array([0, high // 2, high], dtype=np.uint32)
+    blob = pack_positions(positions)
+    assert len(blob) == (6 if high < 65536 else 12)
+    assert unpack_positions(blob, 3).tolist() == positions.tolist()
+    assert unpack_positions(positions.tobytes(), 3).tolist() == positions.tolist()  # the wide form
+
+
+def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Keys\n\nrotate the signing keys every quarter, keys keys\n")
+    (docs / "b.md").write_text("# Backups\n\nrestore the nightly backup from cold storage\n")
+    path = tmp_path / "ix"
+    with Index(path) as ix:
+        ix.add([docs])
+        queries = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
+        before = [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries]
+    with sqlite3.connect(path / DB_NAME) as conn:
+        rows = conn.execute(
+            "SELECT segment_id, term, ids, tf_title, tf_body, pos_title, pos_body FROM postings"
+        )
+        for seg, term, ids, tft, tfb, pt, pb in rows.fetchall():
+            n = len(ids) // 4
+            wide_tft, wide_tfb = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
+            conn.execute(
+                "UPDATE postings SET tf_title=?, tf_body=?, pos_title=?, pos_body=?"
+                " WHERE segment_id=? AND term=?",
+                (
+                    wide_tft.astype(np.uint16).tobytes(),
+                    wide_tfb.astype(np.uint16).tobytes(),
+                    unpack_positions(pt, int(wide_tft.sum())).astype(np.uint32).tobytes(),
+                    unpack_positions(pb, int(wide_tfb.sum())).astype(np.uint32).tobytes(),
+                    seg,
+                    term,
+                ),
+            )
+        widened = conn.execute("SELECT length(tf_body) FROM postings WHERE term='key'").fetchone()[0]
+    assert widened == 2  # one posting, two bytes: the wide form is really what is read below
+    with Index(path) as ix:
+        assert [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries] == before
+    assert main(["verify", "--index", str(path)]) == 0, capsys.readouterr().out
