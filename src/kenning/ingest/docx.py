@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -29,7 +30,7 @@ def parse_docx(data: bytes, doc_key: str, display: str, options: ChunkOptions) -
             if "docProps/core.xml" in archive.namelist():
                 core = ElementTree.fromstring(archive.read("docProps/core.xml"))
                 title = clean_text(core.findtext(f"{_DC}title") or "")
-    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError) as exc:
+    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, EOFError, zlib.error) as exc:
         raise IngestError(f"{display}: not a readable .docx ({exc})") from exc
     fallback = title or Path(display).stem
     sections: list[tuple[int, str, list[str]]] = [(0, "", [])]
