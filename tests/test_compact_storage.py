@@ -72,3 +72,43 @@ def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
     with Index(path) as ix:
         assert [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries] == before
     assert main(["verify", "--index", str(path)]) == 0, capsys.readouterr().out
+
+
+def test_long_bodies_are_stored_compressed_and_read_back_whole(tmp_path, capsys):
+    prose = "The nightly backup is restored from cold storage when the primary fails. " * 20
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "long.md").write_text(f"# Restore\n\n{prose}\n")
+    (docs / "short.md").write_text("# Keys\n\nrotate the signing keys\n")
+    path = tmp_path / "ix"
+    with Index(path) as ix:
+        ix.add([docs])
+        hit = ix.search("nightly backup", mode="lexical", limit=1).hits[0]
+        assert ix.get(hit.path)[0].body.strip() == prose.strip()
+    with sqlite3.connect(path / DB_NAME) as conn:
+        kinds = dict(
+            conn.execute("SELECT length(title) > 0 AND instr(title, 'Keys'), typeof(body) FROM chunks")
+        )
+    assert sorted(kinds.values()) == ["blob", "text"]  # the long body packed, the short one plain
+    assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out
+
+
+def test_a_flipped_byte_in_a_compressed_body_is_found(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "long.md").write_text("# Restore\n\n" + "restore the nightly backup from cold storage. " * 30)
+    path = tmp_path / "ix"
+    with Index(path) as ix:
+        ix.add([docs])
+    with sqlite3.connect(path / DB_NAME) as conn:
+        blob = conn.execute("SELECT body FROM chunks").fetchone()[0]
+    assert isinstance(blob, bytes)
+    data = bytearray((path / DB_NAME).read_bytes())
+    at = data.find(blob)
+    data[at + len(blob) // 2] ^= 0x01
+    (path / DB_NAME).write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["verify", "--index", str(path)]) == 1
+    assert "its text changed after it was written" in capsys.readouterr().out
+    assert main(["get", "--index", str(path), "chunk:1"]) == 2
+    assert "stored text is damaged" in capsys.readouterr().err

@@ -7,6 +7,7 @@ say why."""
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -34,10 +35,13 @@ index = mount + "/ix"
 """
 
 
-def notes(folder: Path, n: int = 3, words: int = 20) -> Path:
+def notes(folder: Path, n: int = 3, words: int = 20, varied: bool = False) -> Path:
+    """`varied`: random words instead of one repeated filler, so the text does not compress away."""
+    rng = random.Random(n)
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
-        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nlaunch plan {i} " + "filler " * words + "\n")
+        filler = [f"{rng.getrandbits(40):x}" if varied else "filler" for _ in range(words)]
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nlaunch plan {i} " + " ".join(filler) + "\n")
     return folder
 
 
@@ -125,7 +129,7 @@ def test_a_read_only_folder_can_be_searched(tmp_path, capsys, monkeypatch):
 
 def test_a_full_disk_rolls_the_run_back_and_says_so(tmp_path):
     notes(tmp_path / "small")
-    notes(tmp_path / "big", n=400, words=600)  # about 2 MB of text: more than the disk holds
+    notes(tmp_path / "big", n=400, words=600, varied=True)  # 2.5 MB of text: more than the disk holds
     result = in_private_mount(
         tmp_path,
         "size=1m",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 
 from kenning.store.records import (
@@ -11,9 +12,11 @@ from kenning.store.records import (
     ChunkHead,
     ChunkRow,
     SourceRow,
+    StorageError,
     embedding_text,
     text_hash,
 )
+from kenning.store.sqlite.compact import pack_text, unpack_text
 from kenning.store.sqlite.connection import batches, marks
 
 _SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
@@ -112,7 +115,7 @@ class SqliteDocuments:
                 ordinal,
                 chunk.doc_key,
                 chunk.title,
-                chunk.body,
+                pack_text(chunk.body),
                 chunk.start_line,
                 chunk.end_line,
                 chunk.page,
@@ -150,7 +153,7 @@ class SqliteDocuments:
         rows = self.conn.execute(
             f"SELECT {_CHUNK_COLS} FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where}", params
         )
-        return [ChunkRow(*r[:10], json.loads(r[10]), r[11], r[12]) for r in rows]
+        return [ChunkRow(*r[:5], _body(r[0], r[5]), *r[6:10], json.loads(r[10]), r[11], r[12]) for r in rows]
 
     def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
@@ -191,7 +194,7 @@ class SqliteDocuments:
         out = []
         for batch in batches(list(ids)):
             out.extend(
-                f"{t}\n{b}"
+                f"{t}\n{unpack_text(b)}"
                 for t, b in self.conn.execute(
                     f"SELECT title, body FROM chunks WHERE id IN ({marks(len(batch))})", list(batch)
                 )
@@ -200,4 +203,15 @@ class SqliteDocuments:
 
     def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]:
         """(id, title, body) of every chunk, by id."""
-        yield from self.conn.execute("SELECT id, title, body FROM chunks ORDER BY id")
+        for chunk_id, title, body in self.conn.execute("SELECT id, title, body FROM chunks ORDER BY id"):
+            yield chunk_id, title, unpack_text(body)
+
+
+def _body(chunk_id: int, stored) -> str:
+    """A chunk's body as stored (plain or compressed: .compact); damaged bytes are a clear error."""
+    try:
+        return unpack_text(stored)
+    except (zlib.error, UnicodeDecodeError) as exc:
+        raise StorageError(
+            f"chunk {chunk_id}'s stored text is damaged ({exc}): run `kenning verify`, then `kenning repair`"
+        ) from exc

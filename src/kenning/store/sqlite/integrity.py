@@ -4,9 +4,12 @@ chunk's stored text hash, and every stored vector as written."""
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Iterator
 
 import numpy as np
+
+from kenning.store.sqlite.compact import unpack_text
 
 
 class SqliteIntegrity:
@@ -25,7 +28,14 @@ class SqliteIntegrity:
 
     def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]:
         """(id, source id, title, body, stored text hash) of every chunk, by id."""
-        yield from self.conn.execute("SELECT id, source_id, title, body, text_hash FROM chunks ORDER BY id")
+        for chunk_id, source_id, title, body, stored in self.conn.execute(
+            "SELECT id, source_id, title, body, text_hash FROM chunks ORDER BY id"
+        ):
+            try:
+                body = unpack_text(body)
+            except (zlib.error, UnicodeDecodeError):  # damaged compressed bytes: a text that cannot match
+                body = f"\x00undecodable body of chunk {chunk_id}"
+            yield chunk_id, source_id, title, body, stored
 
     def iter_vectors(self) -> Iterator[tuple[str, str, np.ndarray | None]]:
         """(text hash, fingerprint, vector) of every stored vector; None for bytes that are not float32s."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.records import embedding_text
+from kenning.store.sqlite.compact import unpack_text
 
 
 class SqliteVectors:
@@ -22,7 +23,7 @@ class SqliteVectors:
             " GROUP BY c.text_hash",
             (fingerprint,),
         )
-        return [(h, embedding_text(t, b)) for h, t, b in rows]
+        return [(h, embedding_text(t, unpack_text(b))) for h, t, b in rows]
 
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
         self._require_txn()
