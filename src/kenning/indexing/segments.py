@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
+from operator import itemgetter
 
 import numpy as np
 from pyroaring import BitMap
@@ -191,7 +192,9 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None) ->
         terms ascending."""
         for term, ids, tft, tfb, pt, pb in store.iter_segment_postings(seg):
             keep = live_mask[np.minimum(ids, max_id + 1)]
-            if keep.any():
+            if keep.all():  # the common case (a fresh build deletes nothing): no copies
+                yield term, order, ids, tft, tfb, pt, pb
+            elif keep.any():
                 yield (
                     term,
                     order,
@@ -206,10 +209,13 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None) ->
         """Each term's postings, the segments' parts joined in segment order (so ids stay sorted):
         a k-way merge of the segments' term-ordered streams, holding one term at a time."""
         streams = [live_postings(order, seg) for order, seg in enumerate(segment_ids)]
-        merged = heapq.merge(*streams, key=lambda row: (row[0], row[1]))
-        for term, parts in itertools.groupby(merged, key=lambda row: row[0]):
+        merged = heapq.merge(*streams, key=itemgetter(0, 1))
+        for term, parts in itertools.groupby(merged, key=itemgetter(0)):
             parts = list(parts)
-            yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(2, 7)))
+            if len(parts) == 1:  # most terms of a Zipf vocabulary are in one segment
+                yield (term, *parts[0][2:])
+            else:
+                yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(2, 7)))
 
     # the merged segment is written while the old ones are read, then they go (all in the caller's
     # transaction): memory holds one term's postings, not every segment's

@@ -40,9 +40,10 @@ def unpack_text(value: str | bytes) -> str:
 
 def pack_frequencies(tf) -> bytes:
     tf = np.asarray(tf, dtype=np.uint16)
-    if not tf.any():
+    high = tf.max() if len(tf) else 0
+    if high == 0:
         return b""
-    return (tf.astype(np.uint8) if tf.max() < 256 else tf).tobytes()
+    return (tf.astype(np.uint8) if high < 256 else tf).tobytes()
 
 
 def unpack_frequencies(blob: bytes, count: int) -> np.ndarray:
@@ -63,8 +64,13 @@ def pack_positions(positions) -> bytes:
     return positions.astype(np.uint16).tobytes()
 
 
-def unpack_positions(blob: bytes, count: int) -> np.ndarray:
-    """`count` positions from their packed bytes."""
+def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
+    """`count` positions from their packed bytes (a length that only two-byte positions give, such as
+    none or 6 bytes, needs no count; None then stands for "work it out only if needed")."""
+    if len(blob) % 4 == 2 or not blob:
+        return np.frombuffer(blob, dtype=np.uint16)
+    if count is None:
+        raise ValueError("the positions' count is needed to read them")
     if len(blob) == 2 * count:
         return np.frombuffer(blob, dtype=np.uint16)
     if len(blob) == 4 * count:

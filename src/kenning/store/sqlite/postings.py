@@ -76,8 +76,8 @@ class SqlitePostings:
                 np.frombuffer(ids, dtype=np.uint32),
                 tf_title,
                 tf_body,
-                unpack_positions(pt, int(tf_title.sum(dtype=np.int64))),
-                unpack_positions(pb, int(tf_body.sum(dtype=np.int64))),
+                _positions(pt, tf_title),
+                _positions(pb, tf_body),
             )
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
@@ -156,3 +156,10 @@ class SqlitePostings:
 
     def vocabulary(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT word, df FROM vocabulary"))
+
+
+def _positions(blob: bytes, tf: np.ndarray) -> np.ndarray:
+    """A field's positions; the frequencies are summed only when the length leaves the width open."""
+    if len(blob) % 4 == 2 or not blob:
+        return unpack_positions(blob)
+    return unpack_positions(blob, int(tf.sum(dtype=np.int64)))
