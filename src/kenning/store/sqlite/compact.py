@@ -39,11 +39,15 @@ def unpack_text(value: str | bytes) -> str:
 
 
 def pack_frequencies(tf) -> bytes:
-    tf = np.asarray(tf, dtype=np.uint16)
-    high = tf.max() if len(tf) else 0
-    if high == 0:
-        return b""
-    return (tf.astype(np.uint8) if high < 256 else tf).tobytes()
+    # decided on the bytes (little-endian uint16: low byte first), C-level slicing and counting: a
+    # segment writes one row per term, most of them a few postings long, where numpy's per-call cost
+    # would dominate
+    wide = np.asarray(tf, dtype="<u2").tobytes()
+    high = wide[1::2]
+    if high.count(0) != len(high):
+        return wide
+    low = wide[0::2]
+    return b"" if low.count(0) == len(low) else low
 
 
 def unpack_frequencies(blob: bytes, count: int) -> np.ndarray:
@@ -53,15 +57,17 @@ def unpack_frequencies(blob: bytes, count: int) -> np.ndarray:
     if len(blob) == count:
         return np.frombuffer(blob, dtype=np.uint8)
     if len(blob) == 2 * count:
-        return np.frombuffer(blob, dtype=np.uint16)
+        return np.frombuffer(blob, dtype="<u2")
     raise ValueError(f"{len(blob)} bytes cannot hold {count} term frequencies")
 
 
 def pack_positions(positions) -> bytes:
-    positions = np.asarray(positions, dtype=np.uint32)
-    if len(positions) and positions.max() >= 65536:
-        return positions.tobytes()
-    return positions.astype(np.uint16).tobytes()
+    positions = np.asarray(positions, dtype="<u4")
+    wide = positions.tobytes()
+    high = wide[2::4] + wide[3::4]
+    if high.count(0) != len(high):
+        return wide
+    return positions.astype("<u2").tobytes()
 
 
 def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
