@@ -116,6 +116,9 @@ class _VocabularyChanges:
     removed: list[str] = field(default_factory=list)
 
 
+VOCABULARY_FLUSH_WORDS = 1_000_000  # distinct raw words buffered before they go to the store
+
+
 class IndexWriter:
     """Writes one index: files in (add), vectors in (embed). `embedder_for(spec)` gives embedders
     (the index keeps them loaded between runs)."""
@@ -199,13 +202,15 @@ class IndexWriter:
         return report
 
     def _flush_buffers(self, builder, vocab, entities) -> None:
-        """Write what the run has buffered so far (a segment, the entities' chunk ids, the words the
-        new chunks add to the spelling vocabulary), so a write's memory stays bounded however many
-        chunks it adds. All inside the run's transaction: a crash still loses the whole run, never
-        half of it."""
+        """Write what the run has buffered so far (a segment, the entities' chunk ids, and the words
+        the new chunks add to the spelling vocabulary once there are many), so a write's memory stays
+        bounded however many chunks it adds. All inside the run's transaction: a crash still loses the
+        whole run, never half of it."""
         builder.flush(self.store)
         entities.flush()
-        if vocab.added:
+        # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
+        # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end
+        if len(vocab.added) >= VOCABULARY_FLUSH_WORDS:
             self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, []))
             vocab.added.clear()
 

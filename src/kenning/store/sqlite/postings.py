@@ -152,7 +152,13 @@ class SqlitePostings:
             " ON CONFLICT(word) DO UPDATE SET df = df + excluded.df",
             [(w, n) for w, n in delta.items() if n],
         )
-        self.conn.execute("DELETE FROM vocabulary WHERE df <= 0")
+        # only a word whose count went down can reach zero: look at those, never scan the table (a
+        # write applies its additions at every segment flush)
+        fallen = [w for w, n in delta.items() if n < 0]
+        for batch in batches(fallen):
+            self.conn.execute(
+                f"DELETE FROM vocabulary WHERE df <= 0 AND word IN ({marks(len(batch))})", batch
+            )
 
     def vocabulary(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT word, df FROM vocabulary"))
