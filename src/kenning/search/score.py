@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.search.context import QueryState, SearchContext
-from kenning.signals.lexical import ScoringClause, ScoringTerm
+from kenning.signals.lexical import ScoringClause, ScoringTerm, score_lookup
 from kenning.signals.pruning import pruned_top_k, score_ids
 from kenning.topk import top_k
 
@@ -47,8 +47,7 @@ def lexical_scores(ctx: SearchContext, state: QueryState, ids) -> np.ndarray:
     ids = np.asarray(ids, dtype=np.int64)
     if state.pruned is not None:
         return score_ids(ctx.view, state.scoring, state.found, state.request.params, ids)
-    inside = ids < len(state.lexical)
-    return np.where(inside, state.lexical[np.where(inside, ids, 0)], 0.0) if len(state.lexical) else ids * 0.0
+    return score_lookup(state.lexical)(ids)
 
 
 def rank(ctx: SearchContext, state: QueryState) -> None:

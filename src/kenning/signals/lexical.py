@@ -182,7 +182,7 @@ class LexicalView:
     # ------------------------------------------------------------------ postings
     def postings(self, terms: list[str]) -> dict[str, TermPostings | None]:
         """Live postings for each term (None when no live chunk has it). Call inside store.reading()."""
-        out = {t: self.cache.get(("gen", self.generation, "postings", t), _ABSENT) for t in terms}
+        out = {t: self.cache.get(self._postings_key(t), _ABSENT) for t in terms}
         missing = [t for t, p in out.items() if p is _ABSENT]
         if missing:
             per_segment = {
@@ -193,8 +193,11 @@ class LexicalView:
                     per_segment[s][t] for s in self.snapshot.segment_ids if per_segment[s][t] is not None
                 ]
                 out[t] = self._merge_live(parts)
-                self.cache.put(("gen", self.generation, "postings", t), out[t])
+                self.cache.put(self._postings_key(t), out[t])
         return out
+
+    def _postings_key(self, term: str) -> tuple:
+        return ("gen", self.generation, "postings", term)
 
     def _raw_postings(self, seg_id: int, terms: list[str]) -> dict:
         """One segment's postings of each term (None where it has none), read through the cache."""
@@ -261,11 +264,7 @@ class LexicalView:
         docs = BitMap(candidates)
         # the terms whose postings are already read first: when they leave few candidates, the text
         # check settles the phrase without reading a common word's postings at all
-        loaded = [
-            t
-            for t in terms
-            if self.cache.get(("gen", self.generation, "postings", t), _ABSENT) is not _ABSENT
-        ]
+        loaded = [t for t in terms if self.cache.get(self._postings_key(t), _ABSENT) is not _ABSENT]
         for group in (loaded, [t for t in terms if t not in loaded]):
             found = self.postings(group)
             if any(found[t] is None for t in group):
@@ -561,7 +560,7 @@ class LexicalSignal:
             self.name,
             top_ids,
             top_scores,
-            _score_lookup(query.lexical),
+            score_lookup(query.lexical),
             _background(query.lexical, query.holds_word),
         )
 
@@ -580,10 +579,10 @@ class LexicalSignal:
         candidates = candidates[query.found(candidates)]
         ids, scores = top_k(candidates, combined[candidates], query.depth)
         holds = query.holds_word & query.allowed[: len(query.holds_word)]
-        return Channel(self.name, ids, scores, _score_lookup(combined), _background(combined, holds))
+        return Channel(self.name, ids, scores, score_lookup(combined), _background(combined, holds))
 
 
-def _score_lookup(scores: np.ndarray):
+def score_lookup(scores: np.ndarray):
     """ids -> their score in `scores` (0 for ids beyond it)."""
 
     def score_of(ids):

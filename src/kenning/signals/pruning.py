@@ -1,6 +1,6 @@
 """Exact top-k BM25 without scoring every match: block-max pruning over chunk-id blocks.
 
-The chunk-id space is cut into blocks of `BLOCK` ids. For every term the index keeps, per block, the
+The chunk-id space is cut into blocks of 2^`BLOCK_BITS` ids. For every term the index keeps, per block, the
 largest contribution the term makes to any chunk in it (kept beside the term's weighted scores, per
 parameter set). A block's upper bound for a query is the sum of its terms' block maxima, times the
 coordination it would get if one chunk held every term present in the block. The blocks with the
@@ -29,8 +29,8 @@ import numpy as np
 from kenning.topk import top_k
 
 BLOCK_BITS = 4  # blocks of 16 chunk ids
-# score by blocks only when the blocks left hold at most this share of the query's postings: a sort
-# per scored posting costs several times the exhaustive path's bincount per posting
+# score by blocks only when the blocks left hold at most this share of the query's postings: gathering
+# a scored posting by its block costs more than the exhaustive path's bincount of it
 MAX_SCORED_SHARE = 0.4
 # below this many chunk ids, one exhaustive pass (a bincount into corpus-sized arrays) costs less
 # than pruning's fixed work; benchmarks/scale.py synthetic queries, score and rank stages, warm:
