@@ -3,17 +3,19 @@
 Takes the vectors of existing kenning indexes (the dev sets' eval indexes, built by `kenning eval
 --mode hybrid`, and any index given with --index) and, as queries, the dev sets' queries embedded
 with the index's model (or, for an index without a query file, 200 of its own vectors with a little
-noise). For every (connectivity, expansion_add, expansion_search) it builds a usearch graph over all
-the vectors, and reports recall@10 against exact cosine search, the build time and the mean query
-time on one thread.
+noise; `--queries FILE`, a JSON list of query texts such as the scale benchmark's queries.json, pairs
+with the --index before it). For every (connectivity, expansion_add, expansion_search) it builds a
+usearch graph over all the vectors, and reports recall@10 against exact cosine search, the build time
+and the mean query time on one thread.
 
-    python benchmarks/tune_ann.py [--index DIR ...]
+    python benchmarks/tune_ann.py [--no-dev-sets] [--index DIR [--queries FILE] ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import time
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from kenning.eval import default_eval_index, load_beir
 from kenning.signals import ann
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-GRID = {"connectivity": (16, 32), "expansion_add": (128, 256), "expansion_search": (96, 192, 384)}
+GRID = {"connectivity": (16, 32), "expansion_add": (128, 192, 256), "expansion_search": (192, 384, 512, 768)}
 
 
 def pooled_dev_sets() -> tuple[np.ndarray, np.ndarray]:
@@ -44,11 +46,15 @@ def pooled_dev_sets() -> tuple[np.ndarray, np.ndarray]:
     return np.vstack(vectors), np.vstack(queries)
 
 
-def own_vectors(directory: Path, count: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def own_vectors(directory: Path, count: int = 200, queries: Path | None = None) -> tuple:
+    if not (directory / "index.db").exists():
+        raise SystemExit(f"{directory}: no kenning index there")
     with Index(directory) as index:
         embedder = index.embedder()
         with index.store.reading():
             _, matrix = index.store.chunk_vectors(embedder.fingerprint())
+        if queries is not None:
+            return matrix, embedder.embed(json.loads(queries.read_text()), kind="query")
     rng = np.random.default_rng(7)
     picked = matrix[rng.choice(len(matrix), size=min(count, len(matrix)), replace=False)]
     noisy = picked + rng.normal(scale=0.02, size=picked.shape).astype(np.float32)
@@ -79,10 +85,14 @@ def sweep(name: str, vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> N
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", type=Path, action="append", default=[])
+    ap.add_argument("--queries", type=Path, action="append", default=[], help="query texts for each --index")
+    ap.add_argument("--no-dev-sets", dest="dev_sets", action="store_false")
     args = ap.parse_args()
-    sweep("dev sets pooled (cranfield + msmarco-5k + cacm)", *pooled_dev_sets())
-    for directory in args.index:
-        sweep(str(directory), *own_vectors(directory))
+    if args.dev_sets:
+        sweep("dev sets pooled (cranfield + msmarco-5k + cacm)", *pooled_dev_sets())
+    for i, directory in enumerate(args.index):
+        queries = args.queries[i] if i < len(args.queries) else None
+        sweep(str(directory), *own_vectors(directory, queries=queries))
 
 
 if __name__ == "__main__":
