@@ -1,6 +1,8 @@
 """The segment builder's posting lists against a direct, per-chunk reference."""
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer
@@ -52,6 +54,29 @@ def test_postings_match_the_reference():
     assert (ids, tf_title, tf_body) == ([3, 10], [1, 4], [3, 1])
     assert title_positions == [0, 0, 1, 2, 3] and body_positions[-1] == 0  # chunk 10's body "parse"
     assert got["queri"][0] == [3, 9]  # parts of identifiers are postings too
+
+
+# words that make one term, identifiers that make several at one place, CJK runs, accents and NFC
+# forms: a chunk of known words takes the builder's fast path, one with a new word the slow one
+WORDS = ["parse", "Parsing", "query", "QUERY_STRING", "parseQueryString", "東京都", "Dantès", "Dante\u0300s",
+         "snake_case_name", "v2", "HTTPServer", "the", "ﬁnal", "x"]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(WORDS), max_size=4),
+            st.lists(st.sampled_from(WORDS), max_size=30),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_fast_and_slow_paths_give_the_reference_postings(texts):
+    chunks = [(i + 1, " ".join(title), " ".join(body)) for i, (title, body) in enumerate(texts)]
+    analyzer = Analyzer()
+    assert built(analyzer, chunks) == reference(analyzer, chunks, segments.MAX_TF)
 
 
 def test_term_frequency_cap_keeps_the_first_positions(monkeypatch):

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import unicodedata
 from array import array
 from operator import itemgetter
 
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.analysis.analyzer import Analyzer
+from kenning.analysis.analyzer import TOKEN_RE, Analyzer
 
 MAX_SEGMENTS = 10
 FLUSH_CHUNKS = 20_000
@@ -45,6 +46,7 @@ class SegmentBuilder:
         self.title_lens: list[int] = []
         self.body_lens: list[int] = []
         self.term_ids: dict[str, int] = {}
+        self._plain_ids: dict[str, int] = {}  # raw token -> its one term's id (the fast path)
         self.token_term = array("I")
         self.token_doc = array("I")
         self.token_field = array("B")  # 0 title, 1 body
@@ -54,18 +56,67 @@ class SegmentBuilder:
         return len(self.doc_ids)
 
     def add(self, chunk_id: int, title: str, body: str) -> set[str]:
-        """Collect one chunk's tokens; returns its distinct raw tokens (for the spelling vocabulary)."""
+        """Collect one chunk's tokens; returns its distinct raw tokens (for the spelling vocabulary).
+
+        Most tokens are words already seen in this segment that make one term each: those map from
+        the raw token straight to its term id in one C-level pass (`map` over a dict), and only a
+        text holding a new word or an identifier (several terms at one place) goes token by token
+        through the analyzer. Both give the same terms and positions (tests/test_segments.py)."""
         raws: set[str] = set()
         self.doc_ids.append(chunk_id)
-        number = self.term_ids.setdefault
         for field, text, lengths in ((0, title, self.title_lens), (1, body, self.body_lens)):
-            terms, positions = self.analyzer.positioned_terms(text, raws)
-            lengths.append(len(terms))
-            self.token_term.extend([number(t, len(self.term_ids)) for t in terms])
-            self.token_pos.extend(positions)
-            self.token_doc.extend(array("I", [chunk_id]) * len(terms))
-            self.token_field.extend(array("B", [field]) * len(terms))
+            tokens = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
+            raws.update(tokens)
+            ids = list(map(self._plain_ids.get, tokens))
+            if None in ids and self._learn([t for t, i in zip(tokens, ids, strict=True) if i is None]):
+                ids = list(map(self._plain_ids.get, tokens))
+            if None in ids:  # an identifier: several terms at one place
+                ids, positions = self._slow_ids(tokens)
+                self.token_pos.extend(positions)
+            else:
+                self.token_pos.extend(range(len(ids)))
+            lengths.append(len(ids))
+            self.token_term.extend(ids)
+            self.token_doc.extend(array("I", [chunk_id]) * len(ids))
+            self.token_field.extend(array("B", [field]) * len(ids))
         return raws
+
+    def _learn(self, tokens: list[str]) -> bool:
+        """Give the fast path the raw tokens that make one term each; False when some do not."""
+        number, plain, every = self.term_ids.setdefault, self._plain_ids, True
+        for raw in set(tokens):
+            terms, _offsets, width = self.analyzer.token_analysis(raw)
+            if width == 1:
+                plain[raw] = number(terms[0], len(self.term_ids))
+            else:
+                every = False
+        return every
+
+    def _slow_ids(self, tokens: list[str]) -> tuple[list[int], list[int]]:
+        """Term ids and positions token by token (Analyzer.token_analysis), for a text with
+        identifiers or CJK runs (several terms at one place)."""
+        number, plain = self.term_ids.setdefault, self._plain_ids
+        ids: list[int] = []
+        positions: list[int] = []
+        pos = 0
+        for raw in tokens:
+            term_id = plain.get(raw)
+            if term_id is not None:
+                ids.append(term_id)
+                positions.append(pos)
+                pos += 1
+                continue
+            terms, offsets, width = self.analyzer.token_analysis(raw)
+            if width == 1:
+                term_id = number(terms[0], len(self.term_ids))
+                plain[raw] = term_id
+                ids.append(term_id)
+                positions.append(pos)
+            else:
+                ids.extend(number(t, len(self.term_ids)) for t in terms)
+                positions.extend(pos + o for o in offsets)
+            pos += width
+        return ids, positions
 
     def rows(self):
         """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, from the flat token arrays."""
