@@ -35,7 +35,7 @@ from kenning.search.results import SearchResponse
 from kenning.signals.ann import GraphFile
 from kenning.signals.dense import DenseView
 from kenning.signals.lexical import LexicalIndex
-from kenning.signals.substring import SubstringView
+from kenning.signals.substring import SubstringView, TrigramSubstrings
 from kenning.store import ChunkRow, StorageError, open_store
 
 if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
@@ -183,11 +183,7 @@ class Index:
             ctx.graph = lambda: self.caches.view(
                 view.generation, "graph", lambda: EntityGraph.load(self.store, view.live)
             )
-            ctx.substring = lambda: self.caches.view(
-                view.generation,
-                "substring",
-                lambda: SubstringView(self.store, np.frombuffer(view.live.to_array(), np.uint32)),
-            )
+            ctx.substring = lambda: self._substring_view(view)
             mode = request.mode
             if mode == "auto":
                 recorded = self.caches.view(view.generation, "embedder", self.embedding_model)
@@ -208,6 +204,18 @@ class Index:
             if notice:
                 response.notices.append(notice)
             return response
+
+    def _substring_view(self, view):
+        """The substring signal's view of this generation: the store's trigram index when the index
+        has one (`kenning index --substring-index`), else the live texts joined in memory (built once
+        per generation)."""
+        if self.store.substring_index_enabled():
+            return TrigramSubstrings(self.store, view.live_mask)
+        return self.caches.view(
+            view.generation,
+            "substring",
+            lambda: SubstringView(self.store, np.frombuffer(view.live.to_array(), np.uint32)),
+        )
 
     def _reranker(self, spec: str | None):
         if not spec or spec == "none":
@@ -390,6 +398,7 @@ class Index:
                 "analyzer": self.analyzer.config.to_dict(),
                 "collections": self.collections(),
                 "embedder": self._vector_status(),
+                "substring_index": self.store.substring_index_enabled(),
             }
 
     def _vector_status(self) -> dict | None:

@@ -60,6 +60,7 @@ class IndexReport:
     missing: list[str] = field(default_factory=list)  # paths named on the command line that failed
     warnings: list[str] = field(default_factory=list)
     merged_segments: bool = False
+    substring_indexed: int = 0  # chunks already stored, put in the substring index when it was turned on
     seconds: float = 0.0
     generation: int = 0
 
@@ -142,6 +143,7 @@ class IndexWriter:
         include_secrets: bool = False,
         follow_symlinks: bool = False,
         hidden: bool = False,
+        substring_index: bool = False,
     ) -> IndexReport:
         """Index files and folders into a collection. Re-running on the same paths only re-indexes
         what changed.
@@ -149,7 +151,9 @@ class IndexWriter:
         `force` rebuilds everything from scratch; `stem` chooses stemming for a new (or forced) index.
         A path that cannot be read is an error in the report, and what it contributed before stays:
         only files that are really gone from a folder that was read are removed. `include_secrets`
-        and `follow_symlinks` lift the walk's defaults (kenning.ingest.walk).
+        and `follow_symlinks` lift the walk's defaults (kenning.ingest.walk). `substring_index` turns
+        on the store's substring index for this index from now on (the chunks already stored are
+        indexed in the same commit; kenning.signals.substring).
         """
         if not collection or not collection.strip():
             raise ValueError("collection name must not be empty")
@@ -161,6 +165,8 @@ class IndexWriter:
             self._configure_analyzer(force, stem)
             if force:
                 self.store.clear()
+            if substring_index:
+                report.substring_indexed = self.store.enable_substring_index()
             live = self.store.read_snapshot().live
             builder = SegmentBuilder(self.analyzer)
             vocab = _VocabularyChanges()

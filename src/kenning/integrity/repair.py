@@ -72,6 +72,7 @@ class _Salvage:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)  # text hash -> sound vector
     dropped_vectors: int = 0
     glossary: list[tuple[str, str, list]] = field(default_factory=list)  # (scope, origin, terms)
+    substring_index: bool = False
 
 
 def repair(
@@ -115,6 +116,7 @@ def repair(
                     include_secrets=True,  # every file here was in the index by the user's choice
                     hidden=True,
                     progress=progress,
+                    substring_index=salvage.substring_index,
                 )
                 report.files_reindexed += added.files_indexed
                 report.files_failed += added.errors
@@ -146,6 +148,10 @@ def _salvage(directory: Path, report: RepairReport) -> _Salvage:
                 lambda: setattr(salvage, "analyzer", json.loads(store.get_meta("analyzer"))),
             ),
             ("embedder", lambda: _read_vectors(store, salvage)),
+            (
+                "substring index setting",
+                lambda: setattr(salvage, "substring_index", store.substring_index_enabled()),
+            ),
             ("glossary", lambda: _read_glossary(store, salvage)),
         ):
             try:

@@ -170,8 +170,29 @@ class EntityTables(Protocol):
 
 
 @runtime_checkable
+class Substrings(Protocol):
+    """The optional substring index: chunks that may hold a casefolded word (three characters or
+    more), a superset the substring signal confirms on the text. The store keeps it in step with
+    every chunk it inserts or deletes once it is enabled."""
+
+    def substring_index_enabled(self) -> bool: ...
+    def enable_substring_index(self) -> int: ...
+    def substring_candidates(self, word: str) -> np.ndarray: ...
+    def substring_texts(self, ids: Sequence[int]) -> dict[int, str]: ...
+
+
+@runtime_checkable
 class Store(
-    Commits, Documents, Postings, Vectors, MetadataFilters, GlossaryTables, EntityTables, Integrity, Protocol
+    Commits,
+    Documents,
+    Postings,
+    Vectors,
+    MetadataFilters,
+    GlossaryTables,
+    EntityTables,
+    Integrity,
+    Substrings,
+    Protocol,
 ):
     """Everything kenning keeps, behind one handle."""
 

@@ -24,6 +24,16 @@ def embedding_text(title: str, body: str) -> str:
     return f"{title}\n{body}" if title else body
 
 
+# the substring index (Substrings protocol) finds words of this many characters or more (trigrams)
+MIN_TRIGRAM_WORD = 3
+
+
+def substring_text(title: str, body: str) -> str:
+    """What the substring signal searches in a chunk: title and body, casefolded (Python's folding:
+    ß -> ss), the same for the in-memory view and any store's substring index."""
+    return f"{title}\n{body}".casefold()
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

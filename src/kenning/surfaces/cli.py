@@ -218,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--hidden", action="store_true", help="also index hidden files and folders (.name)")
     p.add_argument(
+        "--substring-index",
+        action="store_true",
+        help="keep a trigram index for the substring signal (--w-substring) from now on, instead of "
+        "joining every chunk's text in memory at search time (about the text's size on disk)",
+    )
+    p.add_argument(
         "--embedder", metavar="SPEC", help="embedder for new vectors (default: the index's, else minilm)"
     )
     _add_common(p)
@@ -406,6 +412,7 @@ def cmd_index(args) -> int:
                         include_secrets=args.include_secrets,
                         follow_symlinks=args.follow_symlinks,
                         hidden=args.hidden,
+                        substring_index=args.substring_index,
                     )
                 )
         report = reports[0]
@@ -421,6 +428,8 @@ def cmd_index(args) -> int:
                 f"embedded {embedded.embedded} chunk(s) with {embedded.model} in {embedded.seconds:.1f} s "
                 f"({rate})"
             )
+        if report.substring_indexed:
+            print(f"substring index: on, {report.substring_indexed} stored chunk(s) indexed")
         reasons = ", ".join(f"{n} {why}" for why, n in report.skip_reasons().items())
         print(
             f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
@@ -602,6 +611,8 @@ def cmd_status(args) -> int:
     print(f"size         {status['size_bytes'] / 1e6:.2f} MB")
     print(f"committed    {last}  (generation {status['generation']})")
     print(f"analyzer     stemming {'on' if status['analyzer']['stem'] else 'off'}")
+    if status["substring_index"]:
+        print("substrings   trigram index (the substring signal reads it instead of the texts in memory)")
     vectors = status["embedder"]
     if vectors is None:
         print("vectors      none: searches are lexical only (`kenning embed` adds them)")

@@ -270,6 +270,7 @@ class SqliteConnection:
             raise StorageError(f"cannot write the index: {self.read_only}; searching it still works")
         self._begin_writing()
         self._in_txn = True
+        self._substrings_on = None  # another process may have turned the substring index on
         changes_before = self.conn.total_changes
         try:
             yield
@@ -323,6 +324,7 @@ class SqliteConnection:
             yield
             return
         self.conn.execute("BEGIN")
+        self._substrings_on = None
         try:
             yield
         finally:
@@ -368,6 +370,7 @@ class SqliteConnection:
         self._require_txn()
         for table in ("postings", "segments", "chunks", "sources", "vocabulary", "entities"):
             self.conn.execute(f"DELETE FROM {table}")
+        self._clear_substrings()
         self.set_live(BitMap())
 
     def size_on_disk(self) -> int:

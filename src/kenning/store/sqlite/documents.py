@@ -74,6 +74,7 @@ class SqliteDocuments:
         """Remove a source and its chunks; returns the removed chunk ids."""
         self._require_txn()
         ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE source_id=?", (source_id,))]
+        self._remove_substrings(ids)
         self.conn.execute("DELETE FROM chunks WHERE source_id=?", (source_id,))
         self.conn.execute("DELETE FROM sources WHERE id=?", (source_id,))
         return ids
@@ -125,6 +126,8 @@ class SqliteDocuments:
                 text_hash(embedding_text(chunk.title, chunk.body)),
             ),
         )
+        if self.substring_index_enabled():
+            self._add_substrings([(cur.lastrowid, chunk.title, chunk.body)])
         return int(cur.lastrowid)
 
     def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
@@ -146,6 +149,7 @@ class SqliteDocuments:
 
     def delete_chunks(self, ids: list[int]) -> None:
         self._require_txn()
+        self._remove_substrings(ids)
         for batch in batches(ids):
             self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks(len(batch))})", list(batch))
 

@@ -24,7 +24,25 @@ class SqliteIntegrity:
             rows = [r[0] for r in self.conn.execute(f"PRAGMA {pragma}")]
         except sqlite3.DatabaseError as exc:
             return [f"SQLite cannot check the database: {exc}"]
-        return [] if rows == ["ok"] else rows
+        problems = [] if rows == ["ok"] else rows
+        if not quick and self.substring_index_enabled():
+            problems += self._substring_problems()
+        return problems
+
+    def _substring_problems(self) -> list[str]:
+        """Whether the substring index holds exactly the stored chunks (its rows' trigrams are SQLite's
+        pages, which the integrity check above reads)."""
+        try:
+            held = {r[0] for r in self.conn.execute("SELECT rowid FROM substrings")}
+        except sqlite3.DatabaseError as exc:
+            return [f"the substring index is damaged ({exc}): `kenning repair` rebuilds it"]
+        stored = {r[0] for r in self.conn.execute("SELECT id FROM chunks")}
+        if held == stored:
+            return []
+        return [
+            f"the substring index does not match the chunks ({len(stored - held)} chunk(s) missing from it, "
+            f"{len(held - stored)} it holds that are gone): `kenning repair` rebuilds it"
+        ]
 
     def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]:
         """(id, source id, title, body, stored text hash) of every chunk, by id."""

@@ -11,6 +11,8 @@ Tables:
 - `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
 - `glossary_groups` + `glossary_terms`: the curated alias groups.
 - `entities`: one roaring bitmap of chunk ids per entity key, for the entity graph.
+- `substrings` (optional, `kenning index --substring-index`): an FTS5 trigram table over every
+  chunk's casefolded text, for the substring signal (kenning.store.sqlite.substrings).
 
 A newer kenning migrates an older index forward in one transaction; an index written by a newer
 kenning than this one is refused with a message that says so.
@@ -23,7 +25,7 @@ import numpy as np
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.sqlite.compact import unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -155,6 +157,12 @@ def _v5_to_v6(execute) -> None:
             execute(statement)
 
 
+def _v6_to_v7(execute) -> None:
+    """Version 7 may hold the optional substring index, which every chunk write must keep in step:
+    nothing changes in an older index, but a kenning that does not know the table must not write to
+    an index that has it, so the version moves on."""
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -168,4 +176,5 @@ def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     )
 
 
-MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}  # from version -> a step to the next version
+# from version -> a step to the next version
+MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}

@@ -9,6 +9,7 @@ from kenning.store.sqlite.filters import SqliteFilters
 from kenning.store.sqlite.glossary import SqliteGlossary
 from kenning.store.sqlite.integrity import SqliteIntegrity
 from kenning.store.sqlite.postings import SqlitePostings
+from kenning.store.sqlite.substrings import SqliteSubstrings
 from kenning.store.sqlite.vectors import SqliteVectors
 
 
@@ -20,6 +21,7 @@ class SqliteStore(
     SqliteGlossary,
     SqliteEntities,
     SqliteIntegrity,
+    SqliteSubstrings,
     SqliteConnection,
 ):
     """Everything one index keeps, in `DIR/index.db`; each protocol's part lives in its own module."""
