@@ -120,19 +120,38 @@ def extract(body: str, meta: dict | None = None, glossary: GlossaryMatcher | Non
 
 
 def _names(text: str, found: dict) -> None:
+    """Runs of capitalised words (see the module docstring). Only a word with a capital can start a
+    name, so the walk jumps from one to the next and reads the words between only inside a run;
+    whether a word opens a sentence is worked out for the words that ask."""
     parts = _WORD_SPLIT.split(text)  # gap, word, gap, word, ..., gap
     words, gaps = parts[1::2], parts[0:-1:2]  # gaps[i]: the text just before words[i]
-    opens: list[bool] = []
-    for i, before in enumerate(gaps):
-        if i == 0 or "\n" in before:
-            opens.append(True)
-        elif _SENTENCE_END.isdisjoint(before):
-            opens.append(False)
-        else:  # "Dr. Seward": a full stop after a title does not open a sentence
-            opens.append(not (before.strip() == "." and fold(words[i - 1]) in _ABBREVIATIONS))
+    starts = [i for i, w in enumerate(words) if w[0].isupper()]  # where a name may start
+    opened: dict[int, bool] = {}
+
+    def opens(i: int) -> bool:
+        """Whether words[i] opens a sentence (or a line)."""
+        first = opened.get(i)
+        if first is None:
+            before = gaps[i]
+            if i == 0 or "\n" in before:
+                first = True
+            elif _SENTENCE_END.isdisjoint(before):
+                first = False
+            else:  # "Dr. Seward": a full stop after a title does not open a sentence
+                first = not (before.strip() == "." and fold(words[i - 1]) in _ABBREVIATIONS)
+            opened[i] = first
+        return first
+
+    def next_is_name(i: int) -> bool:
+        if i + 1 >= len(words) or opens(i + 1):
+            return False
+        following = words[i + 1]
+        return _capitalised(following) and fold(following) not in NOT_NAMES
+
     # capitalised words seen inside a sentence: names wherever they stand
-    pairs = zip(words, opens, strict=True)
-    inside = {fold(w) for w, first in pairs if not (first or w.islower()) and _capitalised(w)}
+    inside = {
+        fold(words[i]) for i in starts if not (opens(i) or words[i].islower()) and _capitalised(words[i])
+    }
     run: list[str] = []
 
     def close() -> None:
@@ -147,23 +166,32 @@ def _names(text: str, found: dict) -> None:
                 found.setdefault(key, (w, "name"))
         run.clear()
 
-    for i, word in enumerate(words):
-        if not run and word.islower():  # most words: outside a name, and no name starts with them
-            continue
+    i, k = 0, 0
+    while True:
+        if not run:  # outside a name only a capitalised word matters: go to the next one
+            while k < len(starts) and starts[k] < i:
+                k += 1
+            if k == len(starts):
+                break
+            i = starts[k]
+        if i >= len(words):
+            break
+        word = words[i]
+        i += 1
         folded = word if word.islower() and word.isascii() else fold(word)
-        if opens[i] and run:
+        if opens(i - 1) and run:
             close()
-        if folded == "s" and gaps[i][-1:] in ("'", "’"):  # a possessive ends the name
+        if folded == "s" and gaps[i - 1][-1:] in ("'", "’"):  # a possessive ends the name
             if run:
                 close()
             continue
         if _capitalised(word):
             if not run and folded in NOT_NAMES:
                 continue
-            if opens[i] and folded not in inside and not _next_is_name(words, opens, i):
+            if opens(i - 1) and folded not in inside and not next_is_name(i - 1):
                 continue  # capitalised only because it opens the sentence
             run.append(word)
-        elif run and folded in _PARTICLES and _next_is_name(words, opens, i):
+        elif run and folded in _PARTICLES and next_is_name(i - 1):
             run.append(word)
         elif run:
             close()
@@ -173,13 +201,6 @@ def _names(text: str, found: dict) -> None:
 
 def _capitalised(word: str) -> bool:
     return word[0].isupper() and (len(word) == 1 or not word[1:].islower() or word[1:].isalpha())
-
-
-def _next_is_name(words, opens, i: int) -> bool:
-    if i + 1 >= len(words) or opens[i + 1]:
-        return False
-    following = words[i + 1]
-    return _capitalised(following) and fold(following) not in NOT_NAMES
 
 
 def _code_identifiers(text: str, found: dict) -> None:
