@@ -23,12 +23,14 @@ import numpy as np
 
 # live vectors from which the graph answers instead of exact search (KENNING_HNSW_THRESHOLD)
 HNSW_THRESHOLD = int(os.environ.get("KENNING_HNSW_THRESHOLD", "50000"))
-# benchmarks/tune_ann.py on the scale benchmark's 10k corpus with its 400 queries (near-identical
-# synthetic chunks, where the 10th and 11th neighbours are 0.002 apart): recall@10 against exact
-# search 0.886 at (16, 128, 192), 0.980 at (16, 192, 512) for a 31% slower build and 1.0 ms more a query
+# The scale benchmark's synthetic chunks are the hard case (their 10th and 11th neighbours lie 0.002
+# apart). Recall@10 against exact search with its 400 queries (benchmarks/tune_ann.py --index DIR
+# --queries FILE; docs/architecture.md): at 10k, 0.886 with (16, 128, 192), 0.980 with (16, 192, 512); at
+# 100k, 0.910 with (16, 192, 512), 0.954 with (16, 192, 1024) at 9.9 ms a query, 0.973 with
+# (32, 192, 1024) for a 31% slower build. Real vectors (the dev sets) reach 0.975 at (16, 128, 192).
 CONNECTIVITY = 16
 EXPANSION_ADD = 192
-EXPANSION_SEARCH = 512
+EXPANSION_SEARCH = 1024
 STAMP_KEYS = ("fingerprint", "count", "digest")
 REBUILD_SHARE = 0.2  # rebuild instead of removing when this share of the graph's ids is gone
 
