@@ -93,8 +93,8 @@ class SegmentBuilder:
         return every
 
     def _slow_ids(self, tokens: list[str]) -> tuple[list[int], list[int]]:
-        """Term ids and positions token by token (Analyzer.token_analysis), for a text with
-        identifiers or CJK runs (several terms at one place)."""
+        """Term ids and positions token by token, for a text with identifiers or CJK runs (several
+        terms at one place); `_learn` has already given every one-term token its id."""
         number, plain = self.term_ids.setdefault, self._plain_ids
         ids: list[int] = []
         positions: list[int] = []
@@ -107,14 +107,8 @@ class SegmentBuilder:
                 pos += 1
                 continue
             terms, offsets, width = self.analyzer.token_analysis(raw)
-            if width == 1:
-                term_id = number(terms[0], len(self.term_ids))
-                plain[raw] = term_id
-                ids.append(term_id)
-                positions.append(pos)
-            else:
-                ids.extend(number(t, len(self.term_ids)) for t in terms)
-                positions.extend(pos + o for o in offsets)
+            ids.extend(number(t, len(self.term_ids)) for t in terms)
+            positions.extend(pos + o for o in offsets)
             pos += width
         return ids, positions
 
