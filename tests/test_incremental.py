@@ -177,10 +177,11 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning.indexing import writer as index_module
+    from kenning.indexing import analysis, segments
     from kenning.store.sqlite import SqliteStore as Storage
 
-    monkeypatch.setattr(index_module, "FLUSH_CHUNKS", 4)
+    monkeypatch.setattr(segments, "FLUSH_CHUNKS", 4)
+    monkeypatch.setattr(analysis, "BATCH", 4)  # segments are written between analysed batches
     written = []
     original = Storage.write_segment
 

@@ -30,7 +30,11 @@ class EntityCollector:
         self.added: dict[str, list] = {}
 
     def add(self, chunk_id: int, body: str, meta: dict | None) -> None:
-        for key, (surface, kind) in extract(body, meta, self.matcher or None).items():
+        self.add_extracted(chunk_id, extract(body, meta, self.matcher or None))
+
+    def add_extracted(self, chunk_id: int, found: dict[str, tuple[str, str]]) -> None:
+        """Record one chunk's entities as `extract` gave them (key -> (surface, kind))."""
+        for key, (surface, kind) in found.items():
             entry = self.added.get(key)
             if entry is None:
                 entry = self.added[key] = [surface, kind, BitMap()]

@@ -9,6 +9,7 @@ blocks that each commit, so an interrupted run keeps what it finished.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +24,8 @@ from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.entities.collect import EntityCollector
-from kenning.indexing.segments import FLUSH_CHUNKS, SegmentBuilder, merge_plan, merge_segments
+from kenning.indexing.analysis import AnalysedChunks, ChunkAnalysis
+from kenning.indexing.segments import SegmentBuilder, merge_plan, merge_segments
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.ingest.walk import path_key
 from kenning.models.recorded import model_identity, recorded_embedder
@@ -161,7 +163,7 @@ class IndexWriter:
         options = options or ChunkOptions()
         report = IndexReport()
         files = list(discover(list(paths), include, exclude, include_secrets, follow_symlinks, hidden))
-        with self.store.transaction():
+        with self.store.transaction(), contextlib.ExitStack() as stack:
             self._configure_analyzer(force, stem)
             if force:
                 self.store.clear()
@@ -172,6 +174,16 @@ class IndexWriter:
             vocab = _VocabularyChanges()
             entities = EntityCollector(self.store)
             refreshed = entities.refresh_if_stale(live)
+
+            def deliver(analysed: AnalysedChunks) -> None:
+                builder.absorb(analysed.segment)
+                vocab.added.update(analysed.raws)
+                for chunk_id, found in analysed.entities:
+                    entities.add_extracted(chunk_id, found)
+                if builder.full():  # a write's memory stays bounded
+                    self._flush_buffers(builder, vocab, entities)
+
+            analysis = stack.enter_context(ChunkAnalysis(self.analyzer, entities.matcher or None, deliver))
             seen: set[str] = set()
             unread: list[str] = []  # folders (or files) that failed: what they held before stays
             given = {str(Path(p).expanduser().absolute()) for p in paths}
@@ -191,11 +203,8 @@ class IndexWriter:
                     continue
                 seen.add(path_key(found.path))
                 report.files_seen += 1
-                self._index_file(
-                    found.path, shown, force, options, live, builder, vocab, entities, report, collection
-                )
-                if len(builder) >= FLUSH_CHUNKS:
-                    self._flush_buffers(builder, vocab, entities)
+                self._index_file(found.path, shown, force, options, live, analysis, vocab, report, collection)
+            analysis.drain()
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
                 self._settle(builder, live, vocab, report, entities)
@@ -284,9 +293,8 @@ class IndexWriter:
         force: bool,
         options,
         live: BitMap,
-        builder,
+        analysis: ChunkAnalysis,
         vocab,
-        entities,
         report,
         collection: str,
     ) -> None:
@@ -340,12 +348,9 @@ class IndexWriter:
                 report.chunks_kept += 1
                 continue
             chunk_id = self.store.insert_chunk(source_id, ordinal, chunk, content_hash)
-            vocab.added.update(builder.add(chunk_id, chunk.title, chunk.body))
-            entities.add(chunk_id, chunk.body, chunk.meta)
+            analysis.add(chunk_id, chunk.title, chunk.body, chunk.meta)
             live.add(chunk_id)
             report.chunks_added += 1
-            if len(builder) >= FLUSH_CHUNKS:  # a big file (a JSONL corpus) must not hold every token
-                self._flush_buffers(builder, vocab, entities)
         stale = [cid for ids in reusable.values() for cid in ids]
         if stale:
             vocab.removed.extend(self.store.chunk_texts(stale))
