@@ -177,19 +177,18 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning.indexing import analysis, segments
+    from kenning.indexing import analysis
     from kenning.store.sqlite import SqliteStore as Storage
 
-    monkeypatch.setattr(segments, "FLUSH_CHUNKS", 4)
-    monkeypatch.setattr(analysis, "BATCH", 4)  # segments are written between analysed batches
+    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 4)
     written = []
-    original = Storage.write_segment
+    original = Storage.write_encoded_segment
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
         return original(self, doc_ids, *args)
 
-    monkeypatch.setattr(Storage, "write_segment", counting)
+    monkeypatch.setattr(Storage, "write_encoded_segment", counting)
     corpus = tmp_path / "corpus.jsonl"
     rows = [{"_id": f"d{i}", "title": "", "text": f"passage {i} about topic{i % 3}"} for i in range(10)]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")

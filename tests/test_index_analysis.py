@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.analysis.analyzer import Analyzer
-from kenning.indexing import analysis, segments, writer
-from kenning.indexing.segments import SegmentBuilder
+from kenning.indexing import analysis
 from kenning.integrity.verify import verify
 from kenning.store import StorageError
 
@@ -58,65 +56,51 @@ def build(folder: Path, index_dir: Path, workers: int, monkeypatch) -> dict:
     return contents(index_dir)
 
 
-def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch):
-    folder = write_notes(tmp_path / "notes")
-    monkeypatch.setattr(analysis, "BATCH", 5)  # many batches, several in flight
-    monkeypatch.setattr(segments, "FLUSH_CHUNKS", 23)  # segments flushed between batches
-    flushes = []
-    flush = writer.IndexWriter._flush_buffers
-    monkeypatch.setattr(writer.IndexWriter, "_flush_buffers", lambda *a: flushes.append(1) or flush(*a))
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
-    two = build(folder, tmp_path / "two", 2, monkeypatch)
-    assert len(flushes) == 2 * 2 and inline["entities"] and inline["vocabulary"]
-    assert two == inline
-
-
-def test_long_chunks_are_written_by_tokens_not_only_by_chunks(tmp_path, monkeypatch):
-    """Memory is bounded by the tokens buffered: a few long chunks make a segment before many short
-    ones would."""
+def segment_sizes(monkeypatch) -> list[int]:
+    """The chunk count of every segment written from now on (merges included)."""
     from kenning.store.sqlite import SqliteStore
 
+    written: list[int] = []
+    original = SqliteStore.write_encoded_segment
+
+    def counting(self, doc_ids, *args):
+        written.append(len(doc_ids))
+        return original(self, doc_ids, *args)
+
+    monkeypatch.setattr(SqliteStore, "write_encoded_segment", counting)
+    return written
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, workers):
+    folder = write_notes(tmp_path / "notes")
+    monkeypatch.setattr(analysis, "BATCH", 5)  # many batches, several in flight
+    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 23)  # segments end inside and between batches
+    written = segment_sizes(monkeypatch)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    assert written == [23, 23, 23, 3, 72]  # four segments, then their merge
+    assert inline["entities"] and inline["vocabulary"]
+    started = []
+    start = analysis._Worker.__init__
+    monkeypatch.setattr(
+        analysis._Worker, "__init__", lambda self, setup: started.append(1) or start(self, setup)
+    )
+    assert build(folder, tmp_path / f"with{workers}", workers, monkeypatch) == inline
+    assert written[5:] == written[:5] and len(started) == workers
+
+
+def test_long_chunks_end_a_segment_by_their_text_not_only_by_count(tmp_path, monkeypatch):
+    """Memory is bounded by the text a segment holds: a few long chunks end one before many short
+    ones would."""
     folder = tmp_path / "long"
     folder.mkdir()
     for n in range(8):
         (folder / f"n{n}.md").write_text(f"# Note {n}\n\n" + "word " * 300, encoding="utf-8")
-    monkeypatch.setattr(segments, "FLUSH_TOKENS", 500)
-    monkeypatch.setattr(analysis, "BATCH", 1)
-    written = []
-    original = SqliteStore.write_segment
-    monkeypatch.setattr(
-        SqliteStore,
-        "write_segment",
-        lambda self, ids, *a: written.append(len(ids)) or original(self, ids, *a),
-    )
+    monkeypatch.setattr(analysis, "FLUSH_TEXT", 2500)
+    written = segment_sizes(monkeypatch)
     with Index(tmp_path / "idx") as index:
         index.add([folder], progress=False)
-    assert written[:4] == [2, 2, 2, 2]  # two chunks of ~303 tokens pass 500; then the merge
-
-
-def test_absorbed_parts_renumber_terms_into_the_builder():
-    analyzer = Analyzer()
-    chunks = [
-        (1, "A", "alpha beta gamma"),
-        (2, "", "gamma delta parseQueryString"),
-        (5, "B", "beta beta epsilon"),
-    ]
-    whole = SegmentBuilder(analyzer)
-    for chunk in chunks:
-        whole.add(*chunk)
-    joined = SegmentBuilder(analyzer)
-    joined.add(*chunks[0])
-    for chunk in chunks[1:]:
-        part = SegmentBuilder(analyzer)
-        part.add(*chunk)
-        joined.absorb(part.parts())
-
-    def rows(builder):
-        return {term: [np.asarray(a).tolist() for a in rest] for term, *rest in builder.rows()}
-
-    assert rows(joined) == rows(whole)
-    with pytest.raises(ValueError, match="ascending"):
-        joined.absorb(part.parts())
+    assert written == [2, 2, 2, 2, 8]  # two chunks of ~1,500 characters pass 2,500; then the merge
 
 
 def test_a_worker_that_dies_fails_the_write_and_keeps_the_index(tmp_path, monkeypatch):
@@ -130,7 +114,7 @@ def test_a_worker_that_dies_fails_the_write_and_keeps_the_index(tmp_path, monkey
 
         def send_then_die(self, message):
             sent(self, message)
-            if isinstance(message, list):
+            if isinstance(message[0], list):  # a batch, not the worker's setup
                 self.process.kill()
 
         monkeypatch.setattr(analysis._Worker, "send", send_then_die)

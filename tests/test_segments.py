@@ -130,8 +130,7 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
     from kenning import Index
     from kenning.indexing import analysis
 
-    monkeypatch.setattr(segments, "FLUSH_CHUNKS", 100)  # many segments, then merges
-    monkeypatch.setattr(analysis, "BATCH", 100)  # segments are written between analysed batches
+    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 100)  # many segments, then merges
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(300)]
     parts = [

@@ -1,17 +1,21 @@
-"""Chunk analysis (tokens into a segment's arrays, entities, spelling words) beside the writer.
+"""Chunk analysis beside the writer: tokens into encoded segments, entities, spelling words.
 
-Analysing new chunks (tokenising, stemming, grouping tokens into term ids, finding entities) is most
-of an index build's CPU time, and it needs nothing from the store: only the chunk's id and text. The
-writer inserts each chunk (which gives the id) and hands it here. A small run is analysed in this
-process. Once a run has more than `BATCH` new chunks, batches go to one worker process per spare core
-while the writer goes on reading, parsing and storing; results come back in the order sent, so the
-segment holds chunk ids ascending and its postings are the same as analysing inline
-(tests/test_index_analysis.py).
+Analysing new chunks (tokenising, stemming, grouping tokens by term, finding entities) and encoding
+the segment they make were most of an index build's CPU time, and need nothing from the store but
+a chunk's id and text. The writer inserts each chunk (which gives the id) and hands it here; what
+comes back, in the order given, is each batch's entities and words and, when a segment is complete,
+its rows encoded as the store keeps them, for the writer to insert.
 
-Workers are fresh interpreters (`python -m kenning.indexing.analysis_worker`) talking over pipes, not forks
-(a process that has loaded an embedding runtime holds threads a fork would copy mid-lock) and not
-multiprocessing's spawn (which re-runs the caller's main script). A worker that dies fails the write
-(the transaction rolls back); workers that cannot start at all leave the run inline.
+A run of up to `BATCH` new chunks is analysed in this process. In a larger run each segment is made
+by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod workers), so a
+segment holds chunk ids ascending and is byte for byte the segment inline analysis makes
+(tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks or FLUSH_TEXT characters, so
+a worker's memory is bounded by its segment.
+
+Workers are fresh interpreters (`python -m kenning.indexing.analysis_worker`) on pipes, not forks (a
+process that has loaded an embedding runtime holds threads a fork would copy mid-lock) and not
+multiprocessing's spawn (which re-runs the caller's main script). A worker that dies fails the
+write (the transaction rolls back); workers that cannot start at all leave the run inline.
 """
 
 from __future__ import annotations
@@ -27,55 +31,119 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+import numpy as np
+
+from kenning.analysis.analyzer import Analyzer
 from kenning.entities.extract import GlossaryMatcher, extract
-from kenning.indexing.segments import SegmentBuilder, SegmentParts
+from kenning.indexing.segments import SegmentBuilder
 from kenning.store import StorageError
 
 BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers start
-IN_FLIGHT = 2  # batches per worker sent ahead before the writer waits for the oldest
-WORKERS_ENV = "KENNING_INDEX_WORKERS"  # worker processes for analysis (0: inline); default cores - 1
+IN_FLIGHT = 6  # batches per worker sent ahead before the writer waits for the oldest
+# a segment ends at this many chunks or characters of text, whichever comes first: a count of chunks
+# alone does not bound memory (20k section-sized chunks are 40M tokens), and making a segment needs
+# ~70 bytes per token it holds for a moment (the sort and its copies); ~6 characters make a token
+FLUSH_CHUNKS = 20_000
+FLUSH_TEXT = 24_000_000
+WORKERS_ENV = "KENNING_INDEX_WORKERS"  # worker processes for analysis (0: inline)
+MAX_WORKERS = 4  # by default: one per core up to this many
+
+Chunk = tuple[int, str, str, "dict | None"]  # id, title, body, meta
 
 
 def worker_count() -> int:
-    """Worker processes for chunk analysis: $KENNING_INDEX_WORKERS, else one per core but one."""
+    """Worker processes for chunk analysis: $KENNING_INDEX_WORKERS, else one per core (at most
+    MAX_WORKERS): the writer spends much of a build waiting on them, so its core is shared."""
     configured = os.environ.get(WORKERS_ENV, "").strip()
     if configured:
         try:
             return max(0, int(configured))
         except ValueError:
             raise ValueError(f"{WORKERS_ENV} must be a whole number, got {configured!r}") from None
-    return max(0, (os.cpu_count() or 1) - 1)
+    return min(MAX_WORKERS, os.cpu_count() or 1)
 
 
 @dataclass
-class AnalysedChunks:
-    """One batch analysed: its segment arrays with their own term numbering, each chunk's entities,
-    and how many chunks held each raw token (the spelling vocabulary's counts)."""
+class EncodedSegment:
+    """A segment ready to insert: its chunk columns and its rows as (row, digest) pairs
+    (the store's `posting_encoder`)."""
 
-    segment: SegmentParts
+    doc_ids: np.ndarray
+    title_lens: np.ndarray
+    body_lens: np.ndarray
+    rows: list[tuple[tuple, bytes]]
+
+
+@dataclass
+class Analysed:
+    """One batch analysed: each chunk's entities, how many chunks held each raw token (the
+    spelling vocabulary's counts), and the segment the batch completed, if it did."""
+
     entities: list[tuple[int, dict]] = field(default_factory=list)
     raws: Counter = field(default_factory=Counter)
+    segment: EncodedSegment | None = None
 
 
-def analyse(
-    analyzer: Analyzer, matcher: GlossaryMatcher | None, chunks: list[tuple[int, str, str, dict | None]]
-) -> AnalysedChunks:
-    """Analyse chunks (id, title, body, meta), ids ascending."""
-    builder = SegmentBuilder(analyzer)
-    entities, raws = [], Counter()
-    for chunk_id, title, body, meta in chunks:
-        raws.update(builder.add(chunk_id, title, body))
-        entities.append((chunk_id, extract(body, meta, matcher)))
-    return AnalysedChunks(builder.parts(), entities, raws)
+class SegmentWork:
+    """The segment in the making, inline or in a worker: takes batches, gives back their analysis
+    and, when told the segment ends, the segment encoded."""
+
+    def __init__(self, analyzer: Analyzer, matcher: GlossaryMatcher | None, encode: Callable):
+        self.builder = SegmentBuilder(analyzer)
+        self.matcher = matcher
+        self.encode = encode
+
+    def run(self, chunks: list[Chunk], ends_segment: bool) -> Analysed:
+        out = Analysed()
+        for chunk_id, title, body, meta in chunks:
+            out.raws.update(self.builder.add(chunk_id, title, body))
+            out.entities.append((chunk_id, extract(body, meta, self.matcher)))
+        if ends_segment and len(self.builder):
+            builder = self.builder
+            rows = [self.encode(*row) for row in builder.rows()]
+            out.segment = EncodedSegment(
+                np.array(builder.doc_ids), np.array(builder.title_lens), np.array(builder.body_lens), rows
+            )
+            self.builder = SegmentBuilder(builder.analyzer)
+        return out
+
+
+def write_message(stream, message) -> None:
+    """One message on a pipe: its pickle's length (8 bytes), then the pickle, in one write."""
+    data = message if isinstance(message, bytes) else pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def read_message(stream):
+    """The next message written by `write_message` (EOFError at the end of the stream)."""
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+def _widen(pipe) -> None:
+    """A 1 MiB pipe buffer where Linux allows it (64 KiB by default): a batch crosses in a few reads."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError, ValueError):
+        pass
 
 
 class _Worker:
-    """One analysis process (kenning.indexing.analysis_worker), fed pickled batches on its
-    stdin; a thread reads its answers as they come, so neither side can block the other on a full
-    pipe."""
+    """One analysis process (kenning.indexing.analysis_worker). Batches are pickled by the caller and
+    written by a thread of their own, answers read by another, so the writer never waits on a pipe
+    (a write to a full pipe would wait for the worker to finish its batch) and the worker never waits
+    on the writer."""
 
-    def __init__(self, config: AnalyzerConfig, matcher: GlossaryMatcher | None):
+    def __init__(self, setup: tuple):
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -85,28 +153,39 @@ class _Worker:
             stdout=subprocess.PIPE,
             env=env,
         )
+        _widen(self.process.stdin)
+        _widen(self.process.stdout)
+        self.outbox: queue.Queue = queue.Queue()
         self.answers: queue.Queue = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        self.send((config, matcher))
+        self.threads = [
+            threading.Thread(target=self._write, daemon=True),
+            threading.Thread(target=self._read, daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+        self.send(setup)
 
     def send(self, message) -> None:
-        try:
-            pickle.dump(message, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise StorageError(f"an analysis worker stopped while indexing ({self._exit()})") from exc
+        self.outbox.put(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
-    def receive(self) -> AnalysedChunks:
+    def receive(self) -> Analysed:
         answer = self.answers.get()
         if answer is None:
             raise StorageError(f"an analysis worker stopped while indexing ({self._exit()})")
         return answer
 
+    def _write(self) -> None:
+        try:
+            while (data := self.outbox.get()) is not None:
+                write_message(self.process.stdin, data)
+            self.process.stdin.close()  # the worker's end of input: it exits
+        except (OSError, ValueError):  # the worker is gone: its reader reports it
+            pass
+
     def _read(self) -> None:
         try:
             while True:
-                self.answers.put(pickle.load(self.process.stdout))
+                self.answers.put(read_message(self.process.stdout))
         except Exception:  # end of output, or an answer that cannot be read: the write fails
             self.answers.put(None)
 
@@ -117,113 +196,119 @@ class _Worker:
             return "still running"
         return f"exit status {code}"
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """End the worker: after the batches sent (abort: at once)."""
+        if abort:
+            self.process.kill()
+        self.outbox.put(None)
         try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.reader.join(timeout=10)
+        for thread in self.threads:
+            thread.join(timeout=10)
 
 
 def serve(stdin=None, stdout=None) -> None:
-    """The worker's loop: the analyzer settings and glossary first, then batches until end of input."""
+    """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder) first, then
+    (chunks, ends_segment) batches until the end of input."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    config, matcher = pickle.load(stdin)
-    analyzer = Analyzer(config)
-    batches: queue.Queue = queue.Queue()
-
-    def read() -> None:  # take batches as they come, so the writer never waits on a full pipe
+    config, matcher, encode = read_message(stdin)
+    work = SegmentWork(Analyzer(config), matcher, encode)
+    while True:
         try:
-            while True:
-                batches.put(pickle.load(stdin))
+            chunks, ends_segment = read_message(stdin)
         except EOFError:
-            batches.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    while (chunks := batches.get()) is not None:
-        pickle.dump(analyse(analyzer, matcher, chunks), stdout, protocol=pickle.HIGHEST_PROTOCOL)
-        stdout.flush()
+            return
+        write_message(stdout, work.run(chunks, ends_segment))
 
 
 class ChunkAnalysis:
-    """Takes the writer's new chunks and delivers their analysis to `deliver` in the order given,
-    inline or through worker processes (see the module docstring). `drain` before reading what was
-    delivered."""
+    """Takes the writer's new chunks and delivers their analysis (Analysed) to `deliver` in the
+    order given, inline or through worker processes (see the module docstring). `drain` ends the
+    segment in the making and delivers everything."""
 
     def __init__(
         self,
         analyzer: Analyzer,
         matcher: GlossaryMatcher | None,
-        deliver: Callable[[AnalysedChunks], None],
+        encode: Callable,
+        deliver: Callable[[Analysed], None],
         workers: int | None = None,
     ):
-        self.analyzer = analyzer
-        self.matcher = matcher
+        self.setup = (analyzer.config, matcher, encode)
+        self.inline = SegmentWork(analyzer, matcher, encode)
         self.deliver = deliver
         self.workers = worker_count() if workers is None else workers
-        self.batch: list[tuple[int, str, str, dict | None]] = []
+        self.batch: list[Chunk] = []
         self.sent: list[_Worker] = []  # the worker of each batch sent and not yet delivered, oldest first
         self.pool: list[_Worker] = []
-        self.seen = 0
+        self.owner: _Worker | None = None  # who makes the segment in the making (None: inline)
+        self.started = False  # the segment in the making has had a batch
+        self.segments = 0  # segments ended
+        self.chunks = self.text = 0  # in the segment in the making
 
     def add(self, chunk_id: int, title: str, body: str, meta: dict | None) -> None:
         self.batch.append((chunk_id, title, body, meta))
-        self.seen += 1
-        if len(self.batch) >= BATCH:
-            self._send()
-
-    def pending(self) -> int:
-        """Chunks taken but not yet delivered."""
-        return len(self.batch) + BATCH * len(self.sent)
+        self.chunks += 1
+        self.text += len(title) + len(body)
+        if self.chunks >= FLUSH_CHUNKS or self.text >= FLUSH_TEXT:
+            self._send(ends_segment=True)
+        elif len(self.batch) >= BATCH:
+            self._send(ends_segment=False)
 
     def drain(self) -> None:
-        """Deliver everything taken so far."""
-        self._send()
+        """End the segment in the making and deliver everything taken so far."""
+        if self.batch or self.started:
+            self._send(ends_segment=True)
         while self.sent:
             self._receive()
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         for worker in self.pool:
-            worker.close()
+            worker.close(abort)
         self.pool.clear()
         self.sent.clear()
 
-    def _send(self) -> None:
-        if not self.batch:
-            return
+    def _send(self, ends_segment: bool) -> None:
         chunks, self.batch = self.batch, []
-        pool = self._pool() if self.seen > BATCH else []
-        if not pool:
+        if not self.started:  # a segment's first batch: inline unless the run is large
+            self.owner = self._worker(len(chunks) >= BATCH or ends_segment and self.segments > 0)
+            self.started = True
+        if self.owner is None:
             while self.sent:  # keep the order: earlier batches first
                 self._receive()
-            self.deliver(analyse(self.analyzer, self.matcher, chunks))
-            return
-        worker = min(pool, key=self.sent.count)  # the least loaded
-        worker.send(chunks)
-        self.sent.append(worker)
-        while len(self.sent) > IN_FLIGHT * len(pool):
-            self._receive()
+            self.deliver(self.inline.run(chunks, ends_segment))
+        else:
+            self.owner.send((chunks, ends_segment))
+            self.sent.append(self.owner)
+            while len(self.sent) > IN_FLIGHT * len(self.pool):
+                self._receive()
+        if ends_segment:
+            self.segments += 1
+            self.started = False
+            self.chunks = self.text = 0
 
     def _receive(self) -> None:
         self.deliver(self.sent.pop(0).receive())
 
-    def _pool(self) -> list[_Worker]:
-        if not self.pool and self.workers > 0:
+    def _worker(self, wanted: bool) -> _Worker | None:
+        """The worker for the next segment (None: inline)."""
+        if not wanted or self.workers <= 0:
+            return None
+        if not self.pool:
             try:
-                self.pool = [_Worker(self.analyzer.config, self.matcher) for _ in range(self.workers)]
+                self.pool = [_Worker(self.setup) for _ in range(self.workers)]
             except OSError:
-                self.close()
+                self.close(abort=True)
                 self.workers = 0  # no processes here: analyse inline
-        return self.pool
+                return None
+        return self.pool[self.segments % len(self.pool)]
 
     def __enter__(self) -> ChunkAnalysis:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, kind, *exc) -> None:
+        self.close(abort=kind is not None)

@@ -15,7 +15,6 @@ import heapq
 import itertools
 import unicodedata
 from array import array
-from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
@@ -24,27 +23,7 @@ from pyroaring import BitMap
 from kenning.analysis.analyzer import TOKEN_RE, Analyzer
 
 MAX_SEGMENTS = 10
-# a segment is written once the builder holds this many chunks or tokens, whichever comes first: the
-# chunk count alone does not bound memory (20k section-sized chunks are 40M tokens) and writing a
-# segment briefly needs ~70 bytes per buffered token (the sort and its copies)
-FLUSH_CHUNKS = 20_000
-FLUSH_TOKENS = 4_000_000
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
-
-
-@dataclass
-class SegmentParts:
-    """What a SegmentBuilder collected, with its own term numbering (`names[i]` is term id i): the
-    form in which an analysis worker hands its chunks back (kenning.indexing.analysis)."""
-
-    doc_ids: list[int]
-    title_lens: list[int]
-    body_lens: list[int]
-    names: list[str]
-    token_term: array
-    token_doc: array
-    token_field: array
-    token_pos: array
 
 
 class SegmentBuilder:
@@ -74,10 +53,6 @@ class SegmentBuilder:
 
     def __len__(self) -> int:
         return len(self.doc_ids)
-
-    def full(self) -> bool:
-        """Holds enough to be written as a segment (FLUSH_CHUNKS chunks or FLUSH_TOKENS tokens)."""
-        return len(self.doc_ids) >= FLUSH_CHUNKS or len(self.token_term) >= FLUSH_TOKENS
 
     def add(self, chunk_id: int, title: str, body: str) -> set[str]:
         """Collect one chunk's tokens; returns its distinct raw tokens (for the spelling vocabulary).
@@ -136,34 +111,6 @@ class SegmentBuilder:
             pos += width
         return ids, positions
 
-    def parts(self) -> SegmentParts:
-        return SegmentParts(
-            self.doc_ids,
-            self.title_lens,
-            self.body_lens,
-            list(self.term_ids),
-            self.token_term,
-            self.token_doc,
-            self.token_field,
-            self.token_pos,
-        )
-
-    def absorb(self, parts: SegmentParts) -> None:
-        """Append chunks another builder collected (their ids all above this builder's): their term
-        ids are renumbered into this builder's."""
-        if parts.doc_ids and self.doc_ids and parts.doc_ids[0] <= self.doc_ids[-1]:
-            raise ValueError("absorbed chunks must come after the builder's own (chunk ids ascending)")
-        number = self.term_ids.setdefault
-        renumber = np.array([number(name, len(self.term_ids)) for name in parts.names], dtype=np.uint32)
-        local = np.frombuffer(parts.token_term, dtype=np.uint32)
-        self.token_term.frombytes(renumber[local].tobytes() if len(local) else b"")
-        self.token_doc.extend(parts.token_doc)
-        self.token_field.extend(parts.token_field)
-        self.token_pos.extend(parts.token_pos)
-        self.doc_ids.extend(parts.doc_ids)
-        self.title_lens.extend(parts.title_lens)
-        self.body_lens.extend(parts.body_lens)
-
     def rows(self):
         """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, from the flat token arrays."""
         term = np.frombuffer(self.token_term, dtype=np.uint32)
@@ -211,16 +158,6 @@ class SegmentBuilder:
                 title_pos[t0:t1],
                 body_pos[b0:b1],
             )
-
-    def flush(self, store) -> int | None:
-        """Write what was collected as a new segment (ids are ascending: chunk ids only grow)."""
-        if not self.doc_ids:
-            return None
-        seg_id = store.write_segment(
-            np.array(self.doc_ids), np.array(self.title_lens), np.array(self.body_lens), self.rows()
-        )
-        self._reset()
-        return seg_id
 
 
 def merge_plan(store, live: BitMap) -> list[int]:

@@ -24,8 +24,8 @@ from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.entities.collect import EntityCollector
-from kenning.indexing.analysis import AnalysedChunks, ChunkAnalysis
-from kenning.indexing.segments import SegmentBuilder, merge_plan, merge_segments
+from kenning.indexing.analysis import Analysed, ChunkAnalysis, EncodedSegment
+from kenning.indexing.segments import merge_plan, merge_segments
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.ingest.walk import path_key
 from kenning.models.recorded import model_identity, recorded_embedder
@@ -170,20 +170,20 @@ class IndexWriter:
             if substring_index:
                 report.substring_indexed = self.store.enable_substring_index()
             live = self.store.read_snapshot().live
-            builder = SegmentBuilder(self.analyzer)
             vocab = _VocabularyChanges()
             entities = EntityCollector(self.store)
             refreshed = entities.refresh_if_stale(live)
 
-            def deliver(analysed: AnalysedChunks) -> None:
-                builder.absorb(analysed.segment)
+            def deliver(analysed: Analysed) -> None:
                 vocab.added.update(analysed.raws)
                 for chunk_id, found in analysed.entities:
                     entities.add_extracted(chunk_id, found)
-                if builder.full():  # a write's memory stays bounded
-                    self._flush_buffers(builder, vocab, entities)
+                if analysed.segment is not None:  # a write's memory stays bounded
+                    self._write_segment(analysed.segment, vocab, entities)
 
-            analysis = stack.enter_context(ChunkAnalysis(self.analyzer, entities.matcher or None, deliver))
+            analysis = stack.enter_context(
+                ChunkAnalysis(self.analyzer, entities.matcher or None, self.store.posting_encoder, deliver)
+            )
             seen: set[str] = set()
             unread: list[str] = []  # folders (or files) that failed: what they held before stays
             given = {str(Path(p).expanduser().absolute()) for p in paths}
@@ -207,7 +207,7 @@ class IndexWriter:
             analysis.drain()
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
-                self._settle(builder, live, vocab, report, entities)
+                self._settle(live, vocab, report, entities)
             elif refreshed:
                 entities.flush()
         if report.chunks_added or report.chunks_removed or force:
@@ -216,12 +216,12 @@ class IndexWriter:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _flush_buffers(self, builder, vocab, entities) -> None:
-        """Write what the run has buffered so far (a segment, the entities' chunk ids, and the words
-        the new chunks add to the spelling vocabulary once there are many), so a write's memory stays
-        bounded however many chunks it adds. All inside the run's transaction: a crash still loses the
-        whole run, never half of it."""
-        builder.flush(self.store)
+    def _write_segment(self, segment: EncodedSegment, vocab, entities) -> None:
+        """Write a segment the analysis completed, with what the run has buffered so far (the
+        entities' chunk ids, and the words the new chunks add to the spelling vocabulary once there
+        are many), so a write's memory stays bounded however many chunks it adds. All inside the
+        run's transaction: a crash still loses the whole run, never half of it."""
+        self.store.write_encoded_segment(segment.doc_ids, segment.title_lens, segment.body_lens, segment.rows)
         entities.flush()
         # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
         # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end
@@ -229,10 +229,9 @@ class IndexWriter:
             self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, []))
             vocab.added.clear()
 
-    def _settle(self, builder, live: BitMap, vocab, report: IndexReport, entities=None) -> None:
-        """The end of every write: the last segment, the vocabulary, the entities, the live set,
-        merges (which also drop deleted chunks from the entity postings)."""
-        builder.flush(self.store)
+    def _settle(self, live: BitMap, vocab, report: IndexReport, entities=None) -> None:
+        """The end of every write (its last segment written): the vocabulary, the entities, the live
+        set, merges (which also drop deleted chunks from the entity postings)."""
         if entities is not None:
             entities.flush()
         self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
@@ -258,7 +257,7 @@ class IndexWriter:
                 if source.collection == name:
                     self._drop_source(source, live, vocab, report)
             if report.files_removed:
-                self._settle(SegmentBuilder(self.analyzer), live, vocab, report)
+                self._settle(live, vocab, report)
         if report.files_removed:
             self.sync_graph()
         report.generation = self.store.generation()

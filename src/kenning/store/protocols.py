@@ -10,7 +10,7 @@ inside `reading()` all see one committed generation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
@@ -90,8 +90,16 @@ class Postings(Protocol):
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]: ...
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None: ...
     def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]: ...
+
+    # encodes one posting row (term, ids, tf_title, tf_body, pos_title, pos_body) -> (row, digest);
+    # module-level, so an analysis worker process can run it (kenning.indexing.analysis)
+    posting_encoder: Callable[..., tuple[tuple, bytes]]
+
     def write_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
+    ) -> int: ...
+    def write_encoded_segment(
+        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
     ) -> int: ...
     def drop_segments(self, segment_ids: Sequence[int]) -> None: ...
     def segment_checksums(self) -> dict[int, str]: ...

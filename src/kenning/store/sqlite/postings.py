@@ -23,6 +23,21 @@ from kenning.store.sqlite.compact import (
 from kenning.store.sqlite.connection import batches, marks
 
 
+def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -> tuple[tuple, bytes]:
+    """A posting row as the table keeps it (each column in its narrowest exact form,
+    kenning.store.sqlite.compact) and its digest (kenning.store.checksum)."""
+    digest = posting_digest(term, ids, tf_title, tf_body, pos_title, pos_body)
+    row = (
+        term,
+        np.asarray(ids, dtype=np.uint32).tobytes(),
+        pack_frequencies(tf_title),
+        pack_frequencies(tf_body),
+        pack_positions(pos_title),
+        pack_positions(pos_body),
+    )
+    return row, digest
+
+
 class SqlitePostings:
     """The Postings protocol over the `segments`, `postings` and `vocabulary` tables."""
 
@@ -91,6 +106,11 @@ class SqlitePostings:
         count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
         return unpack_positions(row[2], count)
 
+    # the function that encodes a posting row as this store keeps it: module-level, so an analysis
+    # worker can be handed it and encode a whole segment while the writer goes on
+    # (kenning.indexing.analysis); the writer then only inserts the rows
+    posting_encoder = staticmethod(encode_posting_row)
+
     def write_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
     ) -> int:
@@ -99,6 +119,13 @@ class SqlitePostings:
         `doc_ids` ascending; `rows` yields (term, ids, tf_title, tf_body, pos_title, pos_body) with ids
         ascending and each field's positions concatenated in posting order (tf positions per posting).
         """
+        encoded = (encode_posting_row(*row) for row in rows)
+        return self.write_encoded_segment(doc_ids, title_lens, body_lens, encoded)
+
+    def write_encoded_segment(
+        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
+    ) -> int:
+        """Write one immutable segment whose rows `posting_encoder` encoded: (row, digest) pairs."""
         self._require_txn()
         doc_ids = np.asarray(doc_ids, dtype=np.uint32)
         title_lens = np.minimum(title_lens, 65535).astype(np.uint16)
@@ -111,17 +138,9 @@ class SqlitePostings:
         digests: list[tuple[str, bytes]] = []
 
         def stored_rows():
-            for term, ids, tft, tfb, pt, pb in rows:
-                digests.append((term, posting_digest(term, ids, tft, tfb, pt, pb)))
-                yield (  # each column in its narrowest exact form (kenning.store.sqlite.compact)
-                    seg_id,
-                    term,
-                    np.asarray(ids, dtype=np.uint32).tobytes(),
-                    pack_frequencies(tft),
-                    pack_frequencies(tfb),
-                    pack_positions(pt),
-                    pack_positions(pb),
-                )
+            for row, digest in encoded:
+                digests.append((row[0], digest))
+                yield (seg_id, *row)
 
         self.conn.executemany(
             "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body, pos_title, pos_body)"
