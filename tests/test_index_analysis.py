@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.indexing import analysis
+from kenning.indexing import analysis, segments
 from kenning.integrity.verify import verify
 from kenning.store import StorageError
 
@@ -76,6 +76,7 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     folder = write_notes(tmp_path / "notes")
     monkeypatch.setattr(analysis, "BATCH", 5)  # many batches, several in flight
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 23)  # segments end inside and between batches
+    monkeypatch.setattr(segments, "MERGE_RANGE_TERMS", 5)  # the final merge in many term ranges
     written = segment_sizes(monkeypatch)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
     assert written == [23, 23, 23, 3, 72]  # four segments, then their merge
@@ -114,7 +115,7 @@ def test_a_worker_that_dies_fails_the_write_and_keeps_the_index(tmp_path, monkey
 
         def send_then_die(self, message):
             sent(self, message)
-            if isinstance(message[0], list):  # a batch, not the worker's setup
+            if message[0] == "chunks":  # a batch, not the worker's setup
                 self.process.kill()
 
         monkeypatch.setattr(analysis._Worker, "send", send_then_die)

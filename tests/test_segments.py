@@ -1,6 +1,7 @@
 """The segment builder's posting lists against a direct, per-chunk reference."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
@@ -121,16 +122,19 @@ def test_merge_plan_caps_the_count_and_reclaims_deleted_chunks(monkeypatch):
     assert plan(sizes, live=BitMap(range(900))) == [1, 2, 3, 4]  # over half deleted: all of them
 
 
-def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monkeypatch):
-    """A merge streams the segments term by term into one and the freed pages go back to the disk:
-    the merged index answers exactly as one built from the surviving files alone, and the database
-    file has no free pages left."""
+@pytest.mark.parametrize("workers", [0, 2])
+def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monkeypatch, workers):
+    """A merge streams the segments by ranges of terms into one (here or in analysis workers) and the
+    freed pages go back to the disk: the merged index answers exactly as one built from the surviving
+    files alone, and the database file has no free pages left."""
     import json
 
     from kenning import Index
     from kenning.indexing import analysis
 
+    monkeypatch.setenv(analysis.WORKERS_ENV, str(workers))
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 100)  # many segments, then merges
+    monkeypatch.setattr(segments, "MERGE_RANGE_TERMS", 37)  # several ranges
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(300)]
     parts = [
@@ -154,6 +158,11 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
         (corpus / f"part-{n}.jsonl").unlink()
     assert index.add([corpus], progress=False).merged_segments
     assert len(index.store.segment_sizes()) == 1
+    (segment_id, _), live = index.store.segment_sizes()[0], index.store.read_snapshot().live
+    kept = index.store.load_segment(segment_id).doc_ids
+    assert set(kept.tolist()) == set(live) and len(kept) == 600
+    for posting in index.store.iter_segment_postings(segment_id):  # no posting of a deleted chunk
+        assert np.isin(posting[1], kept).all(), posting[0]
     assert index.store.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
     fresh = Index(tmp_path / "fresh")
     fresh.add([alone], progress=False)

@@ -20,6 +20,7 @@ write (the transaction rolls back); workers that cannot start at all leave the r
 
 from __future__ import annotations
 
+import collections
 import os
 import pickle
 import queue
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,11 +36,12 @@ import numpy as np
 
 from kenning.analysis.analyzer import Analyzer
 from kenning.entities.extract import GlossaryMatcher, extract
-from kenning.indexing.segments import SegmentBuilder
+from kenning.indexing.segments import SegmentBuilder, merge_range
 from kenning.store import StorageError
 
 BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers start
 IN_FLIGHT = 6  # batches per worker sent ahead before the writer waits for the oldest
+MERGE_AHEAD = 2  # term ranges per worker sent ahead in a merge
 # a segment ends at this many chunks or characters of text, whichever comes first: a count of chunks
 # alone does not bound memory (20k section-sized chunks are 40M tokens), and making a segment needs
 # ~70 bytes per token it holds for a moment (the sort and its copies); ~6 characters make a token
@@ -211,18 +213,28 @@ class _Worker:
 
 
 def serve(stdin=None, stdout=None) -> None:
-    """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder) first, then
-    (chunks, ends_segment) batches until the end of input."""
+    """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder and decoder)
+    first, then until the end of input: ("chunks", batch, ends_segment) answered with Analysed,
+    ("dead", ids) that sets the deleted chunks for the merge ranges to come, and ("merge", parts)
+    answered with the range's encoded rows (kenning.indexing.segments.merge_range)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    config, matcher, encode = read_message(stdin)
+    config, matcher, encode, decode = read_message(stdin)
     work = SegmentWork(Analyzer(config), matcher, encode)
+    dead = np.zeros(0, dtype=np.uint32)
     while True:
         try:
-            chunks, ends_segment = read_message(stdin)
+            kind, *message = read_message(stdin)
         except EOFError:
             return
-        write_message(stdout, work.run(chunks, ends_segment))
+        if kind == "chunks":
+            write_message(stdout, work.run(*message))
+        elif kind == "dead":
+            dead = message[0]
+        elif kind == "merge":
+            write_message(stdout, merge_range(message[0], dead, decode, encode))
+        else:
+            raise ValueError(f"unknown message {kind!r}")
 
 
 class ChunkAnalysis:
@@ -234,12 +246,14 @@ class ChunkAnalysis:
         self,
         analyzer: Analyzer,
         matcher: GlossaryMatcher | None,
-        encode: Callable,
+        codec: tuple[Callable, Callable],
         deliver: Callable[[Analysed], None],
         workers: int | None = None,
     ):
-        self.setup = (analyzer.config, matcher, encode)
-        self.inline = SegmentWork(analyzer, matcher, encode)
+        """`codec`: the store's posting_encoder and posting_decoder."""
+        self.setup = (analyzer.config, matcher, *codec)
+        self.codec = codec
+        self.inline = SegmentWork(analyzer, matcher, codec[0])
         self.deliver = deliver
         self.workers = worker_count() if workers is None else workers
         self.batch: list[Chunk] = []
@@ -282,7 +296,7 @@ class ChunkAnalysis:
                 self._receive()
             self.deliver(self.inline.run(chunks, ends_segment))
         else:
-            self.owner.send((chunks, ends_segment))
+            self.owner.send(("chunks", chunks, ends_segment))
             self.sent.append(self.owner)
             while len(self.sent) > IN_FLIGHT * len(self.pool):
                 self._receive()
@@ -293,6 +307,30 @@ class ChunkAnalysis:
 
     def _receive(self) -> None:
         self.deliver(self.sent.pop(0).receive())
+
+    def merge_ranges(self, jobs: Iterable[list[list[tuple]]], dead: np.ndarray, chunks: int):
+        """The encoded rows of each term range of a merge (kenning.indexing.segments.merge_segments),
+        in order: through the workers when the run has them or the merge is as large as a segment
+        (MERGE_AHEAD ranges in flight a worker), else here. Call after `drain`."""
+        encode, decode = self.codec
+        if not self.pool and chunks >= FLUSH_CHUNKS:
+            self._worker(True)  # starts the workers (unless there are none to start)
+        pool = self.pool
+        if not pool:
+            for parts in jobs:
+                yield merge_range(parts, dead, decode, encode)
+            return
+        for worker in pool:
+            worker.send(("dead", dead))
+        waiting: collections.deque[_Worker] = collections.deque()
+        for n, parts in enumerate(jobs):
+            worker = pool[n % len(pool)]
+            worker.send(("merge", parts))
+            waiting.append(worker)
+            if len(waiting) >= MERGE_AHEAD * len(pool):
+                yield waiting.popleft().receive()
+        while waiting:
+            yield waiting.popleft().receive()
 
     def _worker(self, wanted: bool) -> _Worker | None:
         """The worker for the next segment (None: inline)."""

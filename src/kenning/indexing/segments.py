@@ -194,9 +194,59 @@ def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep:
     return positions[np.repeat(keep, tf.astype(np.int64))]
 
 
-def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None) -> int | None:
+MERGE_RANGE_TERMS = 20_000  # terms of the largest merged segment per range of a merge
+
+
+def _live_part(posting: tuple, order: int, dead: np.ndarray):
+    """(term, order, ids, tf_title, tf_body, pos_title, pos_body) without the dead chunks' postings
+    (None when none is left); `dead` sorted."""
+    term, ids, tft, tfb, pt, pb = posting
+    if len(dead):
+        at = np.minimum(np.searchsorted(dead, ids), len(dead) - 1)
+        keep = dead[at] != ids
+        if not keep.all():
+            if not keep.any():
+                return None
+            return (
+                term,
+                order,
+                ids[keep],
+                tft[keep],
+                tfb[keep],
+                _keep_postings(ids, tft, pt, keep),
+                _keep_postings(ids, tfb, pb, keep),
+            )
+    return term, order, ids, tft, tfb, pt, pb  # the common case (a fresh build deletes nothing): no copies
+
+
+def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> list[tuple[tuple, bytes]]:
+    """One term range of a merge, encoded: `parts[i]` holds the i-th merged segment's stored rows of
+    the range, terms ascending (`decode` reads them, `encode` writes the merged rows, both the
+    store's); `dead`: the deleted chunk ids among the merged segments, sorted. Each term's parts are
+    joined in segment order, so its ids stay ascending."""
+    streams = [
+        filter(None, (_live_part(decode(raw), order, dead) for raw in rows))
+        for order, rows in enumerate(parts)
+    ]
+    out = []
+    for term, group in itertools.groupby(heapq.merge(*streams, key=itemgetter(0, 1)), key=itemgetter(0)):
+        group = list(group)
+        if len(group) == 1:  # most terms of a Zipf vocabulary are in one segment
+            out.append(encode(term, *group[0][2:]))
+        else:
+            out.append(encode(term, *(np.concatenate([p[i] for p in group]) for i in range(2, 7))))
+    return out
+
+
+def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, helpers=None) -> int | None:
     """Rewrite segments (all, or the newest ones given) as one that holds only their live chunks.
-    Runs inside the caller's transaction."""
+    Runs inside the caller's transaction.
+
+    The merge goes by ranges of terms (MERGE_RANGE_TERMS of the largest segment each): the writer
+    reads a range's rows from every merged segment, `merge_range` joins them, the writer inserts the
+    result. `helpers` (kenning.indexing.analysis.ChunkAnalysis) run `merge_range` in its worker
+    processes, several ranges at once, results in order; without, it runs here. Memory holds a few
+    ranges, not the segments."""
     every = [seg_id for seg_id, _ in store.segment_sizes()]
     segment_ids = every if segment_ids is None else sorted(segment_ids)
     if not segment_ids:
@@ -207,52 +257,34 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None) ->
     max_id = int(live_ids[-1]) if len(live_ids) else 0
     live_mask = np.zeros(max_id + 2, dtype=bool)
     live_mask[live_ids] = True
-    doc_ids, title_lens, body_lens = [], [], []
+    doc_ids, title_lens, body_lens, dead = [], [], [], []
     for seg in segment_ids:
         data = store.load_segment(seg)
         keep = live_mask[np.minimum(data.doc_ids, max_id + 1)]
         doc_ids.append(data.doc_ids[keep])
         title_lens.append(data.title_lens[keep])
         body_lens.append(data.body_lens[keep])
+        dead.append(data.doc_ids[~keep])
     all_ids = np.concatenate(doc_ids)
     if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
         raise AssertionError("segments out of chunk-id order; refusing to merge")
     if len(all_ids) == 0:
         store.drop_segments(segment_ids)
         return None
-
-    def live_postings(order: int, seg: int):
-        """(term, order, ids, tf_title, tf_body, pos_title, pos_body) of the segment's live chunks,
-        terms ascending."""
-        for term, ids, tft, tfb, pt, pb in store.iter_segment_postings(seg):
-            keep = live_mask[np.minimum(ids, max_id + 1)]
-            if keep.all():  # the common case (a fresh build deletes nothing): no copies
-                yield term, order, ids, tft, tfb, pt, pb
-            elif keep.any():
-                yield (
-                    term,
-                    order,
-                    ids[keep],
-                    tft[keep],
-                    tfb[keep],
-                    _keep_postings(ids, tft, pt, keep),
-                    _keep_postings(ids, tfb, pb, keep),
-                )
-
-    def rows():
-        """Each term's postings, the segments' parts joined in segment order (so ids stay sorted):
-        a k-way merge of the segments' term-ordered streams, holding one term at a time."""
-        streams = [live_postings(order, seg) for order, seg in enumerate(segment_ids)]
-        merged = heapq.merge(*streams, key=itemgetter(0, 1))
-        for term, parts in itertools.groupby(merged, key=itemgetter(0)):
-            parts = list(parts)
-            if len(parts) == 1:  # most terms of a Zipf vocabulary are in one segment
-                yield (term, *parts[0][2:])
-            else:
-                yield (term, *(np.concatenate([p[i] for p in parts]) for i in range(2, 7)))
-
+    dead = np.sort(np.concatenate(dead))
+    largest = max(segment_ids, key=lambda seg: dict(store.segment_sizes())[seg])
+    bounds = store.segment_terms(largest, MERGE_RANGE_TERMS)
+    ranges = list(zip([None, *bounds], [*bounds, None], strict=True))
+    jobs = ([store.raw_postings(seg, low, high) for seg in segment_ids] for low, high in ranges)
+    decode, encode = store.posting_decoder, store.posting_encoder
+    if helpers is not None:
+        merged = helpers.merge_ranges(jobs, dead, len(all_ids))
+    else:
+        merged = (merge_range(parts, dead, decode, encode) for parts in jobs)
     # the merged segment is written while the old ones are read, then they go (all in the caller's
-    # transaction): memory holds one term's postings, not every segment's
-    merged_id = store.write_segment(all_ids, np.concatenate(title_lens), np.concatenate(body_lens), rows())
+    # transaction)
+    merged_id = store.write_encoded_segment(
+        all_ids, np.concatenate(title_lens), np.concatenate(body_lens), itertools.chain.from_iterable(merged)
+    )
     store.drop_segments(segment_ids)
     return merged_id

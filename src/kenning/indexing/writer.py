@@ -182,7 +182,7 @@ class IndexWriter:
                     self._write_segment(analysed.segment, vocab, entities)
 
             analysis = stack.enter_context(
-                ChunkAnalysis(self.analyzer, entities.matcher or None, self.store.posting_encoder, deliver)
+                ChunkAnalysis(self.analyzer, entities.matcher or None, self._codec(), deliver)
             )
             seen: set[str] = set()
             unread: list[str] = []  # folders (or files) that failed: what they held before stays
@@ -207,7 +207,7 @@ class IndexWriter:
             analysis.drain()
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
-                self._settle(live, vocab, report, entities)
+                self._settle(live, vocab, report, entities, helpers=analysis)
             elif refreshed:
                 entities.flush()
         if report.chunks_added or report.chunks_removed or force:
@@ -229,9 +229,13 @@ class IndexWriter:
             self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, []))
             vocab.added.clear()
 
-    def _settle(self, live: BitMap, vocab, report: IndexReport, entities=None) -> None:
+    def _codec(self) -> tuple:
+        return self.store.posting_encoder, self.store.posting_decoder
+
+    def _settle(self, live: BitMap, vocab, report: IndexReport, entities=None, helpers=None) -> None:
         """The end of every write (its last segment written): the vocabulary, the entities, the live
-        set, merges (which also drop deleted chunks from the entity postings)."""
+        set, merges (which also drop deleted chunks from the entity postings; `helpers`: the run's
+        ChunkAnalysis, whose workers merge)."""
         if entities is not None:
             entities.flush()
         self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.removed))
@@ -240,7 +244,7 @@ class IndexWriter:
         self.store.set_live(live)
         merging = merge_plan(self.store, live)
         if merging:
-            merge_segments(self.store, live, merging)
+            merge_segments(self.store, live, merging, helpers)
             self.store.compact_entities(live)
             self.store.release_free_pages()  # the merged segments' pages
             report.merged_segments = True

@@ -91,6 +91,14 @@ class Postings(Protocol):
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None: ...
     def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]: ...
 
+    # merges move rows as stored and decode them where the work is done (posting_decoder)
+    posting_decoder: Callable[[tuple], SegmentPostings]
+
+    def raw_postings(
+        self, segment_id: int, low: str | None = None, high: str | None = None
+    ) -> list[tuple]: ...
+    def segment_terms(self, segment_id: int, every: int) -> list[str]: ...
+
     # encodes one posting row (term, ids, tf_title, tf_body, pos_title, pos_body) -> (row, digest);
     # module-level, so an analysis worker process can run it (kenning.indexing.analysis)
     posting_encoder: Callable[..., tuple[tuple, bytes]]

@@ -38,6 +38,21 @@ def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -
     return row, digest
 
 
+def decode_posting_row(raw: tuple) -> SegmentPostings:
+    """A posting row as the table keeps it, back to its arrays."""
+    term, ids, tft, tfb, pt, pb = raw
+    n = len(ids) // 4
+    tf_title, tf_body = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
+    return SegmentPostings(
+        term,
+        np.frombuffer(ids, dtype=np.uint32),
+        tf_title,
+        tf_body,
+        _positions(pt, tf_title),
+        _positions(pb, tf_body),
+    )
+
+
 class SqlitePostings:
     """The Postings protocol over the `segments`, `postings` and `vocabulary` tables."""
 
@@ -79,21 +94,36 @@ class SqlitePostings:
 
     def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
         """Every posting row of a segment, positions included, terms ascending (merges rely on it)."""
-        for term, ids, tft, tfb, pt, pb in self.conn.execute(
-            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?"
-            " ORDER BY term",
-            (segment_id,),
-        ):
-            n = len(ids) // 4
-            tf_title, tf_body = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
-            yield SegmentPostings(
-                term,
-                np.frombuffer(ids, dtype=np.uint32),
-                tf_title,
-                tf_body,
-                _positions(pt, tf_title),
-                _positions(pb, tf_body),
+        for raw in self.raw_postings(segment_id):
+            yield decode_posting_row(raw)
+
+    # the inverse of posting_encoder, module-level for the same reason: a merge decodes its term
+    # ranges in worker processes (kenning.indexing.segments.merge_segments)
+    posting_decoder = staticmethod(decode_posting_row)
+
+    def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
+        """A segment's rows as stored (for `posting_decoder`), terms ascending, those in [low, high)."""
+        where, args = "segment_id=?", [segment_id]
+        if low is not None:
+            where, args = where + " AND term >= ?", [*args, low]
+        if high is not None:
+            where, args = where + " AND term < ?", [*args, high]
+        return self.conn.execute(
+            "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings"
+            f" WHERE {where} ORDER BY term",
+            args,
+        ).fetchall()
+
+    def segment_terms(self, segment_id: int, every: int) -> list[str]:
+        """Every `every`-th term of a segment, ascending (after the first): bounds of term ranges."""
+        return [
+            term
+            for (term,) in self.conn.execute(
+                "SELECT term FROM (SELECT term, row_number() OVER (ORDER BY term) AS n FROM postings"
+                " WHERE segment_id=?) WHERE n % ? = 0 ORDER BY term",
+                (segment_id, every),
             )
+        ]
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         """A term's positions in one field of one segment, concatenated in posting order."""
