@@ -2,6 +2,7 @@
 would: the same postings, entities and spelling vocabulary; a worker that dies fails the write and
 leaves the index as it was; a caller's script needs no `if __name__ == "__main__"` guard."""
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -144,6 +145,61 @@ def test_a_script_without_a_main_guard_can_index_with_workers(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) == 12 * 6
+
+
+def test_ctrl_c_stops_the_workers_and_rolls_back(tmp_path):
+    """Ctrl-C reaches the whole process group: the writer rolls back and stops its workers, which
+    ignore the signal (one traceback, the writer's), and the index keeps its last commit."""
+    folder = write_notes(tmp_path / "notes")
+    with Index(tmp_path / "idx") as index:
+        index.add([folder / "note00.md"], progress=False)
+        before = contents(tmp_path / "idx")
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, signal
+            import kenning.indexing.analysis as analysis
+            from kenning import Index
+            analysis.BATCH = 5
+            receive = analysis._Worker.receive
+            def receive_then_interrupt(self):
+                answer = receive(self)  # the workers are up and waiting for more
+                os.killpg(os.getpgid(0), signal.SIGINT)  # as a terminal's Ctrl-C does
+                return answer
+            analysis._Worker.receive = receive_then_interrupt
+            with Index({str(tmp_path / "idx")!r}) as index:
+                index.add([{str(folder)!r}], progress=False)
+            """
+        )
+    )
+    env = {"KENNING_INDEX_WORKERS": "2", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        start_new_session=True,
+    )
+    assert done.returncode != 0 and done.stderr.count("KeyboardInterrupt") == 1, done.stderr
+    assert contents(tmp_path / "idx") == before
+    with Index(tmp_path / "idx") as index:
+        assert verify(index.store, index.analyzer).ok
+
+
+def test_workers_are_out_of_the_terminals_process_group():
+    """A terminal's Ctrl-C goes to its foreground process group: the workers are in sessions of
+    their own, so only the writer gets it (and stops them)."""
+    from kenning.analysis.analyzer import AnalyzerConfig
+    from kenning.store.sqlite.postings import decode_posting_row, encode_posting_row
+
+    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row))
+    try:
+        assert os.getsid(worker.process.pid) == worker.process.pid != os.getsid(0)
+    finally:
+        worker.close()
+    assert worker.process.returncode == 0
 
 
 def test_worker_count_reads_the_environment(monkeypatch):

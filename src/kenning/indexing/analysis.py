@@ -111,9 +111,10 @@ class SegmentWork:
 
 
 def write_message(stream, message) -> None:
-    """One message on a pipe: its pickle's length (8 bytes), then the pickle, in one write."""
+    """One message on a pipe: its pickle's length (8 bytes), then the pickle."""
     data = message if isinstance(message, bytes) else pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.write(len(data).to_bytes(8, "little"))
+    stream.write(data)  # not joined to the length: a segment's pickle is tens of megabytes
     stream.flush()
 
 
@@ -154,6 +155,9 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
+            # out of the terminal's process group: Ctrl-C goes to the writer, which rolls back and
+            # stops its workers (a worker also ends when its input does, should the writer die)
+            start_new_session=True,
         )
         _widen(self.process.stdin)
         _widen(self.process.stdout)
