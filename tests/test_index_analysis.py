@@ -126,55 +126,15 @@ def test_a_worker_that_dies_fails_the_write_and_keeps_the_index(tmp_path, monkey
     assert contents(tmp_path / "idx") == before
 
 
-def test_a_script_without_a_main_guard_can_index_with_workers(tmp_path):
-    folder = write_notes(tmp_path / "notes")
+def run_script(tmp_path: Path, body: str, workers: int) -> subprocess.CompletedProcess:
+    """Run a Python script (no `if __name__ == "__main__"` guard) in a session of its own, analysis
+    batches of 5 chunks, `workers` analysis workers."""
     script = tmp_path / "script.py"
     script.write_text(
-        textwrap.dedent(
-            f"""
-            import kenning.indexing.analysis as analysis
-            from kenning import Index
-            analysis.BATCH = 5
-            with Index({str(tmp_path / "idx")!r}) as index:
-                report = index.add([{str(folder)!r}], progress=False)
-            print(report.chunks_added)
-            """
-        )
+        "import kenning.indexing.analysis as analysis\nanalysis.BATCH = 5\n" + textwrap.dedent(body)
     )
-    env = {"KENNING_INDEX_WORKERS": "1", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.split()[-1]) == 12 * 6
-
-
-def test_ctrl_c_stops_the_workers_and_rolls_back(tmp_path):
-    """Ctrl-C reaches the whole process group: the writer rolls back and stops its workers, which
-    ignore the signal (one traceback, the writer's), and the index keeps its last commit."""
-    folder = write_notes(tmp_path / "notes")
-    with Index(tmp_path / "idx") as index:
-        index.add([folder / "note00.md"], progress=False)
-        before = contents(tmp_path / "idx")
-    script = tmp_path / "interrupted.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import os, signal
-            import kenning.indexing.analysis as analysis
-            from kenning import Index
-            analysis.BATCH = 5
-            receive = analysis._Worker.receive
-            def receive_then_interrupt(self):
-                answer = receive(self)  # the workers are up and waiting for more
-                os.killpg(os.getpgid(0), signal.SIGINT)  # as a terminal's Ctrl-C does
-                return answer
-            analysis._Worker.receive = receive_then_interrupt
-            with Index({str(tmp_path / "idx")!r}) as index:
-                index.add([{str(folder)!r}], progress=False)
-            """
-        )
-    )
-    env = {"KENNING_INDEX_WORKERS": "2", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
+    env = {analysis.WORKERS_ENV: str(workers), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
         text=True,
@@ -182,6 +142,41 @@ def test_ctrl_c_stops_the_workers_and_rolls_back(tmp_path):
         timeout=120,
         start_new_session=True,
     )
+
+
+def test_a_script_without_a_main_guard_can_index_with_workers(tmp_path):
+    folder = write_notes(tmp_path / "notes")
+    body = f"""
+        from kenning import Index
+        with Index({str(tmp_path / "idx")!r}) as index:
+            report = index.add([{str(folder)!r}], progress=False)
+        print(report.chunks_added)
+        """
+    done = run_script(tmp_path, body, workers=1)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == 12 * 6
+
+
+def test_ctrl_c_stops_the_workers_and_rolls_back(tmp_path):
+    """Ctrl-C reaches the terminal's process group: the writer rolls back and stops its workers, which
+    are not in it (one traceback, the writer's), and the index keeps its last commit."""
+    folder = write_notes(tmp_path / "notes")
+    with Index(tmp_path / "idx") as index:
+        index.add([folder / "note00.md"], progress=False)
+        before = contents(tmp_path / "idx")
+    body = f"""
+        import os, signal
+        from kenning import Index
+        receive = analysis._Worker.receive
+        def receive_then_interrupt(self):
+            answer = receive(self)  # the workers are up and waiting for more
+            os.killpg(os.getpgid(0), signal.SIGINT)  # as a terminal's Ctrl-C does
+            return answer
+        analysis._Worker.receive = receive_then_interrupt
+        with Index({str(tmp_path / "idx")!r}) as index:
+            index.add([{str(folder)!r}], progress=False)
+        """
+    done = run_script(tmp_path, body, workers=2)
     assert done.returncode != 0 and done.stderr.count("KeyboardInterrupt") == 1, done.stderr
     assert contents(tmp_path / "idx") == before
     with Index(tmp_path / "idx") as index:
