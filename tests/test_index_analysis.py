@@ -77,7 +77,7 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     folder = write_notes(tmp_path / "notes")
     monkeypatch.setattr(analysis, "BATCH", 5)  # many batches, several in flight
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 23)  # segments end inside and between batches
-    monkeypatch.setattr(segments, "MERGE_RANGE_TERMS", 5)  # the final merge in many term ranges
+    monkeypatch.setattr(segments, "MERGE_RANGE_BYTES", 200)  # the final merge in many term ranges
     written = segment_sizes(monkeypatch)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
     assert written == [23, 23, 23, 3, 72]  # four segments, then their merge

@@ -134,7 +134,14 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
 
     monkeypatch.setenv(analysis.WORKERS_ENV, str(workers))
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 100)  # many segments, then merges
-    monkeypatch.setattr(segments, "MERGE_RANGE_TERMS", 37)  # several ranges
+    monkeypatch.setattr(segments, "MERGE_RANGE_BYTES", 4000)  # several ranges
+    from kenning.store.sqlite import SqliteStore
+
+    cuts: list[int] = []
+    term_bounds = SqliteStore.term_bounds
+    monkeypatch.setattr(
+        SqliteStore, "term_bounds", lambda self, *a: cuts.append(len(b := term_bounds(self, *a))) or b
+    )
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(300)]
     parts = [
@@ -157,7 +164,7 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
     for n in range(4):  # two thirds of the chunks gone: the next write merges everything
         (corpus / f"part-{n}.jsonl").unlink()
     assert index.add([corpus], progress=False).merged_segments
-    assert len(index.store.segment_sizes()) == 1
+    assert len(index.store.segment_sizes()) == 1 and min(cuts) > 10  # every merge went by ranges
     (segment_id, _), live = index.store.segment_sizes()[0], index.store.read_snapshot().live
     kept = index.store.load_segment(segment_id).doc_ids
     assert set(kept.tolist()) == set(live) and len(kept) == 600

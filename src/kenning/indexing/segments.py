@@ -206,7 +206,10 @@ def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep:
     return positions[np.repeat(keep, tf.astype(np.int64))]
 
 
-MERGE_RANGE_TERMS = 5_000  # terms of the largest merged segment per range of a merge (a few in flight)
+# stored bytes of postings per range of a merge, over all the merged segments: a few ranges are in
+# flight at once, decoded, joined and encoded (a count of terms let ranges of common words reach
+# hundreds of megabytes at 1M chunks)
+MERGE_RANGE_BYTES = 8 << 20
 
 
 def _live_part(posting: tuple, order: int, dead: np.ndarray):
@@ -254,7 +257,7 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
     """Rewrite segments (all, or the newest ones given) as one that holds only their live chunks.
     Runs inside the caller's transaction.
 
-    The merge goes by ranges of terms (MERGE_RANGE_TERMS of the largest segment each): the writer
+    The merge goes by ranges of terms (about MERGE_RANGE_BYTES of stored postings each): the writer
     reads a range's rows from every merged segment, `merge_range` joins them, the writer inserts the
     result. `helpers` (kenning.indexing.analysis.ChunkAnalysis) run `merge_range` in its worker
     processes, several ranges at once, results in order; without, it runs here. Memory holds a few
@@ -284,8 +287,7 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
         store.drop_segments(segment_ids)
         return None
     dead = np.sort(np.concatenate(dead))
-    largest = max(segment_ids, key=lambda seg: dict(store.segment_sizes())[seg])
-    bounds = store.segment_terms(largest, MERGE_RANGE_TERMS)
+    bounds = store.term_bounds(segment_ids, MERGE_RANGE_BYTES)
     ranges = list(zip([None, *bounds], [*bounds, None], strict=True))
     jobs = ([store.raw_postings(seg, low, high) for seg in segment_ids] for low, high in ranges)
     decode, encode = store.posting_decoder, store.posting_encoder

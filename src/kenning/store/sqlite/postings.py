@@ -114,16 +114,22 @@ class SqlitePostings:
             args,
         ).fetchall()
 
-    def segment_terms(self, segment_id: int, every: int) -> list[str]:
-        """Every `every`-th term of a segment, ascending (after the first): bounds of term ranges."""
-        return [
-            term
-            for (term,) in self.conn.execute(
-                "SELECT term FROM (SELECT term, row_number() OVER (ORDER BY term) AS n FROM postings"
-                " WHERE segment_id=?) WHERE n % ? = 0 ORDER BY term",
-                (segment_id, every),
-            )
-        ]
+    def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
+        """Terms that cut the segments' postings into ranges of about `budget` stored bytes each
+        (a range starts at a bound and ends before the next), ascending. Reads the rows' lengths,
+        not their bytes."""
+        bounds, held = [], 0
+        for term, size in self.conn.execute(
+            "SELECT term, sum(length(ids) + length(tf_title) + length(tf_body) + length(pos_title)"
+            f" + length(pos_body)) FROM postings WHERE segment_id IN ({marks(len(segment_ids))})"
+            " GROUP BY term ORDER BY term",
+            list(segment_ids),
+        ):
+            if held and held + size > budget:
+                bounds.append(term)
+                held = 0
+            held += size
+        return bounds
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         """A term's positions in one field of one segment, concatenated in posting order."""
