@@ -129,7 +129,8 @@ def test_segments_postings_and_positions(store):
         ),
     ]
     with store.transaction():
-        seg = store.write_segment(np.array(ids), np.array([1, 1]), np.array([4, 8]), iter(rows))
+        encoded = (store.posting_encoder(*row) for row in rows)
+        seg = store.write_encoded_segment(np.array(ids), np.array([1, 1]), np.array([4, 8]), encoded)
     assert store.segment_sizes() == [(seg, 2)]
     data = store.load_segment(seg)
     assert data.doc_ids.tolist() == ids and data.body_lens.tolist() == [4, 8]

@@ -103,9 +103,6 @@ class Postings(Protocol):
     # module-level, so an analysis worker process can run it (kenning.indexing.analysis)
     posting_encoder: Callable[..., tuple[tuple, bytes]]
 
-    def write_segment(
-        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
-    ) -> int: ...
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
     ) -> int: ...

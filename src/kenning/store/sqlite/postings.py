@@ -97,8 +97,8 @@ class SqlitePostings:
         for raw in self.raw_postings(segment_id):
             yield decode_posting_row(raw)
 
-    # the inverse of posting_encoder, module-level for the same reason: a merge decodes its term
-    # ranges in worker processes (kenning.indexing.segments.merge_segments)
+    # the inverse of posting_encoder, module-level so a merge can decode its term ranges in worker
+    # processes (kenning.indexing.segments.merge_segments)
     posting_decoder = staticmethod(decode_posting_row)
 
     def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
@@ -147,21 +147,12 @@ class SqlitePostings:
     # (kenning.indexing.analysis); the writer then only inserts the rows
     posting_encoder = staticmethod(encode_posting_row)
 
-    def write_segment(
-        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, rows: Iterable[tuple]
-    ) -> int:
-        """Write one immutable segment.
-
-        `doc_ids` ascending; `rows` yields (term, ids, tf_title, tf_body, pos_title, pos_body) with ids
-        ascending and each field's positions concatenated in posting order (tf positions per posting).
-        """
-        encoded = (encode_posting_row(*row) for row in rows)
-        return self.write_encoded_segment(doc_ids, title_lens, body_lens, encoded)
-
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
     ) -> int:
-        """Write one immutable segment whose rows `posting_encoder` encoded: (row, digest) pairs."""
+        """Write one immutable segment: `doc_ids` ascending; `encoded` yields (row, digest) pairs from
+        `posting_encoder`, terms each once, each row's ids ascending and each field's positions
+        concatenated in posting order (tf positions per posting)."""
         self._require_txn()
         doc_ids = np.asarray(doc_ids, dtype=np.uint32)
         title_lens = np.minimum(title_lens, 65535).astype(np.uint16)
