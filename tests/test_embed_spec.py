@@ -28,6 +28,8 @@ from kenning.models.embed import st as st_module
         ("default", ("minilm", "", None)),
         ("minilm", ("minilm", "", None)),
         (" MINILM ", ("minilm", "", None)),
+        ("minilm:int8", ("minilm", "", None)),
+        ("minilm:Float32", ("minilm", "float32", None)),
         ("none", ("none", "", None)),
         ("st:/models/x", ("sentence-transformers", "/models/x", None)),
         ("sentence-transformers:/models/x", ("sentence-transformers", "/models/x", None)),
@@ -48,8 +50,11 @@ def test_parse_spec(spec, expected):
 @pytest.mark.parametrize(
     "spec, message",
     [
-        ("bert", "unknown embedder 'bert': expected one of minilm, none, sentence-transformers:DIR"),
-        ("minilm:fast", "'minilm' takes no ':' argument"),
+        (
+            "bert",
+            r"unknown embedder .bert.: expected one of minilm\[:float32\], none, sentence-transformers:DIR",
+        ),
+        ("minilm:fast", "'minilm' takes one of int8, float32 after ':'"),
         ("none:x", "'none' takes no ':' argument"),
         ("st:", r"give the model directory, as sentence-transformers:DIR"),
         ("openai:", r"give the model name, as openai:MODEL\[@BASE_URL\]"),

@@ -15,7 +15,26 @@ def recorded_embedder(store) -> dict | None:
     """The embedder that made an index's vectors: backend, model, dim, fingerprint, spec. An index
     written before endpoints were kept out of it may still hold a URL: it is dropped here, unread."""
     recorded = store.get_meta("embedder")
-    return model_identity(json.loads(recorded), json.loads(recorded).get("spec")) if recorded else None
+    if not recorded:
+        return None
+    description = json.loads(recorded)
+    return model_identity(description, _minilm_precision(description) or description.get("spec"))
+
+
+def _minilm_precision(description: dict) -> str | None:
+    """ "minilm:float32" for vectors the default model made before its products ran in int8: such an
+    index records the spec "minilm", which now names the int8 products, so its fingerprint tells."""
+    if description.get("backend") != "minilm" or description.get("spec") not in (None, "", "minilm"):
+        return None
+    from kenning.models.embed.base import EmbedderError
+    from kenning.models.embed.minilm import MiniLMEmbedder
+
+    try:
+        if MiniLMEmbedder(precision="float32").fingerprint() == description.get("fingerprint"):
+            return "minilm:float32"
+    except EmbedderError:  # the model package is missing: say nothing, the search reports that
+        return None
+    return None
 
 
 def model_identity(description: dict, spec: str | None) -> dict:

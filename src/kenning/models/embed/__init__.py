@@ -3,7 +3,10 @@
 Spec grammar (`make_embedder(spec)`; backend names are case-insensitive, spaces around are ignored):
 
     minilm                              the default; also what None, "" and "default" mean.
-                                        all-MiniLM-L6-v2, int8 ONNX on onnxruntime, 384-d, no torch.
+                                        all-MiniLM-L6-v2, int8 ONNX on onnxruntime, 384-d, no torch;
+                                        its matrix products run in int8 (minilm.py).
+    minilm:float32                      the same model with float32 products: the default's vectors
+                                        before int8; an index that holds them keeps using them.
     none                                no embedder: dim 0, `embed` raises EmbedderError.
     sentence-transformers:DIR           a local sentence-transformers model directory (alias `st:DIR`);
                                         needs the optional sentence-transformers package (and torch).
@@ -36,7 +39,7 @@ from kenning.models.specs import split_model_url
 
 from .base import Embedder, EmbedderError, NoEmbedder
 from .http import OllamaEmbedder, OpenAIEmbedder
-from .minilm import MiniLMEmbedder
+from .minilm import DEFAULT_PRECISION, PRECISIONS, MiniLMEmbedder
 from .st import SentenceTransformerEmbedder
 
 __all__ = [
@@ -54,7 +57,8 @@ __all__ = [
 
 DEFAULT_SPEC = "minilm"
 SPEC_FORMS = (
-    "minilm, none, sentence-transformers:DIR (or st:DIR), openai:MODEL[@BASE_URL], ollama:MODEL[@BASE_URL]"
+    "minilm[:float32], none, sentence-transformers:DIR (or st:DIR), "
+    "openai:MODEL[@BASE_URL], ollama:MODEL[@BASE_URL]"
 )
 _BACKEND_ALIASES = {
     "minilm": "minilm",
@@ -82,6 +86,12 @@ def parse_spec(spec: str | None) -> tuple[str, str, str | None]:
     if backend is None:
         raise EmbedderError(f"unknown embedder {spec!r}: expected one of {SPEC_FORMS}")
     rest = rest.strip()
+    if backend == "minilm" and colon:
+        if rest.lower() not in PRECISIONS:
+            raise EmbedderError(
+                f"embedder spec {spec!r}: 'minilm' takes one of {', '.join(PRECISIONS)} after ':'"
+            )
+        return backend, "" if rest.lower() == DEFAULT_PRECISION else rest.lower(), None
     if backend in ("minilm", "none"):
         if colon:
             raise EmbedderError(f"embedder spec {spec!r}: {backend!r} takes no ':' argument")
@@ -103,7 +113,7 @@ def make_embedder(spec: str | None = None) -> Embedder:
     """Build the embedder a spec names (see the module docstring). Cheap: models load on first `embed`."""
     backend, model, base_url = parse_spec(spec)
     if backend == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(precision=model or DEFAULT_PRECISION)
     if backend == "none":
         return NoEmbedder()
     if backend == "sentence-transformers":
