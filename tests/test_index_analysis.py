@@ -203,3 +203,72 @@ def test_worker_count_reads_the_environment(monkeypatch):
     monkeypatch.setenv(analysis.WORKERS_ENV, "many")
     with pytest.raises(ValueError, match=analysis.WORKERS_ENV):
         analysis.worker_count()
+
+
+@pytest.mark.parametrize("user_value", [None, "65536"])
+def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monkeypatch, user_value):
+    """kenning.allocator: a worker holds glibc's mmap threshold at 1 MiB; a user's own setting wins."""
+    from kenning import allocator
+    from kenning.analysis.analyzer import AnalyzerConfig
+    from kenning.store.sqlite.postings import decode_posting_row, encode_posting_row
+
+    if user_value is None:
+        monkeypatch.delenv(allocator.MMAP_THRESHOLD_ENV, raising=False)
+    else:
+        monkeypatch.setenv(allocator.MMAP_THRESHOLD_ENV, user_value)
+    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row))
+    try:
+        environ = Path(f"/proc/{worker.process.pid}/environ").read_bytes().split(b"\0")
+    finally:
+        worker.close()
+    expected = user_value or str(allocator.MMAP_THRESHOLD)
+    assert f"{allocator.MMAP_THRESHOLD_ENV}={expected}".encode() in environ
+
+
+MAPPED_AFTER_A_BIG_FREE = """
+import ctypes, sys
+from kenning import allocator
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc.mallinfo2.restype = Info
+if sys.argv[1] == "hold":
+    assert allocator.hold_mmap_threshold()
+libc.free(libc.malloc(8 << 20))  # glibc's own rule: the threshold rises to the size of a freed mapping
+before = libc.mallinfo2().hblks
+buffer = libc.malloc(3 << 19)  # 1.5 MiB
+print(libc.mallinfo2().hblks - before)
+libc.free(buffer)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2")
+def test_holding_the_threshold_maps_big_buffers_apart():
+    """After a big buffer is freed, glibc serves the next big ones from its heap (kept after free);
+    with the threshold held they are mapped apart and go back to the OS when freed."""
+
+    def mapped(mode: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", MAPPED_AFTER_A_BIG_FREE, mode], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.strip())
+
+    assert mapped("default") == 0
+    assert mapped("hold") == 1
+
+
+def test_the_kenning_command_holds_the_threshold_in_its_own_process(monkeypatch):
+    from kenning import allocator
+    from kenning.surfaces import cli, client, entry
+
+    calls = []
+    monkeypatch.setattr(allocator, "hold_mmap_threshold", lambda: calls.append("held") or True)
+    monkeypatch.setattr(client, "forward", lambda argv: None)
+    monkeypatch.setattr(cli, "main", lambda argv: calls.append("ran") or 0)
+    monkeypatch.setattr(sys, "argv", ["kenning", "status"])
+    assert entry.main() == 0
+    assert calls == ["held", "ran"]

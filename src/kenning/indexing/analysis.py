@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.allocator import worker_environment
 from kenning.analysis.analyzer import Analyzer
 from kenning.entities.extract import GlossaryMatcher, extract
 from kenning.indexing.segments import SegmentBuilder, merge_range
@@ -149,7 +150,7 @@ class _Worker:
 
     def __init__(self, setup: tuple):
         package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
+        env = worker_environment(dict(os.environ))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kenning.indexing.analysis_worker"],
