@@ -299,17 +299,20 @@ class LexicalView:
         """The chunks whose title or body, analysed as at indexing, holds every (term, offset) at one
         common start: the same answer as the stored positions give, read from a few chunks' text."""
         rows = self.store.chunks_by_ids(list(docs))
+        wanted = {t for t, _ in words}
         matched = BitMap()
         for chunk_id, row in rows.items():
             for f in [field] if field else ["title", "body"]:
                 terms, positions = self.analyzer.positioned_terms(row.title if f == "title" else row.body)
                 at: dict[str, set[int]] = {}
                 for term, position in zip(terms, positions, strict=True):
-                    at.setdefault(term, set()).add(position)
-                first, offset = words[0]
+                    if term in wanted:  # only the phrase's own terms: most of a text is not
+                        at.setdefault(term, set()).add(position)
+                if len(at) < len(wanted):
+                    continue  # a term of the phrase is not in this field
+                rarest, offset = min(words, key=lambda w: len(at[w[0]]))  # fewest starts to try
                 if any(
-                    all(start + o in at.get(t, ()) for t, o in words)
-                    for start in (p - offset for p in at.get(first, ()))
+                    all(start + o in at[t] for t, o in words) for start in (p - offset for p in at[rarest])
                 ):
                     matched.add(chunk_id)
                     break
