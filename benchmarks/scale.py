@@ -287,10 +287,6 @@ class TreePeak:
 def worker(args: list[str]) -> dict:
     """One measurement in this process; prints a JSON line."""
     job, system, index_dir = args[0], args[1], Path(args[2])
-    if system == "kenning":  # as the `kenning` command does (kenning.allocator)
-        from kenning.allocator import hold_mmap_threshold
-
-        hold_mmap_threshold()
     if job == "index":
         sampler = TreePeak()
         started = time.perf_counter()

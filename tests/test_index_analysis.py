@@ -225,50 +225,49 @@ def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monk
     assert f"{allocator.MMAP_THRESHOLD_ENV}={expected}".encode() in environ
 
 
-MAPPED_AFTER_A_BIG_FREE = """
-import ctypes, sys
+HEAP_AFTER_A_TRIM = """
+import ctypes, os
 from kenning import allocator
 libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
-class Info(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
-libc.mallinfo2.restype = Info
-if sys.argv[1] == "hold":
-    assert allocator.hold_mmap_threshold()
-libc.free(libc.malloc(8 << 20))  # glibc's own rule: the threshold rises to the size of a freed mapping
-before = libc.mallinfo2().hblks
-buffer = libc.malloc(3 << 19)  # 1.5 MiB
-print(libc.mallinfo2().hblks - before)
-libc.free(buffer)
+def rss_mb():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+blocks = [libc.malloc(64 << 10) for _ in range(3000)]  # 190 MB of heap blocks, under the mmap threshold
+for block in blocks:
+    ctypes.memset(block, 1, 64 << 10)
+for block in blocks[:-1]:  # the last one keeps the heap's top: freeing alone returns nothing
+    libc.free(block)
+before = rss_mb()
+released = allocator.release_freed_memory()
+print(released, round(before - rss_mb()))
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and mallinfo2")
-def test_holding_the_threshold_maps_big_buffers_apart():
-    """After a big buffer is freed, glibc serves the next big ones from its heap (kept after free);
-    with the threshold held they are mapped apart and go back to the OS when freed."""
-
-    def mapped(mode: str) -> int:
-        done = subprocess.run(
-            [sys.executable, "-c", MAPPED_AFTER_A_BIG_FREE, mode], capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        return int(done.stdout.strip())
-
-    assert mapped("default") == 0
-    assert mapped("hold") == 1
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_the_writer_hands_freed_heap_pages_back():
+    done = subprocess.run(
+        [sys.executable, "-c", HEAP_AFTER_A_TRIM], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    released, dropped_mb = done.stdout.split()
+    assert released == "True" and int(dropped_mb) > 150
 
 
-def test_the_kenning_command_holds_the_threshold_in_its_own_process(monkeypatch):
-    from kenning import allocator
-    from kenning.surfaces import cli, client, entry
-
+def test_writes_and_merges_trim_the_heap(tmp_path, monkeypatch):
+    """The writer trims after each segment it writes and each merge range (kenning.allocator)."""
     calls = []
-    monkeypatch.setattr(allocator, "hold_mmap_threshold", lambda: calls.append("held") or True)
-    monkeypatch.setattr(client, "forward", lambda argv: None)
-    monkeypatch.setattr(cli, "main", lambda argv: calls.append("ran") or 0)
-    monkeypatch.setattr(sys, "argv", ["kenning", "status"])
-    assert entry.main() == 0
-    assert calls == ["held", "ran"]
+    monkeypatch.setattr(segments, "release_freed_memory", lambda: calls.append("merge range") or True)
+    from kenning.indexing import writer
+
+    monkeypatch.setattr(writer, "release_freed_memory", lambda: calls.append("segment") or True)
+    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 50)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        (docs / f"{i}.md").write_text(
+            "".join(f"# part {j}\n\nword{i} text {j} of note {i}\n\n" for j in range(20))
+        )
+    with Index(tmp_path / "index") as ix:
+        ix.add([docs])
+    assert calls.count("segment") >= 2 and calls.count("merge range") >= 1, calls

@@ -1,34 +1,38 @@
-"""Give big freed buffers back to the OS: glibc's malloc otherwise keeps them.
+"""Give freed memory back to the OS during indexing: glibc's malloc otherwise keeps it.
 
 Indexing passes tens of megabytes at a time between processes (pickled batches, encoded segments,
 merge ranges). glibc raises its mmap threshold each time such a buffer is freed, so later ones come
-from the heap, and a heap fragmented by them is not returned: on 300k synthetic chunks with two
-analysis workers, all processes peaked at 1,095 MB with the default and 848 MB with the threshold
-held at 1 MiB (4% slower; benchmarks/scale.py --worker index). Holding the threshold is a process-wide
-choice, so kenning makes it only for processes it owns: the `kenning` command and its analysis
-workers; a program that imports kenning keeps its allocator as it is.
+from the heap, and heap pages freed between live blocks are kept. On the first 300k chunks of the
+scale benchmark's 1M corpus with two analysis workers, all processes peaked at 1,095 MB:
+
+- the workers (kenning's own processes, which only index) start with the threshold held at 1 MiB
+  (`MALLOC_MMAP_THRESHOLD_`, unless the user set it): 983 MB in all;
+- the writer, which may be a program that imports kenning and has its own allocator needs, is left
+  its threshold (held there, it made warm queries 1.98 -> 3.45 ms at 100k chunks: corpus-sized score
+  arrays were mapped and unmapped at every query) and instead trims the heap after each segment it
+  writes and each merge range (`malloc_trim`): 845 MB in all, writer 532 -> 444 MB, no slower.
 """
 
 from __future__ import annotations
 
 import ctypes
 
-MMAP_THRESHOLD = 1 << 20  # buffers from 1 MiB up are mapped apart and unmapped when freed
+MMAP_THRESHOLD = 1 << 20  # in workers, buffers from 1 MiB up are mapped apart and unmapped when freed
 MMAP_THRESHOLD_ENV = "MALLOC_MMAP_THRESHOLD_"  # glibc reads it at a new process's start
-_M_MMAP_THRESHOLD = -3  # mallopt parameter number, from glibc's malloc.h
 
 
 def worker_environment(env: dict) -> dict:
-    """`env` for a worker process, with the threshold held unless the user set it."""
+    """`env` for an analysis worker, with the threshold held unless the user set it."""
     env.setdefault(MMAP_THRESHOLD_ENV, str(MMAP_THRESHOLD))
     return env
 
 
-def hold_mmap_threshold() -> bool:
-    """Hold this process's mmap threshold at MMAP_THRESHOLD (glibc only; True when it was set)."""
+def release_freed_memory() -> bool:
+    """Hand the heap's free pages back to the OS (glibc's malloc_trim; True when it released any,
+    False where there is no glibc)."""
     try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to hold
+        trim = ctypes.CDLL(None).malloc_trim  # the C library this interpreter runs on
+    except (OSError, AttributeError):
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    trim.argtypes = [ctypes.c_size_t]
+    return bool(trim(0))

@@ -20,6 +20,7 @@ from operator import itemgetter
 import numpy as np
 from pyroaring import BitMap
 
+from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import TOKEN_RE, Analyzer
 
 MAX_SEGMENTS = 10
@@ -234,6 +235,14 @@ def _live_part(posting: tuple, order: int, dead: np.ndarray):
     return term, order, ids, tft, tfb, pt, pb  # the common case (a fresh build deletes nothing): no copies
 
 
+def _each_then_trim(ranges):
+    """The rows of each merged range in turn; once a range is written, its buffers go back to the OS
+    (kenning.allocator: the writer's heap would otherwise keep them)."""
+    for rows in ranges:
+        yield from rows
+        release_freed_memory()
+
+
 def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> list[tuple[tuple, bytes]]:
     """One term range of a merge, encoded: `parts[i]` holds the i-th merged segment's stored rows of
     the range, terms ascending (`decode` reads them, `encode` writes the merged rows, both the
@@ -298,7 +307,7 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
     # the merged segment is written while the old ones are read, then they go (all in the caller's
     # transaction)
     merged_id = store.write_encoded_segment(
-        all_ids, np.concatenate(title_lens), np.concatenate(body_lens), itertools.chain.from_iterable(merged)
+        all_ids, np.concatenate(title_lens), np.concatenate(body_lens), _each_then_trim(merged)
     )
     store.drop_segments(segment_ids)
     return merged_id

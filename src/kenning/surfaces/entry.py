@@ -13,10 +13,8 @@ def main() -> int:
     argv = sys.argv[1:]
     code = forward(argv)
     if code is None:
-        from kenning.allocator import hold_mmap_threshold
         from kenning.surfaces.cli import main as run_here
 
-        hold_mmap_threshold()  # this process is kenning's own: big freed buffers go back to the OS
         code = run_here(argv)
     return code
 
