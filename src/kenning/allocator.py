@@ -10,7 +10,8 @@ scale benchmark's 1M corpus with two analysis workers, all processes peaked at 1
 - the writer, which may be a program that imports kenning and has its own allocator needs, is left
   its threshold (held there, it made warm queries 1.98 -> 3.45 ms at 100k chunks: corpus-sized score
   arrays were mapped and unmapped at every query) and instead trims the heap after each segment it
-  writes and each merge range (`malloc_trim`): 845 MB in all, writer 532 -> 444 MB, no slower.
+  writes and each merge range (`malloc_trim`): 845-892 MB in all, writer 532 -> 444-452 MB, no
+  slower (two runs).
 """
 
 from __future__ import annotations

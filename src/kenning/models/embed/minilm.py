@@ -19,9 +19,9 @@ softmax NaN guards and with its GELU in a form onnxruntime fuses (see _onnx_grap
 
 - precision "int8" (the default): the 36 matrix products over the int8 weights run as int8 products
   (onnxruntime's DynamicQuantizeMatMul; the activations are rounded to uint8 with one scale per
-  text, so each text runs alone and its vector never depends on the texts beside it). About 1.65x
-  the float graph's rate on 256-token texts, cosine to it 0.994 on average; dense and hybrid nDCG@10
-  on cranfield, msmarco-5k and cacm move by -0.006 to +0.029 (README).
+  text, so each text runs alone and its vector never depends on the texts beside it). 1.58x the
+  float graph's rate on the books (benchmarks/bench_embed.py), cosine to it 0.994 on average;
+  dense and hybrid nDCG@10 on cranfield, msmarco-5k and cacm move by -0.006 to +0.029 (README).
 - precision "float32": each layer's attention as one fused node, products in float32 over the
   weights dequantized at load; vectors within about 1e-6 of the graph as shipped.
 
