@@ -38,3 +38,19 @@ def http_server():
         server.should_exit = True
         thread.join(timeout=10)
         service.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL 18 + pgvector for the session (tests/pg_server.py), or $KENNING_TEST_PG_URL."""
+    from pg_server import start_server
+
+    server = start_server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh index (its own schema) on the test server."""
+    return pg_server.url()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.store.sqlite.compact import (
+from kenning.store.compact import (
     pack_frequencies,
     pack_positions,
     unpack_frequencies,

@@ -187,7 +187,7 @@ def test_workers_are_out_of_the_terminals_process_group():
     """A terminal's Ctrl-C goes to its foreground process group: the workers are in sessions of
     their own, so only the writer gets it (and stops them)."""
     from kenning.analysis.analyzer import AnalyzerConfig
-    from kenning.store.sqlite.postings import decode_posting_row, encode_posting_row
+    from kenning.store.compact import decode_posting_row, encode_posting_row
 
     worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row))
     try:
@@ -210,7 +210,7 @@ def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monk
     """kenning.allocator: a worker holds glibc's mmap threshold at 1 MiB; a user's own setting wins."""
     from kenning import allocator
     from kenning.analysis.analyzer import AnalyzerConfig
-    from kenning.store.sqlite.postings import decode_posting_row, encode_posting_row
+    from kenning.store.compact import decode_posting_row, encode_posting_row
 
     if user_value is None:
         monkeypatch.delenv(allocator.MMAP_THRESHOLD_ENV, raising=False)

@@ -1,4 +1,5 @@
-"""The store contract: every Store implementation must pass these (SQLite today; a server store next).
+"""The store contract: every Store implementation must pass these (the embedded SQLite store and the
+PostgreSQL store, on a real server started for the tests: tests/pg_server.py).
 
 Add an implementation to STORES and the whole suite runs against it.
 """
@@ -15,16 +16,20 @@ from kenning.store.records import VECTOR_GRAPH_META
 from kenning.store.sqlite import DB_NAME, SCHEMA_VERSION, SqliteStore
 
 
-def sqlite_store(tmp_path):
+def sqlite_store(request, tmp_path):
     return SqliteStore(tmp_path / "ix")
 
 
-STORES = {"sqlite": sqlite_store}
+def postgres_store(request, tmp_path):
+    return open_store(request.getfixturevalue("pg_url"))
+
+
+STORES = {"sqlite": sqlite_store, "postgres": postgres_store}
 
 
 @pytest.fixture(params=sorted(STORES))
 def store(request, tmp_path):
-    s = STORES[request.param](tmp_path)
+    s = STORES[request.param](request, tmp_path)
     yield s
     s.close()
 
@@ -113,6 +118,17 @@ def test_sources_and_chunks(store):
     assert store.sources() == [] and store.chunks_by_ids(ids) == {}
     big = store.chunks_by_ids(list(range(5000)))  # more ids than one IN list takes
     assert big == {}
+
+
+def test_any_text_comes_back_exactly(store):
+    """NUL characters and quotes are kept as written (PostgreSQL's text type refuses NUL: the server
+    store keeps titles and bodies as bytes)."""
+    odd = "a\x00b '); DROP TABLE chunks; -- \\ % _ \u00e9 \U0001f600" * 30
+    _, ids = add_file(store, chunks=[Chunk("d", "T\x00", odd, meta={"k": "\x00'"})])
+    row = store.chunks_by_ids(ids)[ids[0]]
+    assert (row.title, row.body, row.meta) == ("T\x00", odd, {"k": "\x00'"})
+    assert store.chunk_texts(ids) == [f"T\x00\n{odd}"]
+    assert list(store.iter_chunk_texts()) == [(ids[0], "T\x00", odd)]
 
 
 def test_segments_postings_and_positions(store):

@@ -33,7 +33,7 @@ def locate_index(
     """The index folder (see the module docstring). `config_path`/`config_index` are the nearest
     kenning.toml and the index it names, when the caller has read it already."""
     if flag:
-        return Path(flag)
+        return str(flag) if _is_url(flag) else Path(flag)
     here = (start or Path.cwd()).resolve()
     if config_path is None:
         config_path = find_config(here)
@@ -56,3 +56,9 @@ def _named_index(config_path: Path) -> Path | None:
     except (OSError, tomllib.TOMLDecodeError):
         return None  # the full settings loader reports a broken file; here it only names no index
     return (config_path.parent / str(data["index"])).resolve() if "index" in data else None
+
+
+def _is_url(flag) -> bool:
+    """A server store's URL (kenning.store.is_server_url; not imported here: this module is imported
+    by every command before anything else)."""
+    return isinstance(flag, str) and flag.lower().startswith(("postgresql://", "postgres://"))

@@ -36,7 +36,7 @@ from kenning.signals.ann import GraphFile
 from kenning.signals.dense import DenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings
-from kenning.store import ChunkRow, StorageError, open_store
+from kenning.store import ChunkRow, StorageError, is_server_url, open_store
 
 if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
     from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
@@ -54,13 +54,19 @@ def default_index_dir() -> Path:
 
 
 class Index:
-    """A kenning index in a directory: add files, search, get chunks, report status."""
+    """A kenning index in a directory or on a PostgreSQL server: add files, search, get chunks,
+    report status."""
 
     def __init__(
         self, directory: str | os.PathLike | None = None, create: bool = True, rebuild_outdated: bool = False
     ):
-        self.directory = Path(directory) if directory is not None else default_index_dir()
-        self.store = open_store(self.directory, create=create, rebuild_outdated=rebuild_outdated)
+        """`directory`: an index folder, or a postgresql:// URL (kenning.store.postgres); None finds
+        the folder or server the command line would use here."""
+        where = directory if directory is not None else default_index_dir()
+        self.directory = None if is_server_url(where) else Path(where)  # a server index has no folder
+        self.store = open_store(where, create=create, rebuild_outdated=rebuild_outdated)
+        # what messages and reports name: the folder, or the URL without its password
+        self.location = str(self.directory) if self.directory else self.store.location
         stored = self.store.get_meta("analyzer")
         self.analyzer = Analyzer(AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig())
         self.caches = IndexCaches()
@@ -385,7 +391,7 @@ class Index:
             counts = self.store.counts()
             snapshot = self.store.read_snapshot()
             return {
-                "index": str(self.directory),
+                "index": self.location,
                 "documents": counts["documents"],
                 "sources": counts["sources"],
                 "chunks": counts["chunks"],

@@ -56,6 +56,7 @@ class CollectionConfig:
 class Config:
     path: Path | None = None
     index: Path | None = None
+    store: str | None = None  # a server store's URL (no password: see _store_url)
     search: dict = field(default_factory=dict)
     collections: dict[str, CollectionConfig] = field(default_factory=dict)
     glossary_scope: str | None = None
@@ -82,6 +83,23 @@ def _convert(value, kind: str, where: str):
         raise ConfigError(f"{where}: {value!r} is not a valid {kind}") from exc
 
 
+def _store_url(value, path: Path) -> str:
+    """kenning.toml's `store`: a postgresql:// URL without a password (files like this one get
+    shared and committed; the password belongs in PGPASSWORD or ~/.pgpass)."""
+    from urllib.parse import urlsplit
+
+    from kenning.store import is_server_url
+
+    url = str(value)
+    if not is_server_url(url):
+        raise ConfigError(f"{path}: store = {url!r} is not a postgresql:// URL")
+    if urlsplit(url).password is not None:
+        raise ConfigError(
+            f"{path}: store holds a password; remove it and put it in PGPASSWORD or ~/.pgpass instead"
+        )
+    return url
+
+
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
@@ -91,11 +109,13 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"{path}: {exc}") from exc
     base = path.parent
     config = Config(path=path)
-    unknown = set(data) - {"index", "search", "collections", "glossary"}
+    unknown = set(data) - {"index", "store", "search", "collections", "glossary"}
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
     if "index" in data:
         config.index = (base / str(data["index"])).resolve()
+    if "store" in data:
+        config.store = _store_url(data["store"], path)
     keys = search_keys()
     for key, value in (data.get("search") or {}).items():
         if key not in keys:
@@ -115,8 +135,13 @@ def load_config(path: Path | None) -> Config:
     return config
 
 
-def resolve_index_dir(flag: str | None, config: Config, start: Path | None = None) -> Path:
-    """Which index a command works on, like git finds its repository (kenning.locate)."""
+def resolve_index_dir(flag: str | None, config: Config, start: Path | None = None) -> Path | str:
+    """Which index a command works on: --index DIR or --store URL; else $KENNING_STORE; else
+    kenning.toml's `store`; else the folder found as git finds its repository (kenning.locate)."""
+    if not flag and os.environ.get("KENNING_STORE"):
+        return os.environ["KENNING_STORE"]
+    if not flag and config.store:
+        return config.store
     return locate_index(flag, start, config.path, config.index) if config.path else locate_index(flag, start)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from kenning.api.index import Index
 from kenning.search.fusion import FusionParams
 from kenning.signals.lexical import Bm25Params
+from kenning.store import is_server_url
 
 
 class DatasetError(Exception):
@@ -135,7 +136,10 @@ def open_eval_index(
 ):
     """(index, index report, embedding seconds): the corpus indexed (incrementally) into `index_dir`,
     or a disposable cache keyed by `key`, and embedded unless the mode is lexical."""
-    directory = Path(index_dir) if index_dir else default_eval_index(key, stem)
+    if is_server_url(index_dir):
+        directory = str(index_dir)
+    else:
+        directory = Path(index_dir) if index_dir else default_eval_index(key, stem)
     index = Index(directory, rebuild_outdated=index_dir is None)  # the default cache is disposable
     try:
         report = index.add([corpus], stem=stem, progress=progress, force=index.analyzer.config.stem != stem)
@@ -199,7 +203,7 @@ def evaluate(
     index, report, embed_seconds = open_eval_index(
         dataset.corpus_path, Path(dataset_dir), index_dir, stem, progress, mode, embedder, embed_progress
     )
-    directory = index.directory
+    directory = index.location
     with index:
         runs: dict[str, list[str]] = {}
         failures: dict[str, str] = {}

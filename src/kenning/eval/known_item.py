@@ -98,7 +98,7 @@ def known_item(
         "hybrid" if mode == "auto" and index.embedding_model() else ("lexical" if mode == "auto" else mode)
     )
     return KnownItemReport(
-        corpus=str(index.directory),
+        corpus=index.location,
         queries=len(pairs),
         hit_at_1=hits / total,
         mrr_at_10=rr / total,

@@ -33,11 +33,21 @@ from kenning.store.records import (
 )
 
 
-def open_store(directory: str | os.PathLike, create: bool = True, rebuild_outdated: bool = False) -> Store:
-    """The store of an index directory (the embedded SQLite store; a server store arrives later)."""
+def is_server_url(location) -> bool:
+    """Whether an index location is a PostgreSQL URL (postgresql://...) rather than a folder."""
+    return isinstance(location, str) and location.lower().startswith(("postgresql://", "postgres://"))
+
+
+def open_store(location: str | os.PathLike, create: bool = True, rebuild_outdated: bool = False) -> Store:
+    """The store of an index: a folder holds the embedded SQLite store; a `postgresql://` URL names
+    a server store (kenning.store.postgres, the `postgres` extra)."""
+    if is_server_url(location):
+        from kenning.store.postgres import PostgresStore
+
+        return PostgresStore(str(location), create=create, rebuild_outdated=rebuild_outdated)
     from kenning.store.sqlite import SqliteStore
 
-    return SqliteStore(directory, create=create, rebuild_outdated=rebuild_outdated)
+    return SqliteStore(location, create=create, rebuild_outdated=rebuild_outdated)
 
 
 __all__ = [
@@ -62,6 +72,7 @@ __all__ = [
     "Store",
     "Vectors",
     "embedding_text",
+    "is_server_url",
     "open_store",
     "text_hash",
 ]

@@ -53,6 +53,12 @@ from kenning.surfaces.render import (
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", metavar="DIR", help="index directory (default: $KENNING_INDEX or ./.kenning)")
+    p.add_argument(
+        "--store",
+        dest="index",
+        metavar="URL",
+        help="a PostgreSQL index instead, postgresql://user@host:port/db[?schema=NAME] (or $KENNING_STORE)",
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 

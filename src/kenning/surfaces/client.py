@@ -39,7 +39,10 @@ def forward(argv: list[str]) -> int | None:
         return None
     if any(a in ("-h", "--help") for a in argv):
         return None
-    index_dir = locate_index(_flag_value(argv, "--index")).absolute()
+    flag = _flag_value(argv, "--index") or _flag_value(argv, "--store")
+    if "--store" in argv or os.environ.get("KENNING_STORE") or str(flag or "").startswith("postgres"):
+        return None  # a server store has no folder for a warm server to announce itself in
+    index_dir = locate_index(flag).absolute()
     info = server_for(index_dir)
     if info is None:
         return None

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from kenning.locate import SERVER_FILE
-from kenning.store import StorageError
+from kenning.store import StorageError, is_server_url
 
 TOKEN_ENV = "KENNING_SERVE_TOKEN"
 
@@ -46,7 +46,10 @@ def run_server(
             f"--host {host} lets other machines in: set {TOKEN_ENV} to a secret first; every request "
             "must then send it as `Authorization: Bearer TOKEN`"
         )
-    index_dir = Path(index_dir).absolute()
+    # a folder index announces the server in it (kenning.surfaces.client forwards commands there);
+    # a server store has no folder, so commands on it always run in their own process
+    server_store = is_server_url(index_dir)
+    index_dir = index_dir if server_store else Path(index_dir).absolute()
     service = Service(index_dir, allow_write=allow_write)
     service.warm_up()
     if port == 0:
@@ -55,19 +58,22 @@ def run_server(
             port = probe.getsockname()[1]
     local_token = secrets.token_urlsafe(32)
     app = create_app(service, host, port, token, local_token)
-    announce = index_dir / SERVER_FILE
+    announce = None if server_store else index_dir / SERVER_FILE
     watcher = None
     if watch:
         from kenning.surfaces.watch import Watcher
 
         watcher = Watcher(service, watch)
         threading.Thread(target=watcher.run, daemon=True, name="kenning-watch").start()
-    _write_private(
-        announce, {"pid": os.getpid(), "url": f"http://{_url_host(host)}:{port}", "local_token": local_token}
-    )
+    if announce is not None:
+        _write_private(
+            announce,
+            {"pid": os.getpid(), "url": f"http://{_url_host(host)}:{port}", "local_token": local_token},
+        )
     if not quiet:
         print(
-            f"kenning: serving {index_dir} at http://{_url_host(host)}:{port}/ (MCP at /mcp)", file=sys.stderr
+            f"kenning: serving {service.index.location} at http://{_url_host(host)}:{port}/ (MCP at /mcp)",
+            file=sys.stderr,
         )
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
@@ -75,7 +81,7 @@ def run_server(
         if watcher is not None:
             watcher.stop()
         try:
-            if json.loads(announce.read_text()).get("pid") == os.getpid():
+            if announce is not None and json.loads(announce.read_text()).get("pid") == os.getpid():
                 announce.unlink()
         except (OSError, ValueError):
             pass

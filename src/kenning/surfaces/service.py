@@ -17,6 +17,7 @@ from kenning.api.request import build_request
 from kenning.api.settings import load_config, resolve_search
 from kenning.locate import find_config
 from kenning.query.filters import Filters
+from kenning.store import is_server_url
 
 
 class WriteRefused(PermissionError):
@@ -25,7 +26,8 @@ class WriteRefused(PermissionError):
 
 class Service:
     def __init__(self, index_dir: str | Path, allow_write: bool = False, config_start: Path | None = None):
-        self.index_dir = Path(index_dir).absolute()
+        # a folder, or a server store's URL (kept as given: kenning.store.is_server_url)
+        self.index_dir = index_dir if is_server_url(index_dir) else Path(index_dir).absolute()
         self.index = Index(self.index_dir)
         self.allow_write = allow_write
         self.defaults = resolve_search({}, load_config(find_config(config_start)))

@@ -12,6 +12,8 @@ import logging
 import threading
 from pathlib import Path
 
+from kenning.store import is_server_url
+
 DEBOUNCE_MS = 800
 LOG = logging.getLogger("kenning")
 
@@ -25,7 +27,8 @@ class Watcher:
         self.debounce_ms = debounce_ms
         self.on_update = on_update or (lambda report, embedded: None)
         self.stop_event = threading.Event()
-        self.index_dir = str(Path(service.index_dir).absolute())
+        # the index's own folder is never re-indexed (a server store has none)
+        self.index_dir = None if is_server_url(service.index_dir) else str(Path(service.index_dir).absolute())
         missing = [p for p in self.paths if not Path(p).exists()]
         if missing:
             raise ValueError(f"cannot watch {', '.join(missing)}: no such file or folder")
@@ -48,7 +51,7 @@ class Watcher:
         from watchfiles import watch
 
         def relevant(change, path: str) -> bool:
-            return not path.startswith(self.index_dir)
+            return self.index_dir is None or not path.startswith(self.index_dir)
 
         for _changes in watch(
             *self.paths,

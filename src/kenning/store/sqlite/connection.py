@@ -6,7 +6,6 @@ intact, and WAL mode lets searches in other processes read a consistent snapshot
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -19,7 +18,8 @@ from urllib.parse import quote
 from pyroaring import BitMap
 
 from kenning.cachedir import tag_as_cache
-from kenning.store.records import VECTOR_GRAPH_META, Snapshot, StorageError
+from kenning.store.base import CommitsCommon
+from kenning.store.records import VECTOR_GRAPH_META, StorageError
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,
@@ -81,7 +81,7 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SqliteConnection:
+class SqliteConnection(CommitsCommon):
     """One index directory's database: schema, transactions, snapshots and metadata."""
 
     def __init__(self, directory: str | os.PathLike, create: bool = True, rebuild_outdated: bool = False):
@@ -226,20 +226,6 @@ class SqliteConnection:
     def _set_meta(self, key: str, value) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
-    def get_meta(self, key: str, default=None):
-        value = self._meta_raw(key)
-        return default if value is None else value
-
-    def set_meta(self, key: str, value) -> None:
-        self._require_txn()
-        self._set_meta(key, value)
-
-    def set_live(self, live: BitMap) -> None:
-        self._require_txn()
-        live.run_optimize()
-        self._set_meta("live", live.serialize())
-        self.forget_vector_graph()
-
     def release_free_pages(self) -> int:
         """Give the pages a merge or a deletion freed back to the file system (an index created with
         incremental auto-vacuum; older ones keep their free pages for later writes). Inside the
@@ -330,30 +316,9 @@ class SqliteConnection:
         finally:
             self.conn.execute("COMMIT")
 
-    @property
-    def in_transaction(self) -> bool:
-        """Inside a write transaction (reads join it; writes belong to it)."""
-        return self._in_txn
-
-    def _require_txn(self) -> None:
-        if not self._in_txn:
-            raise RuntimeError("write outside a transaction")
-
     # ----------------------------------------------------------------------------- snapshots
-    def read_snapshot(self) -> Snapshot:
-        live_blob = self._meta_raw("live")
-        segs = tuple(r[0] for r in self.conn.execute("SELECT id FROM segments ORDER BY id"))
-        last = self._meta_raw("last_commit")
-        return Snapshot(
-            generation=int(self._meta_raw("generation") or 0),
-            live=BitMap.deserialize(live_blob) if live_blob else BitMap(),
-            segment_ids=segs,
-            analyzer=json.loads(self._meta_raw("analyzer") or "{}"),
-            last_commit=float(last) if last else None,
-        )
-
-    def generation(self) -> int:
-        return int(self._meta_raw("generation") or 0)
+    def _segment_ids(self) -> tuple[int, ...]:
+        return tuple(r[0] for r in self.conn.execute("SELECT id FROM segments ORDER BY id"))
 
     def counts(self) -> dict:
         one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731

@@ -7,6 +7,7 @@ import time
 import zlib
 from collections.abc import Iterator, Sequence
 
+from kenning.store.compact import pack_text, unpack_text
 from kenning.store.records import (
     ChunkGroup,
     ChunkHead,
@@ -16,7 +17,6 @@ from kenning.store.records import (
     embedding_text,
     text_hash,
 )
-from kenning.store.sqlite.compact import pack_text, unpack_text
 from kenning.store.sqlite.connection import batches, marks
 
 _SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"

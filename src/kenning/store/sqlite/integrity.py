@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kenning.store.sqlite.compact import unpack_text
+from kenning.store.compact import unpack_text
 
 
 class SqliteIntegrity:

@@ -12,45 +12,16 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kenning.store.checksum import posting_digest, segment_checksum
-from kenning.store.records import RawPostings, SegmentData, SegmentPostings, StorageError
-from kenning.store.sqlite.compact import (
-    pack_frequencies,
-    pack_positions,
+from kenning.store.checksum import segment_checksum
+from kenning.store.compact import (
+    decode_posting_row,
+    decode_segment,
+    encode_posting_row,
     unpack_frequencies,
     unpack_positions,
 )
+from kenning.store.records import RawPostings, SegmentData, SegmentPostings
 from kenning.store.sqlite.connection import batches, marks
-
-
-def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -> tuple[tuple, bytes]:
-    """A posting row as the table keeps it (each column in its narrowest exact form,
-    kenning.store.sqlite.compact) and its digest (kenning.store.checksum)."""
-    digest = posting_digest(term, ids, tf_title, tf_body, pos_title, pos_body)
-    row = (
-        term,
-        np.asarray(ids, dtype=np.uint32).tobytes(),
-        pack_frequencies(tf_title),
-        pack_frequencies(tf_body),
-        pack_positions(pos_title),
-        pack_positions(pos_body),
-    )
-    return row, digest
-
-
-def decode_posting_row(raw: tuple) -> SegmentPostings:
-    """A posting row as the table keeps it, back to its arrays."""
-    term, ids, tft, tfb, pt, pb = raw
-    n = len(ids) // 4
-    tf_title, tf_body = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
-    return SegmentPostings(
-        term,
-        np.frombuffer(ids, dtype=np.uint32),
-        tf_title,
-        tf_body,
-        _positions(pt, tf_title),
-        _positions(pb, tf_body),
-    )
 
 
 class SqlitePostings:
@@ -66,14 +37,7 @@ class SqlitePostings:
         row = self.conn.execute(
             "SELECT doc_ids, title_lens, body_lens FROM segments WHERE id=?", (segment_id,)
         ).fetchone()
-        if row is None:
-            raise StorageError(f"segment {segment_id} vanished (index changed during read)")
-        return SegmentData(
-            id=segment_id,
-            doc_ids=np.frombuffer(row[0], dtype=np.uint32),
-            title_lens=np.frombuffer(row[1], dtype=np.uint16),
-            body_lens=np.frombuffer(row[2], dtype=np.uint16),
-        )
+        return decode_segment(segment_id, row)
 
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
         """Postings of each term present in the segment."""
@@ -208,10 +172,3 @@ class SqlitePostings:
 
     def vocabulary(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT word, df FROM vocabulary"))
-
-
-def _positions(blob: bytes, tf: np.ndarray) -> np.ndarray:
-    """A field's positions; the frequencies are summed only when the length leaves the width open."""
-    if len(blob) % 4 == 2 or not blob:
-        return unpack_positions(blob)
-    return unpack_positions(blob, int(tf.sum(dtype=np.int64)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.checksum import posting_digest, segment_checksum
-from kenning.store.sqlite.compact import unpack_frequencies, unpack_positions
+from kenning.store.compact import unpack_frequencies, unpack_positions
 
 SCHEMA_VERSION = 7
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them

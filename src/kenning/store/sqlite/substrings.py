@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from kenning.store.compact import unpack_text
 from kenning.store.records import MIN_TRIGRAM_WORD, substring_text
-from kenning.store.sqlite.compact import unpack_text
 from kenning.store.sqlite.connection import batches, marks
 
 TABLE = "substrings"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kenning.store.compact import unpack_text
 from kenning.store.records import embedding_text
-from kenning.store.sqlite.compact import unpack_text
 
 
 class SqliteVectors:

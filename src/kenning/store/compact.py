@@ -22,6 +22,9 @@ import zlib
 
 import numpy as np
 
+from kenning.store.checksum import posting_digest
+from kenning.store.records import SegmentData, SegmentPostings, StorageError
+
 PACK_TEXT_FROM = 256  # characters: shorter bodies are not worth compressing
 TEXT_LEVEL = 1
 
@@ -82,3 +85,53 @@ def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
     if len(blob) == 4 * count:
         return np.frombuffer(blob, dtype=np.uint32)
     raise ValueError(f"{len(blob)} bytes cannot hold {count} positions")
+
+
+# ------------------------------------------------------------------------------ posting rows
+def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -> tuple[tuple, bytes]:
+    """A posting row as the table keeps it (each column in its narrowest exact form,
+    above) and its digest (kenning.store.checksum)."""
+    digest = posting_digest(term, ids, tf_title, tf_body, pos_title, pos_body)
+    row = (
+        term,
+        np.asarray(ids, dtype=np.uint32).tobytes(),
+        pack_frequencies(tf_title),
+        pack_frequencies(tf_body),
+        pack_positions(pos_title),
+        pack_positions(pos_body),
+    )
+    return row, digest
+
+
+def decode_posting_row(raw: tuple) -> SegmentPostings:
+    """A posting row as the table keeps it, back to its arrays."""
+    term, ids, tft, tfb, pt, pb = raw
+    n = len(ids) // 4
+    tf_title, tf_body = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
+    return SegmentPostings(
+        term,
+        np.frombuffer(ids, dtype=np.uint32),
+        tf_title,
+        tf_body,
+        _positions(pt, tf_title),
+        _positions(pb, tf_body),
+    )
+
+
+def _positions(blob: bytes, tf: np.ndarray) -> np.ndarray:
+    """A field's positions; the frequencies are summed only when the length leaves the width open."""
+    if len(blob) % 4 == 2 or not blob:
+        return unpack_positions(blob)
+    return unpack_positions(blob, int(tf.sum(dtype=np.int64)))
+
+
+def decode_segment(segment_id: int, row: tuple | None) -> SegmentData:
+    """A segment's stored columns (doc ids, title and body lengths) back to arrays."""
+    if row is None:
+        raise StorageError(f"segment {segment_id} vanished (index changed during read)")
+    return SegmentData(
+        id=segment_id,
+        doc_ids=np.frombuffer(row[0], dtype=np.uint32),
+        title_lens=np.frombuffer(row[1], dtype=np.uint16),
+        body_lens=np.frombuffer(row[2], dtype=np.uint16),
+    )

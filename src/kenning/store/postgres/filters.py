@@ -1,0 +1,70 @@
+"""Scope filters in PostgreSQL, as indexed SQL conditions.
+
+Time bounds use the (source_id, time) index. Front-matter conditions use a GIN index over `facets`:
+each chunk's front matter with every scalar value written as folded text and every value as a list
+(`{"status": ["final"], "tags": ["a", "b"]}`), so "front matter key has value v, or a list holding v,
+whatever the case" is one containment test, `facets @> {"key": ["v"]}`, which the index answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pyroaring import BitMap
+
+from kenning.store.records import SourceFacets
+
+
+def _folded(value) -> str | None:
+    """A front-matter scalar as filters compare it: text, lower case; None for nested values."""
+    if isinstance(value, dict | list) or value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value)
+    # jsonb refuses NUL and unpaired surrogates: they can never be typed into a filter anyway
+    return text.lower().replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+def facets_of(meta: dict) -> str:
+    """The jsonb text of a chunk's folded front matter (see the module docstring)."""
+    front = meta.get("front_matter") if isinstance(meta, dict) else None
+    out = {}
+    for key, value in (front or {}).items() if isinstance(front, dict) else ():
+        values = [v for v in map(_folded, value if isinstance(value, list) else [value]) if v is not None]
+        if values:
+            out[_folded(str(key))] = values
+    return json.dumps(out)
+
+
+class PostgresFilters:
+    """The MetadataFilters protocol."""
+
+    conn: object
+
+    def source_facets(self) -> list[SourceFacets]:
+        return [SourceFacets(*r) for r in self.conn.execute("SELECT id, path, collection, kind FROM sources")]
+
+    def chunks_matching(
+        self,
+        source_ids: Sequence[int],
+        since: float | None,
+        before: float | None,
+        meta: Sequence[tuple[str, str]],
+    ) -> BitMap:
+        """Chunks of these sources whose time is in [since, before) and whose front matter has each
+        (key, value) (a list value matches any of its items; case does not matter)."""
+        where, params = ["source_id = ANY(%s)"], [[int(s) for s in source_ids]]
+        if since is not None:
+            where.append("time >= %s")
+            params.append(since)
+        if before is not None:
+            where.append("time < %s")
+            params.append(before)
+        wanted: dict[str, list[str]] = {}
+        for key, value in meta:
+            wanted.setdefault(_folded(key), []).append(_folded(value))
+        if wanted:
+            where.append("facets @> %s::jsonb")
+            params.append(json.dumps(wanted))
+        rows = self.conn.execute(f"SELECT id FROM chunks WHERE {' AND '.join(where)}", params)
+        return BitMap(r[0] for r in rows)

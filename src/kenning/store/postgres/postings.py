@@ -1,0 +1,146 @@
+"""Immutable postings segments and the spelling vocabulary in PostgreSQL.
+
+The rows are the embedded store's rows (kenning.store.compact packs each column), so the same
+encoder, decoder, checksums and scoring code serve both stores; a segment's rows go in with one
+binary COPY. Terms sort as bytes (COLLATE "C"), the order merges and term ranges rely on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from kenning.store.checksum import segment_checksum
+from kenning.store.compact import (
+    decode_posting_row,
+    decode_segment,
+    encode_posting_row,
+    unpack_frequencies,
+    unpack_positions,
+)
+from kenning.store.records import RawPostings, SegmentData, SegmentPostings
+
+_ROW = "term, ids, tf_title, tf_body, pos_title, pos_body"
+
+
+class PostgresPostings:
+    """The Postings protocol over the `segments`, `postings` and `vocabulary` tables."""
+
+    conn: object
+
+    def segment_sizes(self) -> list[tuple[int, int]]:
+        return [tuple(r) for r in self.conn.execute("SELECT id, n_docs FROM segments ORDER BY id")]
+
+    def load_segment(self, segment_id: int) -> SegmentData:
+        row = self.conn.execute(
+            "SELECT doc_ids, title_lens, body_lens FROM segments WHERE id = %s", (segment_id,)
+        ).fetchone()
+        return decode_segment(segment_id, row)
+
+    def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
+        out = {}
+        for term, ids, tft, tfb in self.conn.execute(
+            "SELECT term, ids, tf_title, tf_body FROM postings WHERE segment_id = %s AND term = ANY(%s)",
+            (segment_id, list(terms)),
+        ):
+            n = len(ids) // 4
+            out[term] = RawPostings(
+                np.frombuffer(ids, dtype=np.uint32), unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
+            )
+        return out
+
+    def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
+        for raw in self.raw_postings(segment_id):
+            yield decode_posting_row(raw)
+
+    posting_decoder = staticmethod(decode_posting_row)
+    posting_encoder = staticmethod(encode_posting_row)
+
+    def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
+        where, args = "segment_id = %s", [segment_id]
+        if low is not None:
+            where, args = where + " AND term >= %s", [*args, low]
+        if high is not None:
+            where, args = where + " AND term < %s", [*args, high]
+        rows = self.conn.execute(f"SELECT {_ROW} FROM postings WHERE {where} ORDER BY term", args)
+        return [(r[0], *(bytes(b) for b in r[1:])) for r in rows]
+
+    def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
+        bounds, held = [], 0
+        for term, size in self.conn.execute(
+            "SELECT term, sum(octet_length(ids) + octet_length(tf_title) + octet_length(tf_body)"
+            " + octet_length(pos_title) + octet_length(pos_body)) FROM postings WHERE segment_id = ANY(%s)"
+            " GROUP BY term ORDER BY term",
+            ([int(s) for s in segment_ids],),
+        ):
+            if held and held + size > budget:
+                bounds.append(term)
+                held = 0
+            held += int(size)
+        return bounds
+
+    def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
+        tf, pos = {"title": ("tf_title", "pos_title"), "body": ("tf_body", "pos_body")}[field]
+        row = self.conn.execute(
+            f"SELECT octet_length(ids), {tf}, {pos} FROM postings WHERE segment_id = %s AND term = %s",
+            (segment_id, term),
+        ).fetchone()
+        if row is None:
+            return None
+        count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
+        return unpack_positions(bytes(row[2]), count)
+
+    def write_encoded_segment(
+        self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
+    ) -> int:
+        """One immutable segment (see kenning.store.protocols.Postings); its rows by binary COPY."""
+        self._require_txn()
+        doc_ids = np.asarray(doc_ids, dtype=np.uint32)
+        title_lens = np.minimum(title_lens, 65535).astype(np.uint16)
+        body_lens = np.minimum(body_lens, 65535).astype(np.uint16)
+        seg_id = int(
+            self._one(
+                "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens)"
+                " VALUES (%s, %s, %s, %s, %s) RETURNING id",
+                (time.time(), len(doc_ids), doc_ids.tobytes(), title_lens.tobytes(), body_lens.tobytes()),
+            )
+        )
+        digests: list[tuple[str, bytes]] = []
+        with self.conn.cursor() as cur:
+            with cur.copy(f"COPY postings (segment_id, {_ROW}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["bigint", "text", "bytea", "bytea", "bytea", "bytea", "bytea"])
+                for row, digest in encoded:
+                    digests.append((row[0], digest))
+                    copy.write_row((seg_id, *row))
+        checksum = segment_checksum(doc_ids, title_lens, body_lens, digests)
+        self.conn.execute("UPDATE segments SET checksum = %s WHERE id = %s", (checksum, seg_id))
+        return seg_id
+
+    def segment_checksums(self) -> dict[int, str]:
+        return dict(self.conn.execute("SELECT id, checksum FROM segments").fetchall())
+
+    def drop_segments(self, segment_ids: Sequence[int]) -> None:
+        self._require_txn()
+        ids = [int(s) for s in segment_ids]
+        self.conn.execute("DELETE FROM postings WHERE segment_id = ANY(%s)", (ids,))
+        self.conn.execute("DELETE FROM segments WHERE id = ANY(%s)", (ids,))
+
+    def count_terms(self) -> int:
+        return int(self._one("SELECT count(DISTINCT term) FROM postings"))
+
+    def apply_vocabulary(self, delta: dict[str, int]) -> None:
+        self._require_txn()
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO vocabulary(word, df) VALUES (%s, %s)"
+                " ON CONFLICT (word) DO UPDATE SET df = vocabulary.df + excluded.df",
+                [(w, n) for w, n in delta.items() if n],
+            )
+        fallen = [w for w, n in delta.items() if n < 0]
+        if fallen:
+            self.conn.execute("DELETE FROM vocabulary WHERE df <= 0 AND word = ANY(%s)", (fallen,))
+
+    def vocabulary(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT word, df FROM vocabulary").fetchall())

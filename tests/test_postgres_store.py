@@ -1,0 +1,173 @@
+"""The PostgreSQL store end to end, on a real PostgreSQL 18 + pgvector started for the tests
+(tests/pg_server.py, or $KENNING_TEST_PG_URL): the same rankings and explanations as the embedded
+store, the command line, hostile input, and the clear errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kenning import Index
+from kenning.store import StorageError, open_store
+
+CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+
+
+def beir_subset(root: Path, n_docs: int, n_queries: int) -> tuple[Path, list[str]]:
+    """The first documents and queries of cranfield, as one BEIR corpus file."""
+    lines = (CRANFIELD / "corpus.jsonl").read_text().splitlines()[:n_docs]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    queries = [
+        json.loads(q)["text"] for q in (CRANFIELD / "queries.jsonl").read_text().splitlines()[:n_queries]
+    ]
+    return root / "corpus.jsonl", queries
+
+
+def ranking(index, query, mode, **kw):
+    response = index.search(query, mode=mode, limit=10, **kw)
+    return [(hit.doc_key, round(hit.score, 9)) for hit in response.hits], response
+
+
+@pytest.mark.skipif(not CRANFIELD.is_dir(), reason="needs ../shared/data/cranfield beside the checkout")
+def test_rankings_and_explanations_match_the_embedded_store(tmp_path, pg_url):
+    corpus, queries = beir_subset(tmp_path / "beir", 160, 25)
+    with Index(tmp_path / "ix") as embedded, Index(pg_url) as server:
+        for index in (embedded, server):
+            report = index.add([corpus])
+            assert report.chunks_added == 160 and not report.errors
+            index.embed()
+        assert server.status()["chunks"] == embedded.status()["chunks"] == 160
+        for query in queries:
+            for mode in ("lexical", "dense", "hybrid"):
+                mine, response = ranking(server, query, mode, explain=mode == "lexical")
+                theirs, expected = ranking(embedded, query, mode, explain=mode == "lexical")
+                assert mine == theirs, (query, mode)
+                if mode == "lexical":  # the funnel and every term's contribution, the same numbers
+                    mine_d, theirs_d = response.to_dict(), expected.to_dict()
+                    mine_d["funnel"].pop("timings_ms"), theirs_d["funnel"].pop("timings_ms")
+                    assert mine_d["funnel"] == theirs_d["funnel"]
+                    assert [h["explain"] for h in mine_d["hits"]] == [h["explain"] for h in theirs_d["hits"]]
+
+
+def test_files_change_and_go_as_in_the_embedded_store(tmp_path, pg_url):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Keys\n\nRotate the signing keys every quarter.\n")
+    (notes / "b.md").write_text("# Tyres\n\nThe car needs new tyres.\n")
+    with Index(pg_url) as index:
+        index.add([notes])
+        assert [h.path.endswith("a.md") for h in index.search("signing keys", mode="lexical").hits] == [True]
+        (notes / "a.md").write_text("# Keys\n\nKeys are rotated by the release pipeline now.\n")
+        (notes / "b.md").unlink()
+        report = index.add([notes])
+        assert report.files_removed == 1
+        assert index.search("signing", mode="lexical").hits == []
+        assert index.search("release pipeline", mode="lexical").hits
+        assert index.search("tyres", mode="lexical").hits == []
+        assert index.status()["sources"] == 1
+
+
+def test_hostile_text_and_queries_are_data_not_sql(tmp_path, pg_url):
+    """Whatever a document or a query holds goes to the server as a parameter: it is stored and read
+    back exactly, and no table is touched (NUL and unpaired surrogates: the store contract)."""
+    hostile = "# x'); DROP TABLE chunks; --\n\nRobert'); DELETE FROM sources; -- said \\ % _ $1 ? \u00e9\n"
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    (folder / "drop.md").write_text(hostile, encoding="utf-8")
+    with Index(pg_url) as index:
+        report = index.add([folder])
+        assert not report.errors, report.errors
+        for query in ("Robert'); DELETE FROM sources; --", "%", "_", "$1", "\\", "'; SELECT pg_sleep(5); --"):
+            index.search(query, mode="lexical")
+        hits = index.search("robert", mode="lexical").hits
+        assert len(hits) == 1
+        chunk = index.store.chunks_by_ids([hits[0].id])[hits[0].id]
+        assert (
+            chunk.body.strip() == hostile.split("\n\n", 1)[1].strip()
+            and chunk.title == "x'); DROP TABLE chunks; --"
+        )
+        assert index.status()["sources"] == 1 and index.status()["chunks"] == 1
+
+
+def test_clear_errors_and_no_password_in_them(tmp_path, pg_server):
+    with pytest.raises(StorageError, match="no kenning index in schema 'absent'"):
+        open_store(pg_server.url("absent"), create=False)
+    with pytest.raises(StorageError, match="not a plain lower-case name"):
+        open_store(pg_server.url("Bad;Name"))
+    with pytest.raises(StorageError) as caught:
+        open_store("postgresql://kenning:s3cret@127.0.0.1:1/db?schema=x", create=True)
+    assert "cannot connect" in str(caught.value) and "s3cret" not in str(caught.value)
+
+
+def test_the_command_line_takes_a_store_url(tmp_path, pg_url):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Keys\n\nRotate the signing keys every quarter.\n")
+    run = lambda *args, **env: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "kenning.surfaces.entry", *args], capture_output=True, text=True, cwd=tmp_path
+    )
+    indexed = run("index", str(notes), "--store", pg_url, "--no-embed", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    found = run("search", "signing keys", "--store", pg_url, "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert len(hits) == 1 and hits[0]["path"].endswith("a.md")
+    status = json.loads(run("status", "--store", pg_url, "--json").stdout)
+    assert status["index"].startswith("postgresql://") and status["chunks"] == 1
+
+
+def _superuser(url):
+    import psycopg
+
+    from kenning.store.postgres import parse_location
+
+    conn = psycopg.connect(parse_location(url).conninfo, autocommit=True)
+    if not conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
+        conn.close()
+        pytest.skip(
+            "the server given by $KENNING_TEST_PG_URL is not reached as a superuser: no roles to make"
+        )
+    return conn
+
+
+@pytest.mark.parametrize("setup", ["may create schemas", "owns a schema made for it"])
+def test_a_role_with_only_the_privileges_the_readme_lists(tmp_path, pg_server, setup):
+    """README, "On PostgreSQL": CONNECT on the database and CREATE on it (or a schema of its own), with
+    pgvector installed once by an administrator. Without pgvector kenning says who must install it;
+    with it, such a role indexes, embeds and searches."""
+    import psycopg
+
+    from kenning.store.postgres import parse_location
+
+    admin = _superuser(pg_server.url())
+    tag = f"{'c' if setup.startswith('may') else 'o'}{abs(hash(str(tmp_path))) % 10**8}"
+    role, database, schema = f"role_{tag}", f"db_{tag}", f"s_{tag}"
+    admin.execute(f'CREATE ROLE "{role}" LOGIN')
+    admin.execute(f'CREATE DATABASE "{database}"')
+    admin.execute(f'GRANT CONNECT ON DATABASE "{database}" TO "{role}"')
+    base = parse_location(pg_server.url()).conninfo
+    in_db = psycopg.connect(base.rsplit("/", 1)[0] + f"/{database}", autocommit=True)
+    if setup == "may create schemas":
+        admin.execute(f'GRANT CREATE ON DATABASE "{database}" TO "{role}"')
+    else:
+        in_db.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"')
+    url = base.rsplit("/", 1)[0].replace("://kenning@", f"://{role}@") + f"/{database}?schema={schema}"
+    with pytest.raises(StorageError, match="ask an administrator to run `CREATE EXTENSION vector;`"):
+        open_store(url)
+    in_db.execute("CREATE EXTENSION vector")  # the administrator's one step
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Keys\n\nRotate the signing keys every quarter.\n")
+    with Index(url) as index:
+        assert not index.add([notes]).errors
+        index.embed()
+        assert index.search("signing keys", mode="hybrid").hits
+    flags = admin.execute(
+        "SELECT rolsuper OR rolcreatedb OR rolcreaterole FROM pg_roles WHERE rolname = %s", (role,)
+    ).fetchone()
+    assert flags == (False,)
+    in_db.close()
+    admin.close()
