@@ -23,7 +23,7 @@ import numpy as np
 
 from kenning.analysis.analyzer import AnalyzerConfig
 from kenning.query.filters import DEFAULT_COLLECTION
-from kenning.store import StorageError, open_store
+from kenning.store import StorageError, is_server_url, open_store
 
 UNIT_TOLERANCE = 1e-3
 
@@ -86,6 +86,12 @@ def repair(
     from kenning.api.index import Index  # the facade builds the fresh index: same path as `kenning index`
 
     started = time.perf_counter()
+    if is_server_url(directory):
+        raise StorageError(
+            "repair rebuilds an index folder; a PostgreSQL store is kept whole by its server (WAL,"
+            " backups): `kenning verify` names what is wrong, and `kenning index PATH... --force --store"
+            " URL` rebuilds it"
+        )
     directory = Path(directory)
     report = RepairReport(index=str(directory))
     if not directory.is_dir():

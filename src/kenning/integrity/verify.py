@@ -83,7 +83,7 @@ def verify(
     """Check the index behind `store` (read only). `sample` live chunks are analysed again (None:
     all of them); `quick` asks the engine for its quicker check."""
     started = time.perf_counter()
-    report = VerifyReport(index=str(store.directory))
+    report = VerifyReport(index=str(store.directory or getattr(store, "location", "")))
     tell = progress or (lambda stage, done, total: None)
     with store.reading():
         tell("engine", 0, 1)

@@ -1,7 +1,7 @@
 """What every store does the same way on top of its own few primitives: metadata, the live bitmap,
 the commit generation and the snapshot a reader sees.
 
-A store supplies `_meta_raw(key)`, `_set_meta(key, value)`, `forget_vector_graph()`,
+A store supplies `_meta_raw(key)`, `_meta_keys()`, `_set_meta(key, value)`, `forget_vector_graph()`,
 `_segment_ids()` and `reading()`; the rest of the Commits protocol's bookkeeping is here.
 """
 
@@ -11,7 +11,7 @@ import json
 
 from pyroaring import BitMap
 
-from kenning.store.records import Snapshot
+from kenning.store.records import VECTOR_GRAPH_META, Snapshot
 
 
 class CommitsCommon:
@@ -27,6 +27,13 @@ class CommitsCommon:
     def _require_txn(self) -> None:
         if not self._in_txn:
             raise RuntimeError("write outside a transaction")
+
+    # kept by each store for itself, never copied to another (kenning.store.migrate)
+    OWN_META = frozenset({"schema_version", "generation", "last_commit", VECTOR_GRAPH_META})
+
+    def meta_items(self) -> dict:
+        """Every metadata key and value except the store's own bookkeeping (OWN_META)."""
+        return {key: self._meta_raw(key) for key in self._meta_keys() if key not in self.OWN_META}
 
     def get_meta(self, key: str, default=None):
         value = self._meta_raw(key)

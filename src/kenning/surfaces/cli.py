@@ -41,6 +41,7 @@ from kenning.surfaces.cli_collections import add_collections_parser, cmd_collect
 from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
 from kenning.surfaces.cli_graph import add_graph_parser, cmd_graph
 from kenning.surfaces.cli_integrity import add_integrity_parsers, cmd_repair, cmd_verify
+from kenning.surfaces.cli_migrate import add_migrate_parser, cmd_migrate
 from kenning.surfaces.render import (
     FORMATS,
     Style,
@@ -323,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fusion(p)
     add_glossary_parser(sub, _add_common)
     add_integrity_parsers(sub, _add_common)
+    add_migrate_parser(sub)
     add_collections_parser(sub, _add_common)
     add_graph_parser(sub, _add_common)
 
@@ -735,6 +737,7 @@ COMMANDS = {
     "serve": lambda args: cmd_serve(args),
     "watch": lambda args: cmd_watch(args),
     "repair": lambda args: cmd_repair(args, _progress),
+    "migrate": lambda args: cmd_migrate(args, _progress),
 }
 
 

@@ -180,6 +180,9 @@ class PostgresConnection(CommitsCommon):
             return None
         return row[0].decode("utf-8") if row[1] else bytes(row[0])
 
+    def _meta_keys(self) -> list[str]:
+        return [r[0] for r in self.conn.execute('SELECT key FROM meta ORDER BY key COLLATE "C"')]
+
     def _set_meta(self, key: str, value) -> None:
         is_text = not isinstance(value, bytes | bytearray | memoryview)
         data = str(value).encode("utf-8") if is_text else bytes(value)

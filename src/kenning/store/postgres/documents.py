@@ -141,6 +141,57 @@ class PostgresDocuments:
             self._add_substrings([(chunk_id, chunk.title, chunk.body)])
         return chunk_id
 
+    def restore_source(self, row: SourceRow) -> None:
+        self._require_txn()
+        self.conn.execute(
+            f"INSERT INTO sources({_SOURCE_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                row.id,
+                row.path,
+                row.collection,
+                row.kind,
+                row.size,
+                row.mtime_ns,
+                row.content_hash,
+                row.indexed_at,
+                row.n_chunks,
+            ),
+        )
+        self.conn.execute(
+            "SELECT setval(pg_get_serial_sequence('sources', 'id'),"
+            " greatest(%s, (SELECT max(id) FROM sources)))",
+            (row.id,),
+        )
+
+    def restore_chunk(self, row: ChunkRow) -> None:
+        """A chunk under its own id; the id sequence moves past it, so new chunks never reuse one."""
+        self._require_txn()
+        meta = json.dumps(row.meta, default=str)
+        self.conn.execute(
+            "INSERT INTO chunks(id, source_id, ordinal, doc_key, title, body, start_line, end_line, page,"
+            " time, meta, facets, content_hash, text_hash)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                row.id,
+                row.source_id,
+                row.ordinal,
+                row.doc_key,
+                to_bytes(row.title),
+                to_bytes(row.body),
+                row.start_line,
+                row.end_line,
+                row.page,
+                row.time,
+                meta,
+                facets_of(json.loads(meta)),
+                row.content_hash,
+                text_hash(embedding_text(row.title, row.body)),
+            ),
+        )
+        self.conn.execute("SELECT setval('chunk_ids', greatest(%s, nextval('chunk_ids')))", (row.id,))
+        if self.substring_index_enabled():
+            self._add_substrings([(row.id, row.title, row.body)])
+
     def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
         self._require_txn()
         self.conn.execute(

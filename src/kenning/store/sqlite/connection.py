@@ -223,6 +223,9 @@ class SqliteConnection(CommitsCommon):
         row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else row[0]
 
+    def _meta_keys(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT key FROM meta ORDER BY key")]
+
     def _set_meta(self, key: str, value) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 

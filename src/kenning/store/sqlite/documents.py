@@ -130,6 +130,48 @@ class SqliteDocuments:
             self._add_substrings([(cur.lastrowid, chunk.title, chunk.body)])
         return int(cur.lastrowid)
 
+    def restore_source(self, row: SourceRow) -> None:
+        self._require_txn()
+        self.conn.execute(
+            f"INSERT INTO sources({_SOURCE_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                row.id,
+                row.path,
+                row.collection,
+                row.kind,
+                row.size,
+                row.mtime_ns,
+                row.content_hash,
+                row.indexed_at,
+                row.n_chunks,
+            ),
+        )
+
+    def restore_chunk(self, row: ChunkRow) -> None:
+        """A chunk under its own id (AUTOINCREMENT then continues after the largest id)."""
+        self._require_txn()
+        self.conn.execute(
+            "INSERT INTO chunks(id, source_id, ordinal, doc_key, title, body, start_line, end_line, page,"
+            " time, meta, content_hash, text_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                row.id,
+                row.source_id,
+                row.ordinal,
+                row.doc_key,
+                row.title,
+                pack_text(row.body),
+                row.start_line,
+                row.end_line,
+                row.page,
+                row.time,
+                json.dumps(row.meta, default=str),
+                row.content_hash,
+                text_hash(embedding_text(row.title, row.body)),
+            ),
+        )
+        if self.substring_index_enabled():
+            self._add_substrings([(row.id, row.title, row.body)])
+
     def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
         """An unchanged chunk of a changed file: update its position and time, keep its id and
         postings."""
