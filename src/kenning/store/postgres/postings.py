@@ -108,12 +108,15 @@ class PostgresPostings:
             )
         )
         digests: list[tuple[str, bytes]] = []
-        with self.conn.cursor() as cur:
-            with cur.copy(f"COPY postings (segment_id, {_ROW}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["bigint", "text", "bytea", "bytea", "bytea", "bytea", "bytea"])
-                for row, digest in encoded:
-                    digests.append((row[0], digest))
-                    copy.write_row((seg_id, *row))
+        for batch in _bounded_batches(encoded):
+            # the rows may be read from this same connection (a merge reads the segments it merges),
+            # which cannot answer a query in the middle of a COPY: each batch is taken before its COPY
+            with self.conn.cursor() as cur:
+                with cur.copy(f"COPY postings (segment_id, {_ROW}) FROM STDIN (FORMAT BINARY)") as copy:
+                    copy.set_types(["bigint", "text", "bytea", "bytea", "bytea", "bytea", "bytea"])
+                    for row, digest in batch:
+                        digests.append((row[0], digest))
+                        copy.write_row((seg_id, *row))
         checksum = segment_checksum(doc_ids, title_lens, body_lens, digests)
         self.conn.execute("UPDATE segments SET checksum = %s WHERE id = %s", (checksum, seg_id))
         return seg_id
@@ -144,3 +147,19 @@ class PostgresPostings:
 
     def vocabulary(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT word, df FROM vocabulary").fetchall())
+
+
+COPY_BATCH_BYTES = 16 << 20
+
+
+def _bounded_batches(encoded: Iterable[tuple]) -> Iterator[list[tuple]]:
+    """(row, digest) pairs in lists of about COPY_BATCH_BYTES stored bytes: a merge stays streaming."""
+    batch, held = [], 0
+    for item in encoded:
+        batch.append(item)
+        held += sum(len(c) for c in item[0][1:])
+        if held >= COPY_BATCH_BYTES:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch

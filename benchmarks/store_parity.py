@@ -1,0 +1,99 @@
+"""Rankings on PostgreSQL against the embedded store, on every dev set.
+
+For cranfield, msmarco-5k and cacm: the corpus is indexed and embedded once in a folder (kenning's
+eval cache), copied to a PostgreSQL schema with `kenning migrate` (vectors included), and every
+judged query runs on both in lexical, dense and hybrid mode. Printed per set and mode: nDCG@10 on
+each store, their difference, the share of queries whose top 10 documents are identical, and
+queries per second on each store.
+
+    python benchmarks/store_parity.py                   # starts a private PostgreSQL (tests/pg_server.py)
+    python benchmarks/store_parity.py --store URL       # or uses a server you give
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from kenning import Index  # noqa: E402
+from kenning.eval import load_beir, ndcg_at, open_eval_index  # noqa: E402
+from kenning.eval.beir import ranked_doc_keys  # noqa: E402
+from kenning.signals.lexical import Bm25Params  # noqa: E402
+from kenning.store.migrate import migrate  # noqa: E402
+
+DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
+MODES = ("lexical", "dense", "hybrid")
+
+
+def run(index: Index, queries: dict, mode: str) -> tuple[dict, float]:
+    started = time.perf_counter()
+    runs = {qid: ranked_doc_keys(index, text, 100, Bm25Params(), mode) for qid, text in queries.items()}
+    return runs, len(queries) / (time.perf_counter() - started)
+
+
+def compare(dataset_dir: str, base_url: str) -> list[dict]:
+    dataset = load_beir(dataset_dir)
+    folder, _, _ = open_eval_index(dataset.corpus_path, Path(dataset_dir), mode="hybrid")
+    folder.close()
+    url = f"{base_url}{'&' if '?' in base_url else '?'}schema=parity_{uuid.uuid4().hex[:8]}"
+    copied = migrate(str(folder.directory), url)
+    assert copied.ok, copied.checks
+    rows = []
+    with Index(folder.directory) as embedded, Index(url) as server:
+        for mode in MODES:
+            mine, qps_embedded = run(embedded, dataset.queries, mode)
+            theirs, qps_server = run(server, dataset.queries, mode)
+            ndcg = lambda runs: sum(ndcg_at(runs[q], dataset.qrels[q]) for q in runs) / len(runs)  # noqa: E731
+            same = sum(mine[q][:10] == theirs[q][:10] for q in mine) / len(mine)
+            rows.append(
+                {
+                    "set": dataset.name,
+                    "mode": mode,
+                    "ndcg_embedded": ndcg(mine),
+                    "ndcg_postgres": ndcg(theirs),
+                    "identical_top10": same,
+                    "qps_embedded": qps_embedded,
+                    "qps_postgres": qps_server,
+                }
+            )
+            print(format_row(rows[-1]), flush=True)
+    return rows
+
+
+def format_row(r: dict) -> str:
+    diff = r["ndcg_postgres"] - r["ndcg_embedded"]
+    return (
+        f"{r['set']:<11} {r['mode']:<8} {r['ndcg_embedded']:.4f}  {r['ndcg_postgres']:.4f}  {diff:+.4f}"
+        f"  {r['identical_top10']:>7.1%}  {r['qps_embedded']:>8.1f}  {r['qps_postgres']:>8.1f}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", help="a PostgreSQL URL (default: start a private server)")
+    parser.add_argument("datasets", nargs="*", default=DATASETS)
+    args = parser.parse_args()
+    server = None
+    if not args.store:
+        from pg_server import start_server
+
+        server = start_server()
+    base = args.store or server.base_url
+    try:
+        print("set         mode     nDCG@10 embedded  postgres  diff  same top-10  qps embedded  postgres")
+        for dataset_dir in args.datasets:
+            compare(dataset_dir, base)
+    finally:
+        if server:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
