@@ -115,6 +115,61 @@ def start_server() -> PgServer:
     return server
 
 
+def start_replica(primary: PgServer) -> PgServer:
+    """A streaming read replica of a server this module started: pg_basebackup from the same
+    binaries (-R: it follows the primary), started on its own port."""
+    user, bin_dir = primary.user, primary.bin_dir
+    data = primary.root / f"replica-{uuid.uuid4().hex[:6]}"
+    data.mkdir()
+    if user:
+        shutil.chown(data, user)
+    _run_as(
+        user,
+        [
+            str(bin_dir / "pg_basebackup"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "kenning",
+            "-D",
+            str(data / "db"),
+            "-R",
+            "-X",
+            "stream",
+            "--no-sync",
+        ],
+    )
+    port = _free_port()
+    options = f"-p {port} -k {primary.root / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off"
+    _run_as(
+        user,
+        [
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data / "db"),
+            "-o",
+            options,
+            "-l",
+            str(data / "log"),
+            "-w",
+            "start",
+        ],
+    )
+
+    def stop():
+        subprocess.run(
+            (["runuser", "-u", user, "--"] if user else [])
+            + [str(bin_dir / "pg_ctl"), "-D", str(data / "db"), "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+        )
+
+    replica = PgServer(f"postgresql://kenning@127.0.0.1:{port}/postgres", stop)
+    replica.port = port
+    return replica
+
+
 def _has_user(name: str) -> bool:
     try:
         pwd.getpwnam(name)
