@@ -171,3 +171,35 @@ def test_a_role_with_only_the_privileges_the_readme_lists(tmp_path, pg_server, s
     assert flags == (False,)
     in_db.close()
     admin.close()
+
+
+@pytest.mark.skipif(not CRANFIELD.is_dir(), reason="needs ../shared/data/cranfield beside the checkout")
+def test_dense_search_through_pgvector_hnsw(tmp_path, pg_url, monkeypatch):
+    """Above the HNSW threshold the writer has the server build a pgvector HNSW index and searches use
+    it (nothing loaded, nothing built in the process): on a small corpus it finds what exact search
+    finds, filters still hold, and the funnel names the method."""
+    from kenning.query.filters import Filters
+    from kenning.signals import ann
+
+    monkeypatch.setattr(ann, "HNSW_THRESHOLD", 100)
+    corpus, queries = beir_subset(tmp_path / "beir", 160, 25)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "wing.md").write_text("# Wings\n\nThe lift of a swept wing in a propeller slipstream.\n")
+    with Index(tmp_path / "ix") as embedded, Index(pg_url) as server:
+        for index in (embedded, server):
+            index.add([corpus])
+            index.add([other], collection="other")
+            index.embed()
+        assert server.store.vector_index_ready(server.embedding_model()["fingerprint"])
+        monkeypatch.setattr(ann, "HNSW_THRESHOLD", 10**9)  # the folder index: exact search
+        expected = [[h.doc_key for h in embedded.search(q, mode="dense", limit=10).hits] for q in queries]
+        monkeypatch.setattr(ann, "HNSW_THRESHOLD", 100)
+        same = 0
+        for query, exact in zip(queries, expected, strict=True):
+            response = server.search(query, mode="dense", limit=10, explain=True)
+            assert response.funnel.channels["dense"]["graph"] == "server"
+            same += [h.doc_key for h in response.hits] == exact
+        assert same >= 0.95 * len(queries)
+        only = server.search("wing slipstream lift", mode="dense", filters=Filters(collections=("other",)))
+        assert [h.path for h in only.hits] == [str(other / "wing.md")]

@@ -32,11 +32,13 @@ from kenning.search.context import SearchContext
 from kenning.search.pipeline import run_search
 from kenning.search.request import MODES, SearchRequest
 from kenning.search.results import SearchResponse
+from kenning.signals import ann
 from kenning.signals.ann import GraphFile
-from kenning.signals.dense import DenseView
+from kenning.signals.dense import DenseView, ServerDenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings
 from kenning.store import ChunkRow, StorageError, is_server_url, open_store
+from kenning.store.protocols import VectorSearch
 
 if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
     from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
@@ -297,16 +299,25 @@ class Index:
             )
         view = ctx.view
         ctx.dense = self.caches.view(
-            view.generation,
-            ("dense", recorded["fingerprint"]),
-            lambda: DenseView(
-                self.store, recorded["fingerprint"], view.live_mask, graph_file=self._graph_file(recorded)
-            ),
+            view.generation, ("dense", recorded["fingerprint"]), lambda: self._dense_view(recorded, view)
         )
         ctx.embed_query = lambda text: embedder.embed([text], kind="query")[0]
         return None
 
     # ------------------------------------------------------------------------------------ helpers
+    def _dense_view(self, recorded: dict, view):
+        """The server's own vector index when the store keeps one and the index is large enough to
+        use it (kenning.signals.dense.ServerDenseView); else the vectors, exact or through the
+        graph file beside a folder index."""
+        fingerprint = recorded["fingerprint"]
+        if (
+            isinstance(self.store, VectorSearch)
+            and len(view.live) >= ann.HNSW_THRESHOLD
+            and self.store.vector_index_ready(fingerprint)
+        ):
+            return ServerDenseView(self.store, fingerprint, view.live_mask, recorded["dim"])
+        return DenseView(self.store, fingerprint, view.live_mask, graph_file=self._graph_file(recorded))
+
     def _graph_file(self, recorded: dict) -> GraphFile | None:
         directory = getattr(self.store, "directory", None)
         return GraphFile(directory, recorded["fingerprint"]) if directory else None

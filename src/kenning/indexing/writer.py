@@ -34,6 +34,7 @@ from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.query.spelling import vocabulary_delta
 from kenning.signals import ann
 from kenning.store import StorageError
+from kenning.store.protocols import VectorSearch
 from kenning.store.records import VECTOR_GRAPH_META
 
 
@@ -448,6 +449,8 @@ class IndexWriter:
         commit came in between. A crash before the record leaves readers building in memory until the
         next write."""
         recorded = recorded_embedder(self.store)
+        if recorded and isinstance(self.store, VectorSearch):
+            return self._sync_server_index(recorded)
         if not recorded or not getattr(self.store, "directory", None):
             return None
         graph = ann.GraphFile(self.directory, recorded["fingerprint"])
@@ -466,6 +469,17 @@ class IndexWriter:
                 if self.store.generation() == snapshot.generation:  # what this writer saved, not the file
                     self.store.set_meta(VECTOR_GRAPH_META, json.dumps(graph.stamp_for(ids)))
         return done
+
+    def _sync_server_index(self, recorded: dict) -> dict:
+        """A store with its own vector index (pgvector) builds it once the index is large enough for
+        searches to use it (ann.HNSW_THRESHOLD live chunks); from then on the server keeps it."""
+        with self.store.reading():
+            live = len(self.store.read_snapshot().live)
+        if live < ann.HNSW_THRESHOLD:
+            return {"action": "none", "count": live}
+        with self.store.transaction():
+            built = self.store.build_vector_index(recorded["fingerprint"], recorded["dim"])
+        return {"action": "built" if built else "kept", "count": live}
 
     def _record_embedder(self, description: dict, replace: bool) -> None:
         if replace:

@@ -188,3 +188,49 @@ class DenseSignal:
         keep = query.found(ids)  # the cosine that admits is the one with the query as asked
         moved = partial(ctx.dense.similarity, learned.vector)
         return Channel(self.name, ids[keep], sims[keep], moved, ctx.dense.background(learned.vector))
+
+
+class ServerDenseView(DenseView):
+    """The DenseView of a store that keeps its own HNSW index (the VectorSearch protocol: pgvector).
+
+    Nothing is loaded when it opens but the ids of the chunks that have vectors: nearest neighbours
+    come from the server's index, and the vectors a search needs (its candidates' cosines, the
+    background sample) are read by id. The background sample is drawn as DenseView draws it, so
+    confidence and fusion see the same numbers; only the neighbour search is approximate."""
+
+    CACHE = 20000  # vectors kept between searches of one generation
+
+    def __init__(self, store, fingerprint: str, live_mask: np.ndarray, dim: int):
+        ids = store.vector_chunk_ids(fingerprint)
+        self.dim = dim
+        self.ids = ids[_alive(ids, live_mask)]
+        self.store, self.fingerprint, self.live_mask = store, fingerprint, live_mask
+        self.method, self.graph_source = "hnsw", "server"
+        self.matrix, self._hnsw, self._sample = None, None, None
+        self._vectors: dict[int, np.ndarray] = {}
+
+    def _rows(self, positions: np.ndarray) -> np.ndarray:
+        """The vectors at these positions of `ids`, read from the store when not cached."""
+        chunk_ids = [int(i) for i in self.ids[positions]]
+        wanted = [i for i in chunk_ids if i not in self._vectors]
+        if wanted:
+            if len(self._vectors) + len(wanted) > self.CACHE:
+                self._vectors.clear()
+            self._vectors.update(self.store.vectors_of(self.fingerprint, wanted))
+        if not chunk_ids:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.array([self._vectors[i] for i in chunk_ids], dtype=np.float32)
+
+    def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None = None):
+        if not len(self.ids) or k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        fetch = min(len(self.ids), k * 4 if allowed is not None else k)
+        ids, sims = self.store.nearest_chunks(self.fingerprint, query.astype(np.float32), fetch)
+        keep = _alive(ids, self.live_mask)
+        if allowed is not None:
+            keep &= (ids < len(allowed)) & allowed[np.minimum(ids, len(allowed) - 1)]
+            if keep.sum() < k:  # the filter is too tight for the index: exact over what it allows
+                return self._search_exact(query, k, allowed)
+        ids, sims = ids[keep], sims[keep]
+        order = np.lexsort((ids, -sims))[:k]
+        return ids[order], sims[order]

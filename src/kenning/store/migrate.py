@@ -62,7 +62,7 @@ def migrate(source: str, destination: str, progress: Progress | None = None) -> 
             dst.close()
     finally:
         src.close()
-    if report.ok and not _is_url(destination):
+    if report.ok:
         _save_graph(destination)
     report.seconds = time.perf_counter() - started
     return report
@@ -166,19 +166,13 @@ def _compare(src: Store, dst: Store) -> dict:
     return {key: [mine.get(key), theirs.get(key)] for key in sorted(set(mine) | set(theirs))}
 
 
-def _save_graph(directory: str) -> None:
-    """A folder index keeps its HNSW graph in a file beside the database: write it now, as
-    `kenning embed` would, so the first search need not build it."""
+def _save_graph(location: str) -> None:
+    """The copy's nearest-neighbour index, as `kenning embed` leaves it: the HNSW graph file beside a
+    folder index, or the server's pgvector index, so the first search need not build one."""
     from kenning.api.index import Index
 
-    with Index(directory, create=False) as index:
+    with Index(location, create=False) as index:
         index.writer().sync_graph()
-
-
-def _is_url(location) -> bool:
-    from kenning.store import is_server_url
-
-    return is_server_url(location)
 
 
 def _shown(store, location) -> str:

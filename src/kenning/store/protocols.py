@@ -130,6 +130,20 @@ class Vectors(Protocol):
 
 
 @runtime_checkable
+class VectorSearch(Protocol):
+    """Optional: a store whose server keeps its own nearest-neighbour index (pgvector HNSW), so no
+    process loads the vectors or builds a graph (kenning.signals.dense.ServerDenseView)."""
+
+    def vector_index_ready(self, fingerprint: str) -> bool: ...
+    def build_vector_index(self, fingerprint: str, dim: int) -> bool: ...
+    def nearest_chunks(
+        self, fingerprint: str, query: np.ndarray, fetch: int
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+    def vector_chunk_ids(self, fingerprint: str) -> np.ndarray: ...
+    def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]: ...
+
+
+@runtime_checkable
 class MetadataFilters(Protocol):
     """What scope filters need: source facets, and chunk conditions the store can index."""
 

@@ -10,13 +10,14 @@ from kenning.store.postgres.glossary import PostgresGlossary
 from kenning.store.postgres.integrity import PostgresIntegrity
 from kenning.store.postgres.postings import PostgresPostings
 from kenning.store.postgres.substrings import PostgresSubstrings
-from kenning.store.postgres.vectors import PostgresVectors
+from kenning.store.postgres.vectors import PostgresVectors, PostgresVectorSearch
 
 
 class PostgresStore(
     PostgresDocuments,
     PostgresPostings,
     PostgresVectors,
+    PostgresVectorSearch,
     PostgresFilters,
     PostgresGlossary,
     PostgresEntities,

@@ -4,6 +4,9 @@ embedder wrote and dense rankings match the embedded store's."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 import numpy as np
 
 from kenning.store.postgres.documents import to_text
@@ -78,3 +81,100 @@ class PostgresVectors:
                 (fingerprint,),
             )
         )
+
+
+# ---------------------------------------------------------------------------------------- vector search
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 128
+HNSW_EF_SEARCH = int(os.environ.get("KENNING_PG_EF_SEARCH", "400"))  # pgvector allows up to 1000
+BUILD_MEMORY = "1GB"  # maintenance_work_mem while building: a graph that fits builds several times faster
+
+
+def vector_index_name(fingerprint: str) -> str:
+    return "embeddings_hnsw_" + hashlib.blake2b(fingerprint.encode(), digest_size=6).hexdigest()
+
+
+class PostgresVectorSearch:
+    """The VectorSearch protocol: nearest neighbours from a pgvector HNSW index kept by the server.
+
+    One partial index per embedder fingerprint, over `vector::vector(DIM)` (an index needs a fixed
+    dimension; the column holds any). The server keeps it up to date with every insert and delete,
+    and it lives with the data: a new process searches it at once, nothing is loaded or rebuilt.
+    The fingerprint and the dimension are written into the SQL as literals (quoted by psycopg) so
+    the planner can match the partial index; everything else is a parameter."""
+
+    conn: object
+
+    def vector_index_ready(self, fingerprint: str) -> bool:
+        return bool(
+            self._one(
+                "SELECT to_regclass(%s) IS NOT NULL", (f'"{self.schema}".{vector_index_name(fingerprint)}',)
+            )
+        )
+
+    def build_vector_index(self, fingerprint: str, dim: int) -> bool:
+        """Create the fingerprint's HNSW index if it is missing (inside the writer's transaction);
+        True when it was built now."""
+        from psycopg import sql
+
+        self._require_txn()
+        if self.vector_index_ready(fingerprint):
+            return False
+        self.conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (BUILD_MEMORY,))
+        self.conn.execute(
+            sql.SQL(
+                "CREATE INDEX {} ON embeddings USING hnsw ((vector::vector({})) vector_cosine_ops)"
+                " WITH (m = {}, ef_construction = {}) WHERE fingerprint = {}"
+            ).format(
+                sql.Identifier(vector_index_name(fingerprint)),
+                sql.Literal(int(dim)),
+                sql.Literal(HNSW_M),
+                sql.Literal(HNSW_EF_CONSTRUCTION),
+                sql.Literal(fingerprint),
+            )
+        )
+        return True
+
+    def nearest_chunks(
+        self, fingerprint: str, query: np.ndarray, fetch: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """About the `fetch` chunks whose vectors are nearest the query's (cosine), best first, from
+        the HNSW index: (chunk ids, cosine similarities)."""
+        from psycopg import sql
+
+        dim = len(query)
+        width = min(1000, max(HNSW_EF_SEARCH, fetch))  # pgvector's limit is 1000
+        if getattr(self, "_ef_search", None) != width:
+            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(width),))
+            self._ef_search = width
+        rows = self.conn.execute(
+            sql.SQL(
+                "SELECT c.id, n.distance FROM (SELECT text_hash,"
+                " (vector::vector({dim})) <=> %s::vector({dim}) AS distance"
+                " FROM embeddings WHERE fingerprint = {fp}"
+                " ORDER BY (vector::vector({dim})) <=> %s::vector({dim}) LIMIT %s) n"
+                " JOIN chunks c ON c.text_hash = n.text_hash ORDER BY n.distance, c.id"
+            ).format(dim=sql.Literal(dim), fp=sql.Literal(fingerprint)),
+            (np.asarray(query, dtype=np.float32), np.asarray(query, dtype=np.float32), int(fetch)),
+        ).fetchall()
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        return ids, 1.0 - np.array([r[1] for r in rows], dtype=np.float64)
+
+    def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
+        """Ids of every chunk that has a vector from this embedder, ascending."""
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = %s"
+            " ORDER BY c.id",
+            (fingerprint,),
+        ).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]:
+        """The vectors of these chunks (those that have one)."""
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(
+                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
+                " ON e.text_hash = c.text_hash AND e.fingerprint = %s WHERE c.id = ANY(%s)",
+                (fingerprint, [int(i) for i in chunk_ids]),
+            )
+            return {cid: as_array(v) for cid, v in cur}
