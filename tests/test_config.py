@@ -94,3 +94,29 @@ def test_bad_config_names_file_and_key(project, capsys):
     (project / "kenning.toml").write_text("[collections.x]\n")
     with pytest.raises(ConfigError, match="needs paths"):
         load_config(project / "kenning.toml")
+
+
+def test_a_server_store_comes_from_the_user_never_from_a_project(tmp_path, monkeypatch):
+    """--store, then $KENNING_STORE, then the user's own config name a PostgreSQL store; a project's
+    kenning.toml cannot (a cloned repository must not choose where your files go), and no config
+    file may hold a password."""
+    from kenning.api.settings import Config, resolve_index_dir
+
+    user = tmp_path / "user.toml"
+    monkeypatch.setenv("KENNING_CONFIG", str(user))
+    monkeypatch.delenv("KENNING_STORE", raising=False)
+    assert resolve_index_dir(None, Config(), start=tmp_path) == Path(".kenning")
+    user.write_text('store = "postgresql://me@db.example/kb?schema=notes"\n')
+    assert resolve_index_dir(None, Config(), start=tmp_path) == "postgresql://me@db.example/kb?schema=notes"
+    monkeypatch.setenv("KENNING_STORE", "postgresql://other@db/x")
+    assert resolve_index_dir(None, Config(), start=tmp_path) == "postgresql://other@db/x"
+    assert resolve_index_dir("postgresql://flag@db/y", Config()) == "postgresql://flag@db/y"
+    assert resolve_index_dir(str(tmp_path / "ix"), Config()) == tmp_path / "ix"
+    monkeypatch.delenv("KENNING_STORE")
+    user.write_text('store = "postgresql://me:hunter2@db.example/kb"\n')
+    with pytest.raises(ConfigError, match="holds a password"):
+        resolve_index_dir(None, Config(), start=tmp_path)
+    project = tmp_path / "kenning.toml"
+    project.write_text('store = "postgresql://attacker@evil.example/loot"\n')
+    with pytest.raises(ConfigError, match="a project file cannot name a server store"):
+        load_config(project)

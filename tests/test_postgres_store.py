@@ -203,3 +203,29 @@ def test_dense_search_through_pgvector_hnsw(tmp_path, pg_url, monkeypatch):
         assert same >= 0.95 * len(queries)
         only = server.search("wing slipstream lift", mode="dense", filters=Filters(collections=("other",)))
         assert [h.path for h in only.hits] == [str(other / "wing.md")]
+
+
+def test_filters_are_conditions_the_indexes_answer(tmp_path, pg_url):
+    """Front-matter and date filters run as SQL the chunk table's indexes serve (a GIN containment
+    and a (source, time) b-tree), not as a scan: the plan names them when scans are priced out."""
+    from kenning.store.postgres.filters import matching_query
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\nstatus: Final\ntags: [x, y]\n---\n# A\n\nalpha text\n")
+    with Index(pg_url) as index:
+        index.add([notes])
+        sid = index.store.sources()[0].id
+        store = index.store
+        store.conn.execute("SET enable_seqscan = off")
+        for args, used in (
+            (([sid], None, None, [("status", "final")]), "chunks_by_facet"),
+            (([sid], 0.0, 2e9, []), "chunks_by_time"),
+        ):
+            query, params = matching_query(*args)
+            # the condition alone, without the source list (which the planner may prefer to serve)
+            alone = "SELECT id FROM chunks WHERE " + query.split(" AND ", 1)[1]
+            plan = "\n".join(r[0] for r in store.conn.execute("EXPLAIN " + alone, params[1:]))
+            assert used in plan, plan
+            assert list(store.chunks_matching(*args))  # and the condition matches the chunk
+        assert not store.chunks_matching([sid], None, None, [("status", "draft")])

@@ -56,7 +56,6 @@ class CollectionConfig:
 class Config:
     path: Path | None = None
     index: Path | None = None
-    store: str | None = None  # a server store's URL (no password: see _store_url)
     search: dict = field(default_factory=dict)
     collections: dict[str, CollectionConfig] = field(default_factory=dict)
     glossary_scope: str | None = None
@@ -84,8 +83,8 @@ def _convert(value, kind: str, where: str):
 
 
 def _store_url(value, path: Path) -> str:
-    """kenning.toml's `store`: a postgresql:// URL without a password (files like this one get
-    shared and committed; the password belongs in PGPASSWORD or ~/.pgpass)."""
+    """A config file's `store`: a postgresql:// URL without a password (the password belongs in
+    PGPASSWORD or ~/.pgpass, never in a file kenning reads settings from)."""
     from urllib.parse import urlsplit
 
     from kenning.store import is_server_url
@@ -109,13 +108,17 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"{path}: {exc}") from exc
     base = path.parent
     config = Config(path=path)
-    unknown = set(data) - {"index", "store", "search", "collections", "glossary"}
+    if "store" in data:
+        raise ConfigError(
+            f"{path}: a project file cannot name a server store (a cloned repository would choose where "
+            "your files go): give --store URL, set KENNING_STORE, or put store = URL in your own "
+            "~/.config/kenning/config.toml"
+        )
+    unknown = set(data) - {"index", "search", "collections", "glossary"}
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
     if "index" in data:
         config.index = (base / str(data["index"])).resolve()
-    if "store" in data:
-        config.store = _store_url(data["store"], path)
     keys = search_keys()
     for key, value in (data.get("search") or {}).items():
         if key not in keys:
@@ -136,13 +139,31 @@ def load_config(path: Path | None) -> Config:
 
 
 def resolve_index_dir(flag: str | None, config: Config, start: Path | None = None) -> Path | str:
-    """Which index a command works on: --index DIR or --store URL; else $KENNING_STORE; else
-    kenning.toml's `store`; else the folder found as git finds its repository (kenning.locate)."""
-    if not flag and os.environ.get("KENNING_STORE"):
-        return os.environ["KENNING_STORE"]
-    if not flag and config.store:
-        return config.store
+    """Which index a command works on: --index DIR or --store URL; else $KENNING_STORE; else the
+    user config's `store`; else the folder found as git finds its repository (kenning.locate)."""
+    if not flag:
+        store = os.environ.get("KENNING_STORE", "").strip() or user_store()
+        if store:
+            return store
     return locate_index(flag, start, config.path, config.index) if config.path else locate_index(flag, start)
+
+
+def user_store() -> str | None:
+    """The server store named in the user's own config file (`store = "postgresql://..."` in
+    ~/.config/kenning/config.toml, kenning.models.endpoints.user_config_path), or None.
+
+    Only the user names a server: a project's kenning.toml cannot, as it cannot name a model
+    endpoint, since a cloned repository would otherwise send your files to a server of its choosing."""
+    from kenning.models.endpoints import user_config_path
+
+    path = user_config_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the user config ({exc})") from exc
+    return _store_url(data["store"], path) if "store" in data else None
 
 
 def resolve_search(flags: dict, config: Config) -> dict:

@@ -40,7 +40,7 @@ def forward(argv: list[str]) -> int | None:
     if any(a in ("-h", "--help") for a in argv):
         return None
     flag = _flag_value(argv, "--index") or _flag_value(argv, "--store")
-    if "--store" in argv or os.environ.get("KENNING_STORE") or str(flag or "").startswith("postgres"):
+    if "--store" in argv or str(flag or "").startswith("postgres") or (not flag and _store_configured()):
         return None  # a server store has no folder for a warm server to announce itself in
     index_dir = locate_index(flag).absolute()
     info = server_for(index_dir)
@@ -122,3 +122,15 @@ def _unchunk(payload: bytes) -> bytes:
         out.append(rest[:size])
         rest = rest[size + 2 :]
     return b"".join(out)
+
+
+def _store_configured() -> bool:
+    """Whether $KENNING_STORE or the user config names a server store (kenning.api.settings)."""
+    if os.environ.get("KENNING_STORE", "").strip():
+        return True
+    from kenning.api.settings import ConfigError, user_store
+
+    try:
+        return user_store() is not None
+    except ConfigError:
+        return True  # let the command itself report the broken config

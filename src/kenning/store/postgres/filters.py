@@ -53,18 +53,24 @@ class PostgresFilters:
     ) -> BitMap:
         """Chunks of these sources whose time is in [since, before) and whose front matter has each
         (key, value) (a list value matches any of its items; case does not matter)."""
-        where, params = ["source_id = ANY(%s)"], [[int(s) for s in source_ids]]
-        if since is not None:
-            where.append("time >= %s")
-            params.append(since)
-        if before is not None:
-            where.append("time < %s")
-            params.append(before)
-        wanted: dict[str, list[str]] = {}
-        for key, value in meta:
-            wanted.setdefault(_folded(key), []).append(_folded(value))
-        if wanted:
-            where.append("facets @> %s::jsonb")
-            params.append(json.dumps(wanted))
-        rows = self.conn.execute(f"SELECT id FROM chunks WHERE {' AND '.join(where)}", params)
-        return BitMap(r[0] for r in rows)
+        query, params = matching_query(source_ids, since, before, meta)
+        return BitMap(r[0] for r in self.conn.execute(query, params))
+
+
+def matching_query(source_ids, since, before, meta) -> tuple[str, list]:
+    """The SQL of a scope filter and its parameters: conditions the table's indexes answer
+    (tests/test_postgres_store.py reads its plan)."""
+    where, params = ["source_id = ANY(%s)"], [[int(s) for s in source_ids]]
+    if since is not None:
+        where.append("time >= %s")
+        params.append(since)
+    if before is not None:
+        where.append("time < %s")
+        params.append(before)
+    wanted: dict[str, list[str]] = {}
+    for key, value in meta:
+        wanted.setdefault(_folded(key), []).append(_folded(value))
+    if wanted:
+        where.append("facets @> %s::jsonb")
+        params.append(json.dumps(wanted))
+    return f"SELECT id FROM chunks WHERE {' AND '.join(where)}", params
