@@ -8,6 +8,10 @@ queries per second on each store.
 
     python benchmarks/store_parity.py                   # starts a private PostgreSQL (tests/pg_server.py)
     python benchmarks/store_parity.py --store URL       # or uses a server you give
+    python benchmarks/store_parity.py --hnsw            # PostgreSQL's dense search through pgvector HNSW
+
+Without --hnsw both stores search vectors exactly (the dev sets are below the HNSW threshold); with
+it the PostgreSQL copy gets a pgvector HNSW index and every dense search goes through it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from kenning import Index  # noqa: E402
 from kenning.eval import load_beir, ndcg_at, open_eval_index  # noqa: E402
 from kenning.eval.beir import ranked_doc_keys  # noqa: E402
+from kenning.signals import ann  # noqa: E402
 from kenning.signals.lexical import Bm25Params  # noqa: E402
 from kenning.store.migrate import migrate  # noqa: E402
 
@@ -37,17 +42,21 @@ def run(index: Index, queries: dict, mode: str) -> tuple[dict, float]:
     return runs, len(queries) / (time.perf_counter() - started)
 
 
-def compare(dataset_dir: str, base_url: str) -> list[dict]:
+def compare(dataset_dir: str, base_url: str, hnsw: bool = False) -> list[dict]:
     dataset = load_beir(dataset_dir)
     folder, _, _ = open_eval_index(dataset.corpus_path, Path(dataset_dir), mode="hybrid")
     folder.close()
     url = f"{base_url}{'&' if '?' in base_url else '?'}schema=parity_{uuid.uuid4().hex[:8]}"
+    exact_from = ann.HNSW_THRESHOLD
+    ann.HNSW_THRESHOLD = 0 if hnsw else exact_from  # the copy builds its pgvector index when asked
     copied = migrate(str(folder.directory), url)
     assert copied.ok, copied.checks
     rows = []
     with Index(folder.directory) as embedded, Index(url) as server:
         for mode in MODES:
+            ann.HNSW_THRESHOLD = exact_from
             mine, qps_embedded = run(embedded, dataset.queries, mode)
+            ann.HNSW_THRESHOLD = 0 if hnsw else exact_from
             theirs, qps_server = run(server, dataset.queries, mode)
             ndcg = lambda runs: sum(ndcg_at(runs[q], dataset.qrels[q]) for q in runs) / len(runs)  # noqa: E731
             same = sum(mine[q][:10] == theirs[q][:10] for q in mine) / len(mine)
@@ -60,6 +69,7 @@ def compare(dataset_dir: str, base_url: str) -> list[dict]:
                     "identical_top10": same,
                     "qps_embedded": qps_embedded,
                     "qps_postgres": qps_server,
+                    "postgres_dense": server.search("x", mode="dense", limit=1).funnel.channels["dense"],
                 }
             )
             print(format_row(rows[-1]), flush=True)
@@ -77,6 +87,7 @@ def format_row(r: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", help="a PostgreSQL URL (default: start a private server)")
+    parser.add_argument("--hnsw", action="store_true", help="PostgreSQL's dense search through pgvector HNSW")
     parser.add_argument("datasets", nargs="*", default=DATASETS)
     args = parser.parse_args()
     server = None
@@ -88,7 +99,9 @@ def main() -> int:
     try:
         print("set         mode     nDCG@10 embedded  postgres  diff  same top-10  qps embedded  postgres")
         for dataset_dir in args.datasets:
-            compare(dataset_dir, base)
+            rows = compare(dataset_dir, base, args.hnsw)
+            dense = rows[-1]["postgres_dense"]
+            print(f"  postgres dense search: {dense.get('method')} ({dense.get('graph', 'vectors read')})")
     finally:
         if server:
             server.stop()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kenning import Index
@@ -180,8 +181,10 @@ def test_dense_search_through_pgvector_hnsw(tmp_path, pg_url, monkeypatch):
     finds, filters still hold, and the funnel names the method."""
     from kenning.query.filters import Filters
     from kenning.signals import ann
+    from kenning.signals.dense import ServerDenseView
 
     monkeypatch.setattr(ann, "HNSW_THRESHOLD", 100)
+    monkeypatch.setattr(ServerDenseView, "CACHE", 30)  # the cache of read vectors fills and restarts
     corpus, queries = beir_subset(tmp_path / "beir", 160, 25)
     other = tmp_path / "other"
     other.mkdir()
@@ -201,6 +204,12 @@ def test_dense_search_through_pgvector_hnsw(tmp_path, pg_url, monkeypatch):
             assert response.funnel.channels["dense"]["graph"] == "server"
             same += [h.doc_key for h in response.hits] == exact
         assert same >= 0.95 * len(queries)
+        view = ServerDenseView(
+            server.store, server.embedding_model()["fingerprint"], server.lexical.view().live_mask, 384
+        )
+        with server.store.reading():
+            first, overlapping = view._rows(np.arange(0, 20)), view._rows(np.arange(10, 45))
+        assert np.array_equal(first[10:], overlapping[:10]) and len(view._vectors) <= 35
         only = server.search("wing slipstream lift", mode="dense", filters=Filters(collections=("other",)))
         assert [h.path for h in only.hits] == [str(other / "wing.md")]
 

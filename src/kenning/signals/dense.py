@@ -213,9 +213,10 @@ class ServerDenseView(DenseView):
         """The vectors at these positions of `ids`, read from the store when not cached."""
         chunk_ids = [int(i) for i in self.ids[positions]]
         wanted = [i for i in chunk_ids if i not in self._vectors]
+        if wanted and len(self._vectors) + len(wanted) > self.CACHE:
+            self._vectors.clear()  # start again, keeping only what this call needs
+            wanted = chunk_ids
         if wanted:
-            if len(self._vectors) + len(wanted) > self.CACHE:
-                self._vectors.clear()
             self._vectors.update(self.store.vectors_of(self.fingerprint, wanted))
         if not chunk_ids:
             return np.zeros((0, self.dim), dtype=np.float32)
