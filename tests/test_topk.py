@@ -1,6 +1,8 @@
 """top_k: the best k, ties by ascending id, whatever order the candidates come in."""
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kenning.topk import top_k
 
@@ -20,3 +22,32 @@ def test_k_beyond_the_candidates_and_zero():
     ids, scores = top_k(np.array([5, 3]), np.array([1.0, 1.0]), 10)
     assert ids.tolist() == [3, 5]
     assert len(top_k(np.array([1]), np.array([1.0]), 0)[0]) == 0
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.booleans()), min_size=0, max_size=300),
+    st.integers(1, 40),
+)
+def test_best_found_is_the_top_k_of_the_admitted(rows, k):
+    """SignalQuery.best_found checks admission lazily, best first; it must pick exactly what filtering
+    every candidate and then taking the top k picks (ties included)."""
+    from kenning.signals.base import SignalQuery
+
+    ids = np.arange(len(rows), dtype=np.int64)[::-1].copy()  # candidates in no particular order
+    scores = np.array([float(r[0]) for r in rows])
+    admitted = np.array([r[1] for r in rows], dtype=bool)[::-1].copy()
+    checked = []
+
+    def cosine(chunk_ids):
+        checked.extend(chunk_ids.tolist())
+        return np.where(admitted[len(rows) - 1 - chunk_ids], 1.0, 0.0)
+
+    query = SignalQuery(
+        "q", [], np.ones(len(rows), bool), np.zeros(len(rows), bool), np.zeros(len(rows)), k, 0.5
+    )
+    query.cosine = cosine
+    got = query.best_found(ids, scores, k)
+    keep = admitted
+    expected = top_k(ids[keep], scores[keep], k)
+    assert got[0].tolist() == expected[0].tolist() and got[1].tolist() == expected[1].tolist()
+    assert len(checked) == len(set(checked))  # each candidate checked at most once

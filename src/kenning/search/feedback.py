@@ -94,13 +94,13 @@ def expansion_terms(
             weight[term] = weight.get(term, 0.0) + n / max(len(terms), 1)
     plan = state.plan
     skip = set(plan.terms) | {t for i in plan.exclusions for t in i.terms}
+    wanted = [t for t in weight if t not in skip and len(t) >= 3 and not analyzer.is_stopword(t)]
+    found = view.postings(wanted)  # one read per segment for all of them (a round trip on a server)
     scored = []
-    for term, w in weight.items():
-        if term in skip or len(term) < 3 or analyzer.is_stopword(term):
-            continue
-        postings = view.postings([term])[term]
+    for term in wanted:
+        postings = found[term]
         if postings is None or postings.df < 2:
             continue
-        scored.append((w * view.idf(term), term))
+        scored.append((weight[term] * view.idf(term), term))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return [(t, w) for w, t in scored[:n_terms]]

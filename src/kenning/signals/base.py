@@ -23,6 +23,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from kenning.topk import top_k
+
 
 @dataclass
 class Channel:
@@ -71,6 +73,24 @@ class SignalQuery:
             elif self.cosine is not None:
                 found[rest] = self.cosine(ids[rest]) >= self.min_similarity
         return found
+
+    def best_found(self, ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """top_k of the chunks `found` admits, the same k as filtering them all first, but `found` (a
+        cosine each for chunks without a query word) runs only over as many of the best as it takes:
+        the best m in top_k's order are a prefix of the best n, so each round checks only the new ones."""
+        ids = np.asarray(ids, dtype=np.int64)
+        kept_ids, kept_scores, checked, take = [], [], 0, max(4 * k, 64)
+        while checked < len(ids) and sum(map(len, kept_ids)) < k:
+            take = min(len(ids), take)
+            best_ids, best_scores = top_k(ids, scores, take)
+            new_ids, new_scores = best_ids[checked:], best_scores[checked:]
+            ok = self.found(new_ids)
+            kept_ids.append(new_ids[ok])
+            kept_scores.append(new_scores[ok])
+            checked, take = take, take * 4
+        if not kept_ids:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        return np.concatenate(kept_ids)[:k], np.concatenate(kept_scores)[:k]
 
 
 @dataclass

@@ -199,6 +199,7 @@ class ServerDenseView(DenseView):
     confidence and fusion see the same numbers; only the neighbour search is approximate."""
 
     CACHE = 20000  # vectors kept between searches of one generation
+    READ_AT_MOST = 256  # vectors read for one similarity call; beyond, the server computes cosines
 
     def __init__(self, store, fingerprint: str, live_mask: np.ndarray, dim: int):
         ids = store.vector_chunk_ids(fingerprint)
@@ -221,6 +222,18 @@ class ServerDenseView(DenseView):
         if not chunk_ids:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.array([self._vectors[i] for i in chunk_ids], dtype=np.float32)
+
+    def similarity(self, query: np.ndarray, chunk_ids) -> np.ndarray:
+        """As DenseView's; many chunks whose vectors are not at hand (a lexical candidate set) have
+        their cosines computed by the server instead of their vectors read."""
+        known, positions = self._positions(chunk_ids)
+        missing = sum(int(i) not in self._vectors for i in self.ids[positions])
+        if missing <= self.READ_AT_MOST:
+            return super().similarity(query, chunk_ids)
+        found = self.store.cosines_of(self.fingerprint, query, self.ids[positions])
+        out = np.zeros(len(chunk_ids))
+        out[known] = [found.get(int(i), 0.0) for i in self.ids[positions]]
+        return out
 
     def search(self, query: np.ndarray, k: int, allowed: np.ndarray | None = None):
         if not len(self.ids) or k <= 0:

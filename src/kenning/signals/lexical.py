@@ -579,8 +579,7 @@ class LexicalSignal:
             extra = ctx.view.score(clauses, found, Bm25Params(coord_floor=1.0), query.allowed)
             combined = query.lexical + learned.gamma * extra
         candidates = np.flatnonzero((combined > 0) & query.allowed[: len(combined)]).astype(np.int64)
-        candidates = candidates[query.found(candidates)]
-        ids, scores = top_k(candidates, combined[candidates], query.depth)
+        ids, scores = query.best_found(candidates, combined[candidates], query.depth)
         holds = query.holds_word & query.allowed[: len(query.holds_word)]
         return Channel(self.name, ids, scores, score_lookup(combined), _background(combined, holds))
 
