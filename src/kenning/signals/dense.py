@@ -239,12 +239,15 @@ class ServerDenseView(DenseView):
         if not len(self.ids) or k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         fetch = min(len(self.ids), k * 4 if allowed is not None else k)
-        ids, sims = self.store.nearest_chunks(self.fingerprint, query.astype(np.float32), fetch)
+        ids, _ = self.store.nearest_chunks(self.fingerprint, query.astype(np.float32), fetch)
         keep = _alive(ids, self.live_mask)
         if allowed is not None:
             keep &= (ids < len(allowed)) & allowed[np.minimum(ids, len(allowed) - 1)]
             if keep.sum() < k:  # the filter is too tight for the index: exact over what it allows
                 return self._search_exact(query, k, allowed)
-        ids, sims = ids[keep], sims[keep]
+        ids = ids[keep]
+        # the server found them; their cosines are computed here, as DenseView computes them, so an
+        # order between near-equal neighbours does not depend on which side did the arithmetic
+        sims = super().similarity(query, ids)
         order = np.lexsort((ids, -sims))[:k]
         return ids[order], sims[order]

@@ -185,9 +185,7 @@ class LexicalView:
         out = {t: self.cache.get(self._postings_key(t), _ABSENT) for t in terms}
         missing = [t for t, p in out.items() if p is _ABSENT]
         if missing:
-            per_segment = {
-                seg_id: self._raw_postings(seg_id, missing) for seg_id in self.snapshot.segment_ids
-            }
+            per_segment = self._raw_postings_of(self.snapshot.segment_ids, missing)
             for t in missing:
                 parts = [
                     per_segment[s][t] for s in self.snapshot.segment_ids if per_segment[s][t] is not None
@@ -201,13 +199,20 @@ class LexicalView:
 
     def _raw_postings(self, seg_id: int, terms: list[str]) -> dict:
         """One segment's postings of each term (None where it has none), read through the cache."""
-        got = {t: self.cache.get(("seg", seg_id, "postings", t), _ABSENT) for t in terms}
-        need = [t for t, p in got.items() if p is _ABSENT]
+        return self._raw_postings_of((seg_id,), terms)[seg_id]
+
+    def _raw_postings_of(self, seg_ids, terms: list[str]) -> dict[int, dict]:
+        """Each segment's postings of each term, read through the cache; what is missing from it is
+        read in one call for all the segments (one round trip on a server store)."""
+        got = {s: {t: self.cache.get(("seg", s, "postings", t), _ABSENT) for t in terms} for s in seg_ids}
+        need = {s: [t for t, p in row.items() if p is _ABSENT] for s, row in got.items()}
+        need = {s: ts for s, ts in need.items() if ts}
         if need:
-            found = self.store.load_postings(seg_id, need)
-            for t in need:
-                got[t] = found.get(t)
-                self.cache.put(("seg", seg_id, "postings", t), got[t])
+            found = self.store.load_postings_of(need)
+            for s, ts in need.items():
+                for t in ts:
+                    got[s][t] = found[s].get(t)
+                    self.cache.put(("seg", s, "postings", t), got[s][t])
         return got
 
     def _merge_live(self, parts) -> TermPostings | None:

@@ -29,6 +29,7 @@ from kenning.store.records import VECTOR_GRAPH_META, StorageError
 from kenning.store.sqlite.connection import lock_timeout
 
 LOG = logging.getLogger("kenning")
+IDLE, IN_TRANSACTION = 0, 2  # psycopg.pq.TransactionStatus, without importing psycopg at module load
 CONNECT_TIMEOUT = 10  # seconds
 
 
@@ -64,6 +65,7 @@ class PostgresConnection(CommitsCommon):
         )
         self._in_txn = False
         self._substrings_on = None
+        self._read_generation: int | None = None  # inside reading(): the snapshot's generation
         self.read_only: str | None = None
         try:
             self.conn = psycopg.connect(self.where.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
@@ -218,7 +220,7 @@ class PostgresConnection(CommitsCommon):
                 self._set_meta("last_commit", str(time.time()))
             self.conn.execute("COMMIT")
         except BaseException as exc:
-            if not self.conn.closed and self.conn.info.transaction_status != 0:  # not idle
+            if not self.conn.closed and self.conn.info.transaction_status != IDLE:
                 self.conn.execute("ROLLBACK")
             if isinstance(exc, psycopg.errors.DiskFull):
                 raise StorageError(
@@ -257,16 +259,31 @@ class PostgresConnection(CommitsCommon):
     @contextmanager
     def reading(self) -> Iterator[None]:
         """A read transaction: every read inside sees the same committed generation."""
-        if self.conn.info.transaction_status != 0:  # inside a write or another read: join it
+        if self.conn.info.transaction_status != IDLE:  # inside a write or another read: join it
             yield
             return
-        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        # the snapshot's generation comes back with BEGIN (one round trip, not two): a search asks
+        # for it first, and it cannot change inside the transaction
+        cursor = self.conn.execute(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
+        )
+        cursor.nextset()  # past BEGIN's result to the SELECT's
+        row = cursor.fetchone()
+        self._read_generation = int(bytes(row[0]).decode()) if row and row[0] is not None else 0
         self._substrings_on = None
         try:
             yield
         finally:
+            self._read_generation = None
             if not self.conn.closed:
-                self.conn.execute("COMMIT" if self.conn.info.transaction_status == 2 else "ROLLBACK")
+                self.conn.execute(
+                    "COMMIT" if self.conn.info.transaction_status == IN_TRANSACTION else "ROLLBACK"
+                )
+
+    def generation(self) -> int:
+        if self._read_generation is not None:
+            return self._read_generation
+        return int(self._meta_raw("generation") or 0)
 
     # ----------------------------------------------------------------------------- snapshots
     def _segment_ids(self) -> tuple[int, ...]:

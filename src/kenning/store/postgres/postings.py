@@ -40,15 +40,26 @@ class PostgresPostings:
         return decode_segment(segment_id, row)
 
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
-        out = {}
-        for term, ids, tft, tfb in self.conn.execute(
-            "SELECT term, ids, tf_title, tf_body FROM postings WHERE segment_id = %s AND term = ANY(%s)",
-            (segment_id, list(terms)),
+        return self.load_postings_of({segment_id: terms})[segment_id]
+
+    def load_postings_of(self, wanted: dict[int, Sequence[str]]) -> dict[int, dict[str, RawPostings]]:
+        """Several segments' postings in one statement (one round trip); rows of a term a segment
+        was not asked for are dropped."""
+        out: dict[int, dict[str, RawPostings]] = {int(seg): {} for seg in wanted}
+        asked = {int(seg): set(terms) for seg, terms in wanted.items()}
+        terms = sorted(set().union(*asked.values())) if asked else []
+        for seg, term, ids, tft, tfb in self.conn.execute(
+            "SELECT segment_id, term, ids, tf_title, tf_body FROM postings"
+            " WHERE segment_id = ANY(%s) AND term = ANY(%s)",
+            (list(out), terms),
         ):
-            n = len(ids) // 4
-            out[term] = RawPostings(
-                np.frombuffer(ids, dtype=np.uint32), unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
-            )
+            if term in asked[seg]:
+                n = len(ids) // 4
+                out[seg][term] = RawPostings(
+                    np.frombuffer(ids, dtype=np.uint32),
+                    unpack_frequencies(tft, n),
+                    unpack_frequencies(tfb, n),
+                )
         return out
 
     def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:

@@ -56,6 +56,10 @@ class SqlitePostings:
                 )
         return out
 
+    def load_postings_of(self, wanted: dict[int, Sequence[str]]) -> dict[int, dict[str, RawPostings]]:
+        """Several segments' postings (a local file: one segment after the other)."""
+        return {seg: self.load_postings(seg, terms) for seg, terms in wanted.items()}
+
     def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
         """Every posting row of a segment, positions included, terms ascending (merges rely on it)."""
         for raw in self.raw_postings(segment_id):
