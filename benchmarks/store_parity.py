@@ -34,6 +34,7 @@ from kenning.store.migrate import migrate  # noqa: E402
 
 DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 MODES = ("lexical", "dense", "hybrid")
+EXACT_FROM = ann.HNSW_THRESHOLD  # the embedded side's threshold, as configured
 
 
 def run(index: Index, queries: dict, mode: str) -> tuple[dict, float]:
@@ -47,7 +48,7 @@ def compare(dataset_dir: str, base_url: str, hnsw: bool = False) -> list[dict]:
     folder, _, _ = open_eval_index(dataset.corpus_path, Path(dataset_dir), mode="hybrid")
     folder.close()
     url = f"{base_url}{'&' if '?' in base_url else '?'}schema=parity_{uuid.uuid4().hex[:8]}"
-    exact_from = ann.HNSW_THRESHOLD
+    exact_from = EXACT_FROM
     ann.HNSW_THRESHOLD = 0 if hnsw else exact_from  # the copy builds its pgvector index when asked
     copied = migrate(str(folder.directory), url)
     assert copied.ok, copied.checks

@@ -8,10 +8,13 @@ A store supplies `_meta_raw(key)`, `_meta_keys()`, `_set_meta(key, value)`, `for
 from __future__ import annotations
 
 import json
+import os
 
 from pyroaring import BitMap
 
-from kenning.store.records import VECTOR_GRAPH_META, Snapshot
+from kenning.store.records import VECTOR_GRAPH_META, Snapshot, StorageError
+
+DEFAULT_LOCK_TIMEOUT = 60.0
 
 
 class CommitsCommon:
@@ -64,3 +67,15 @@ class CommitsCommon:
                 analyzer=json.loads(self._meta_raw("analyzer") or "{}"),
                 last_commit=float(last) if last else None,
             )
+
+
+def lock_timeout() -> float:
+    """How long a writer waits for another one: KENNING_LOCK_TIMEOUT seconds, else 60."""
+    raw = os.environ.get("KENNING_LOCK_TIMEOUT", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_LOCK_TIMEOUT
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:
+        raise StorageError(f"KENNING_LOCK_TIMEOUT must be a number of seconds in [0, 86400], not {raw!r}")
+    return value

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from pyroaring import BitMap
 
 from kenning.cachedir import tag_as_cache
-from kenning.store.base import CommitsCommon
+from kenning.store.base import CommitsCommon, lock_timeout
 from kenning.store.records import VECTOR_GRAPH_META, StorageError
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
@@ -30,7 +30,6 @@ from kenning.store.sqlite.schema import (
 
 DB_NAME = "index.db"
 LOG = logging.getLogger("kenning")
-DEFAULT_LOCK_TIMEOUT = 60.0
 BATCH = 500  # ids per `IN (...)` list: well under SQLite's limit on bound parameters
 
 
@@ -38,18 +37,6 @@ def batches(items: Sequence, size: int = BATCH) -> Iterator[Sequence]:
     """Consecutive slices of `items`, each short enough for one `IN (...)` list."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def lock_timeout() -> float:
-    """How long a writer waits for another one: KENNING_LOCK_TIMEOUT seconds, else 60."""
-    raw = os.environ.get("KENNING_LOCK_TIMEOUT", "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_LOCK_TIMEOUT
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 86400:
-        raise StorageError(f"KENNING_LOCK_TIMEOUT must be a number of seconds in [0, 86400], not {raw!r}")
-    return value
 
 
 def _why_not_writable(directory: Path, db_path: Path) -> str:
