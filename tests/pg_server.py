@@ -110,7 +110,15 @@ def start_server() -> PgServer:
         )
         shutil.rmtree(root, ignore_errors=True)
 
+    def restart():
+        """Stop and start again (pg_ctl keeps the options); every open connection is cut."""
+        _run_as(
+            user,
+            [str(bin_dir / "pg_ctl"), "-D", str(data / "db"), "-l", str(log), "-m", "fast", "-w", "restart"],
+        )
+
     server = PgServer(f"postgresql://kenning@127.0.0.1:{port}/postgres", stop)
+    server.restart = restart
     server.bin_dir, server.user, server.root, server.port = bin_dir, user, root, port
     return server
 

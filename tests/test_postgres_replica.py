@@ -59,3 +59,27 @@ def test_the_replica_sees_every_commit_and_refuses_writes(tmp_path, primary_and_
         assert reader.status()["generation"] > 0
         with pytest.raises(StorageError, match="read-only replica"):
             reader.add([notes])
+
+
+def test_a_lost_connection_is_made_again(tmp_path):
+    """A long-lived process (kenning serve) outlives a server restart: the search after it connects
+    again instead of failing, and so does the next write."""
+    from pg_server import start_server
+
+    if os.environ.get("KENNING_TEST_PG_URL"):
+        pytest.skip("restarts a server these tests started, not the one $KENNING_TEST_PG_URL gives")
+    server = start_server()
+    try:
+        notes = tmp_path / "notes"
+        notes.mkdir()
+        (notes / "a.md").write_text("# A\n\nThe wombat digs a burrow.\n")
+        with Index(server.url("kept")) as index:
+            index.add([notes])
+            assert index.search("wombat", mode="lexical").hits
+            server.restart()
+            assert index.search("wombat burrow", mode="lexical").hits
+            (notes / "b.md").write_text("# B\n\nA second wombat.\n")
+            index.add([notes])
+            assert len(index.search("wombat", mode="lexical").hits) == 2
+    finally:
+        server.stop()

@@ -55,7 +55,7 @@ class PostgresConnection(CommitsCommon):
         """Connect and open the index in the URL's schema, creating it (and the `vector` extension
         when this role may) if `create`. `rebuild_outdated` has nothing to rebuild yet (one schema
         version so far); an index from a newer kenning is refused."""
-        psycopg = _psycopg()
+        _psycopg()  # without the extra: the install hint, before anything else
         self.where = parse_location(url)
         self.location = self.where.shown
         self.schema = self.where.schema
@@ -66,17 +66,51 @@ class PostgresConnection(CommitsCommon):
         self._substrings_on = None
         self._read_generation: int | None = None  # inside reading(): the snapshot's generation
         self.read_only: str | None = None
-        try:
-            self.conn = psycopg.connect(self.where.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
-        except psycopg.Error as exc:
-            raise StorageError(
-                f"cannot connect to the PostgreSQL store {self.location}: {_first_line(exc)}"
-            ) from exc
+        self.conn = self._connect()
         try:
             self._open(create)
         except BaseException:
             self.conn.close()
             raise
+
+    def _connect(self):
+        psycopg = _psycopg()
+        try:
+            return psycopg.connect(self.where.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+        except psycopg.Error as exc:
+            raise StorageError(
+                f"cannot connect to the PostgreSQL store {self.location}: {_first_line(exc)}"
+            ) from exc
+
+    def _usable(self) -> bool:
+        return not self.conn.closed and not self.conn.broken
+
+    def _reconnect(self) -> None:
+        """A new connection after the old one was lost (the server restarted, a network blip, a
+        replica promoted): a long-lived process such as `kenning serve` carries on with the next
+        request instead of failing every one after."""
+        LOG.warning("the connection to %s was lost; connecting again", self.location)
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001 - it is already gone
+            pass
+        self.conn = self._connect()
+        self._set_search_path()
+        self._register_vector()
+        self._ef_search = None
+
+    def _begin(self, statement: str):
+        """Start a transaction, connecting again once if the connection turns out to be lost."""
+        psycopg = _psycopg()
+        if not self._usable():
+            self._reconnect()
+        try:
+            return self.conn.execute(statement)
+        except psycopg.OperationalError:
+            if self._usable():
+                raise
+            self._reconnect()
+            return self.conn.execute(statement)
 
     def _open(self, create: bool) -> None:
         psycopg = _psycopg()
@@ -208,7 +242,7 @@ class PostgresConnection(CommitsCommon):
         psycopg = _psycopg()
         if self.read_only:
             raise StorageError(f"cannot write the index: {self.read_only}; searching it still works")
-        self.conn.execute("BEGIN")
+        self._begin("BEGIN")
         self._in_txn = True
         self._substrings_on = None
         try:
@@ -219,7 +253,7 @@ class PostgresConnection(CommitsCommon):
                 self._set_meta("last_commit", str(time.time()))
             self.conn.execute("COMMIT")
         except BaseException as exc:
-            if not self.conn.closed and self.conn.info.transaction_status != IDLE:
+            if self._usable() and self.conn.info.transaction_status != IDLE:
                 self.conn.execute("ROLLBACK")
             if isinstance(exc, psycopg.errors.DiskFull):
                 raise StorageError(
@@ -258,12 +292,12 @@ class PostgresConnection(CommitsCommon):
     @contextmanager
     def reading(self) -> Iterator[None]:
         """A read transaction: every read inside sees the same committed generation."""
-        if self.conn.info.transaction_status != IDLE:  # inside a write or another read: join it
+        if self._usable() and self.conn.info.transaction_status != IDLE:  # inside a write or a read
             yield
             return
         # the snapshot's generation comes back with BEGIN (one round trip, not two): a search asks
         # for it first, and it cannot change inside the transaction
-        cursor = self.conn.execute(
+        cursor = self._begin(
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
         )
         cursor.nextset()  # past BEGIN's result to the SELECT's
@@ -274,7 +308,7 @@ class PostgresConnection(CommitsCommon):
             yield
         finally:
             self._read_generation = None
-            if not self.conn.closed:
+            if self._usable():
                 self.conn.execute(
                     "COMMIT" if self.conn.info.transaction_status == IN_TRANSACTION else "ROLLBACK"
                 )
