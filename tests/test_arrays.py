@@ -35,3 +35,16 @@ def test_a_lexical_search_does_not_import_numpy_ma(tmp_path):
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "False"
+
+
+def test_bitmap_of_holds_exactly_the_ids_whatever_their_dtype():
+    from pyroaring import BitMap
+
+    from kenning.arrays import bitmap_of
+
+    rng = np.random.default_rng(3)
+    ids = np.sort(rng.choice(2**32 - 1, 5000, replace=False))
+    for dtype in (np.uint32, np.int64, np.uint64):
+        assert bitmap_of(ids.astype(dtype)) == BitMap(ids.tolist())
+    assert bitmap_of(ids[::-1].astype(np.int64)) == BitMap(ids.tolist())  # order does not matter
+    assert bitmap_of(np.zeros(0, dtype=np.int64)) == BitMap()

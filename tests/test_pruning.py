@@ -130,3 +130,39 @@ def test_phrases_checked_on_text_match_phrases_checked_on_positions(index, monke
                 assert by_text == by_positions, (phrase, field)
                 checked += len(by_text) > 0
     assert checked > 60
+
+
+def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index, monkeypatch):
+    """When the words whose postings are already read leave many candidates, their own positions
+    narrow them before a common word's postings are read; the chunks found are the ones the stored
+    positions of every word give (random phrases cut from the corpus, several words already read)."""
+    import kenning.signals.lexical as lexical
+
+    rng = random.Random(11)
+    monkeypatch.setattr(lexical, "PHRASE_TEXT_CHECK", 3)
+    narrowings = []
+    sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
+    monkeypatch.setattr(
+        lexical.LexicalView, "_sub_phrase_docs", lambda *a: narrowings.append(1) or sub_phrase_docs(*a)
+    )
+    with index.store.reading():
+        view = index.lexical.view()
+        rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
+        checked = found = 0
+        for row in rows[:80]:
+            words = row.body.split()
+            start = rng.randrange(max(1, len(words) - 5))
+            phrase = " ".join(words[start : start + rng.randint(3, 5)])
+            terms = index.analyzer.query_terms(phrase, remove_stopwords=False)
+            spec = list(zip(terms, range(9), strict=False))
+            distinct = list(dict.fromkeys(terms))
+            if len(distinct) < 3:
+                continue
+            for field in (None, "body"):
+                expected = view._phrase_by_positions(spec, view.live, field)
+                view.cache.drop(lambda key: False)  # nothing read yet
+                view.postings(distinct[:-1])  # every word read but one
+                assert view.phrase_docs(spec, view.live, field) == expected, (phrase, field)
+                checked += 1
+                found += len(expected) > 0
+    assert len(narrowings) > 0.5 * checked and found > 40

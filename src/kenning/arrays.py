@@ -1,4 +1,4 @@
-"""Sorted-unique helpers for the query path.
+"""Sorted-unique helpers for the query path, and roaring bitmaps made from numpy arrays.
 
 `np.unique` asks `np.ma.is_masked` about its input, and in NumPy 2 that first touch imports the whole
 `numpy.ma` package: 26 ms (and 14 ms of `inspect` work) added to the first query of every new
@@ -8,7 +8,10 @@ arrays with a sort and a comparison.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
+from pyroaring import BitMap
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -30,3 +33,12 @@ def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     counts = np.diff(np.append(starts, len(ordered)))
     return ordered[starts], counts
+
+
+def bitmap_of(ids: np.ndarray) -> BitMap:
+    """A roaring bitmap of chunk ids. pyroaring reads a numpy array value by value but an
+    `array.array` in one pass: 2 ms against 15 ms for 300k ids, which made turning a common term's
+    postings into its bitmap the largest cost of a lexical query on 1M chunks."""
+    packed = array("I")
+    packed.frombytes(np.ascontiguousarray(ids, dtype=np.uint32).tobytes())
+    return BitMap(packed)

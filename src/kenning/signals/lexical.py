@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.arrays import sorted_unique
+from kenning.arrays import bitmap_of, sorted_unique
 from kenning.cache import BoundedCache, IndexCaches
 from kenning.signals.base import Channel
 from kenning.signals.pruning import BLOCK_BITS
@@ -229,7 +229,7 @@ class LexicalView:
         if len(parts) > 1 and not np.all(ids[1:] > ids[:-1]):
             order = np.argsort(ids, kind="stable")
             ids, tft, tfb = ids[order], tft[order], tfb[order]
-        return TermPostings(ids, tft, tfb, BitMap(ids.astype(np.uint32)))
+        return TermPostings(ids, tft, tfb, bitmap_of(ids))
 
     # ------------------------------------------------------------------ fields and phrases
     def field_docs(self, term: str, field: str) -> BitMap:
@@ -238,7 +238,7 @@ class LexicalView:
         if postings is None:
             return BitMap()
         tf = postings.tf_title if field == "title" else postings.tf_body
-        return BitMap(postings.ids[tf > 0].astype(np.uint32))
+        return bitmap_of(postings.ids[tf > 0])
 
     def _field_positions(self, seg_id: int, term: str, field: str):
         """(ids, start offsets, positions) of a term in one field of one segment, or None."""
@@ -270,7 +270,8 @@ class LexicalView:
         # the terms whose postings are already read first: when they leave few candidates, the text
         # check settles the phrase without reading a common word's postings at all
         loaded = [t for t in terms if self.cache.get(self._postings_key(t), _ABSENT) is not _ABSENT]
-        for group in (loaded, [t for t in terms if t not in loaded]):
+        unread = [t for t in terms if t not in loaded]
+        for group in (loaded, unread):
             found = self.postings(group)
             if any(found[t] is None for t in group):
                 return BitMap()
@@ -278,10 +279,26 @@ class LexicalView:
                 docs &= found[t].bitmap
             if not docs:
                 return docs
+            if group is loaded and unread and len(docs) > PHRASE_TEXT_CHECK:
+                docs = self._sub_phrase_docs(words, set(loaded), docs, field)
+                if not docs:
+                    return docs
             if len(words) > 1 and self.analyzer is not None and len(docs) <= PHRASE_TEXT_CHECK:
                 return self._phrase_in_text(words, docs, field)
         if len(words) == 1:
             return docs if field is None else docs & self.field_docs(words[0][0], field)
+        return self._phrase_by_positions(words, docs, field)
+
+    def _sub_phrase_docs(self, words, terms: set[str], docs: BitMap, field: str | None) -> BitMap:
+        """The docs where the phrase's words among `terms` stand at their offsets: a chunk holding the
+        whole phrase passes, so this narrows the candidates before a common word's postings (a
+        stopword's: a million positions on 1M chunks) are read, often to few enough for the text
+        check. Needs two of those words to say anything."""
+        part = [w for w in words if w[0] in terms]
+        return self._phrase_by_positions(part, docs, field) if len(part) > 1 else docs
+
+    def _phrase_by_positions(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
+        """The docs in which every (term, offset) shares one start, from the stored positions."""
         wanted = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
         matched = BitMap()
         for f in [field] if field else ["title", "body"]:
@@ -297,7 +314,7 @@ class LexicalView:
                 if len(shared) == 0:
                     break
             if shared is not None and len(shared):
-                matched |= BitMap(sorted_unique(shared >> 32).astype(np.uint32))
+                matched |= bitmap_of(sorted_unique(shared >> 32))
         return matched
 
     def _phrase_in_text(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
