@@ -123,6 +123,8 @@ def _names(text: str, found: dict) -> None:
     """Runs of capitalised words (see the module docstring). Only a word with a capital can start a
     name, so the walk jumps from one to the next and reads the words between only inside a run;
     whether a word opens a sentence is worked out for the words that ask."""
+    if text.islower():  # no capital letter anywhere (a C-level check): no name can start
+        return
     parts = _WORD_SPLIT.split(text)  # gap, word, gap, word, ..., gap
     words, gaps = parts[1::2], parts[0:-1:2]  # gaps[i]: the text just before words[i]
     starts = [i for i, w in enumerate(words) if w[0].isupper()]  # where a name may start

@@ -22,7 +22,7 @@ import zlib
 
 import numpy as np
 
-from kenning.store.checksum import posting_digest
+from kenning.store.checksum import digest_of_columns
 from kenning.store.records import SegmentData, SegmentPostings, StorageError
 
 PACK_TEXT_FROM = 256  # characters: shorter bodies are not worth compressing
@@ -42,10 +42,13 @@ def unpack_text(value: str | bytes) -> str:
 
 
 def pack_frequencies(tf) -> bytes:
+    return _narrow_frequencies(np.asarray(tf, dtype="<u2").tobytes())
+
+
+def _narrow_frequencies(wide: bytes) -> bytes:
     # decided on the bytes (little-endian uint16: low byte first), C-level slicing and counting: a
     # segment writes one row per term, most of them a few postings long, where numpy's per-call cost
     # would dominate
-    wide = np.asarray(tf, dtype="<u2").tobytes()
     high = wide[1::2]
     if high.count(0) != len(high):
         return wide
@@ -66,7 +69,11 @@ def unpack_frequencies(blob: bytes, count: int) -> np.ndarray:
 
 def pack_positions(positions) -> bytes:
     positions = np.asarray(positions, dtype="<u4")
-    wide = positions.tobytes()
+    return _narrow_positions(positions, positions.tobytes())
+
+
+def _narrow_positions(positions: np.ndarray, wide: bytes) -> bytes:
+    """`wide`: `positions` (uint32) as little-endian bytes."""
     high = wide[2::4] + wide[3::4]
     if high.count(0) != len(high):
         return wide
@@ -90,15 +97,24 @@ def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
 # ------------------------------------------------------------------------------ posting rows
 def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -> tuple[tuple, bytes]:
     """A posting row as the table keeps it (each column in its narrowest exact form,
-    above) and its digest (kenning.store.checksum)."""
-    digest = posting_digest(term, ids, tf_title, tf_body, pos_title, pos_body)
+    above) and its digest (kenning.store.checksum). Each column becomes bytes once, in the widths the
+    digest reads, and is narrowed from those bytes: a segment encodes one row per term, and most are
+    a few postings long, so per-call costs are most of the work."""
+    ids = np.asarray(ids, dtype="<u4")
+    tf_title, tf_body = np.asarray(tf_title, dtype="<u2"), np.asarray(tf_body, dtype="<u2")
+    pos_title, pos_body = np.asarray(pos_title, dtype="<u4"), np.asarray(pos_body, dtype="<u4")
+    wide = [column.tobytes() for column in (ids, tf_title, tf_body, pos_title, pos_body)]
+    digest = digest_of_columns(
+        term,
+        list(zip((len(ids), len(tf_title), len(tf_body), len(pos_title), len(pos_body)), wide, strict=True)),
+    )
     row = (
         term,
-        np.asarray(ids, dtype=np.uint32).tobytes(),
-        pack_frequencies(tf_title),
-        pack_frequencies(tf_body),
-        pack_positions(pos_title),
-        pack_positions(pos_body),
+        wide[0],
+        _narrow_frequencies(wide[1]),
+        _narrow_frequencies(wide[2]),
+        _narrow_positions(pos_title, wide[3]),
+        _narrow_positions(pos_body, wide[4]),
     )
     return row, digest
 
