@@ -41,7 +41,11 @@ def test_positions_round_trip_in_their_narrowest_width(high):
     assert unpack_positions(positions.tobytes(), 3).tolist() == positions.tolist()  # the wide form
 
 
-def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
+QUERIES = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
+
+
+def _two_notes(tmp_path):
+    """A folder of two notes and its index: (folder, index path)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Keys\n\nrotate the signing keys every quarter, keys keys\n")
@@ -49,8 +53,17 @@ def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
     path = tmp_path / "ix"
     with Index(path) as ix:
         ix.add([docs])
-        queries = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
-        before = [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries]
+    return docs, path
+
+
+def _rankings(path):
+    with Index(path) as ix:
+        return [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in QUERIES]
+
+
+def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
+    docs, path = _two_notes(tmp_path)
+    before = _rankings(path)
     with sqlite3.connect(path / DB_NAME) as conn:
         rows = conn.execute(
             "SELECT segment_id, term, ids, tf_title, tf_body, pos_title, pos_body FROM postings"
@@ -72,8 +85,7 @@ def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
             )
         widened = conn.execute("SELECT length(tf_body) FROM postings WHERE term='key'").fetchone()[0]
     assert widened == 2  # one posting, two bytes: the wide form is really what is read below
-    with Index(path) as ix:
-        assert [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries] == before
+    assert _rankings(path) == before
     assert main(["verify", "--index", str(path)]) == 0, capsys.readouterr().out
 
 
@@ -97,15 +109,8 @@ def test_the_encoder_digests_what_the_checksum_reads(tmp_path):
 def test_an_index_with_the_older_without_rowid_postings_table_reads_and_writes_the_same(tmp_path, capsys):
     """New indexes keep postings in a rowid table (faster to append); indexes written before keep
     their WITHOUT ROWID table, and search, take new files, merge and verify as before."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("# Keys\n\nrotate the signing keys every quarter, keys keys\n")
-    (docs / "b.md").write_text("# Backups\n\nrestore the nightly backup from cold storage\n")
-    path = tmp_path / "ix"
-    with Index(path) as ix:
-        ix.add([docs])
-        queries = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
-        before = [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries]
+    docs, path = _two_notes(tmp_path)
+    before = _rankings(path)
     with sqlite3.connect(path / DB_NAME) as conn:
         columns = "segment_id, term, ids, tf_title, tf_body, pos_title, pos_body"
         conn.executescript(
@@ -117,8 +122,8 @@ def test_an_index_with_the_older_without_rowid_postings_table_reads_and_writes_t
         )
         sql = conn.execute("SELECT sql FROM sqlite_master WHERE name='postings'").fetchone()[0]
     assert "WITHOUT ROWID" in sql
+    assert _rankings(path) == before
     with Index(path) as ix:
-        assert [[(h.id, h.score) for h in ix.search(q, mode="lexical").hits] for q in queries] == before
         (docs / "c.md").write_text("# Keys again\n\nthe signing keys live in the vault\n")
         (docs / "d.md").write_text("# Vault\n\nthe vault is sealed at night\n")
         (docs / "e.md").write_text("# Night\n\nnight shifts restore the backup\n")
