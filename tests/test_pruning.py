@@ -5,6 +5,7 @@ import json
 import random
 
 import pytest
+from pyroaring import BitMap
 
 import kenning.signals.pruning as pruning
 from kenning import Index
@@ -166,3 +167,48 @@ def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index,
                 checked += 1
                 found += len(expected) > 0
     assert len(narrowings) > 0.5 * checked and found > 40
+
+
+@pytest.mark.parametrize("text_token_us", [0.0, 1e9])
+def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
+    index, monkeypatch, text_token_us
+):
+    """A few candidates go to the cheaper check: their re-analysed text, or first the stored positions
+    of the words already read (kenning.signals.lexical.LexicalView._positions_first). Priced so that
+    text always wins, and so that positions always win, the chunks found are the full check's."""
+    import kenning.signals.lexical as lexical
+
+    rng = random.Random(17)
+    monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)
+    narrowings = []
+    sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
+    monkeypatch.setattr(
+        lexical.LexicalView, "_sub_phrase_docs", lambda *a: narrowings.append(1) or sub_phrase_docs(*a)
+    )
+    with index.store.reading():
+        view = index.lexical.view()
+        rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
+        checked = 0
+        for row in rows[:80]:
+            words = row.body.split()
+            start = rng.randrange(max(1, len(words) - 5))
+            terms = index.analyzer.query_terms(" ".join(words[start : start + 4]), remove_stopwords=False)
+            spec = list(zip(terms, range(9), strict=False))
+            distinct = list(dict.fromkeys(terms))
+            if len(distinct) < 3:
+                continue
+            expected = view._phrase_by_positions(spec, view.live, None)
+            view.cache.drop(lambda key: False)
+            few = view.postings(distinct[:-1])
+            candidates = BitMap(view.live)
+            for term in distinct[:-1]:
+                candidates &= few[term].bitmap
+            if not candidates or len(candidates) > lexical.PHRASE_TEXT_CHECK:
+                continue
+            assert view.phrase_docs(spec, view.live, None) == expected, terms
+            checked += 1
+    assert checked > 20
+    if text_token_us:
+        assert len(narrowings) == checked  # every few-candidate check went by positions first
+    else:
+        assert narrowings == []
