@@ -133,6 +133,18 @@ def test_phrases_checked_on_text_match_phrases_checked_on_positions(index, monke
     assert checked > 60
 
 
+def _count_narrowings(monkeypatch) -> list:
+    """A list that gets an entry each time a phrase check narrows by the words already read."""
+    import kenning.signals.lexical as lexical
+
+    narrowings = []
+    sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
+    monkeypatch.setattr(
+        lexical.LexicalView, "_sub_phrase_docs", lambda *a: narrowings.append(1) or sub_phrase_docs(*a)
+    )
+    return narrowings
+
+
 def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index, monkeypatch):
     """When the words whose postings are already read leave many candidates, their own positions
     narrow them before a common word's postings are read; the chunks found are the ones the stored
@@ -141,11 +153,7 @@ def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index,
 
     rng = random.Random(11)
     monkeypatch.setattr(lexical, "PHRASE_TEXT_CHECK", 3)
-    narrowings = []
-    sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
-    monkeypatch.setattr(
-        lexical.LexicalView, "_sub_phrase_docs", lambda *a: narrowings.append(1) or sub_phrase_docs(*a)
-    )
+    narrowings = _count_narrowings(monkeypatch)
     with index.store.reading():
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
@@ -180,11 +188,7 @@ def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
 
     rng = random.Random(17)
     monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)
-    narrowings = []
-    sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
-    monkeypatch.setattr(
-        lexical.LexicalView, "_sub_phrase_docs", lambda *a: narrowings.append(1) or sub_phrase_docs(*a)
-    )
+    narrowings = _count_narrowings(monkeypatch)
     with index.store.reading():
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
