@@ -68,7 +68,7 @@ class SegmentBuilder:
             tokens = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
             raws.update(tokens)
             ids = list(map(self._plain_ids.get, tokens))
-            if None in ids and self._learn([t for t, i in zip(tokens, ids, strict=True) if i is None]):
+            if None in ids and self._learn(set(tokens).difference(self._plain_ids)):
                 ids = list(map(self._plain_ids.get, tokens))
             if None in ids:  # an identifier: several terms at one place
                 ids, positions = self._slow_ids(tokens)
@@ -81,10 +81,10 @@ class SegmentBuilder:
             self.token_field.extend(array("B", [field]) * len(ids))
         return raws
 
-    def _learn(self, tokens: list[str]) -> bool:
+    def _learn(self, tokens: set[str]) -> bool:
         """Give the fast path the raw tokens that make one term each; False when some do not."""
         number, plain, every = self.term_ids.setdefault, self._plain_ids, True
-        for raw in set(tokens):
+        for raw in tokens:
             terms, _offsets, width = self.analyzer.token_analysis(raw)
             if width == 1:
                 plain[raw] = number(terms[0], len(self.term_ids))
