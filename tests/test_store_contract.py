@@ -159,6 +159,12 @@ def test_segments_postings_and_positions(store):
     assert [p.term for p in every] == ["alpha", "beta"] and isinstance(every[0], SegmentPostings)
     assert every[1].pos_body.tolist() == [7]
     assert store.count_terms() == 2
+    with store.transaction():  # a merge frees each term range of its segments as it reads it
+        store.drop_postings_range([seg], "b", None)
+        assert [row[0] for row in store.raw_postings(seg)] == ["alpha"]
+        store.drop_postings_range([seg], None, "b")
+        assert store.raw_postings(seg) == [] and store.segment_sizes() == [(seg, 2)]
+    assert store.count_terms() == 0
     with store.transaction():
         store.drop_segments([seg])
     assert store.segment_sizes() == [] and store.count_terms() == 0

@@ -141,6 +141,16 @@ class PostgresPostings:
         self.conn.execute("DELETE FROM postings WHERE segment_id = ANY(%s)", (ids,))
         self.conn.execute("DELETE FROM segments WHERE id = ANY(%s)", (ids,))
 
+    def drop_postings_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None:
+        """Delete the segments' rows of terms in [low, high) (None: open), as a merge reads them."""
+        self._require_txn()
+        where, args = "segment_id = ANY(%s)", [[int(s) for s in segment_ids]]
+        if low is not None:
+            where, args = where + " AND term >= %s", [*args, low]
+        if high is not None:
+            where, args = where + " AND term < %s", [*args, high]
+        self.conn.execute(f"DELETE FROM postings WHERE {where}", args)
+
     def count_terms(self) -> int:
         return int(self._one("SELECT count(DISTINCT term) FROM postings"))
 

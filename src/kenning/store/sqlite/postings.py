@@ -146,6 +146,17 @@ class SqlitePostings:
         self.conn.execute("UPDATE segments SET checksum=? WHERE id=?", (checksum, seg_id))
         return seg_id
 
+    def drop_postings_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None:
+        """Delete the segments' rows of terms in [low, high) (None: open). A merge calls it on each
+        range it has read, so the merged rows reuse those pages as it writes them."""
+        self._require_txn()
+        where, args = f"segment_id IN ({marks(len(segment_ids))})", list(segment_ids)
+        if low is not None:
+            where, args = where + " AND term >= ?", [*args, low]
+        if high is not None:
+            where, args = where + " AND term < ?", [*args, high]
+        self.conn.execute(f"DELETE FROM postings WHERE {where}", args)
+
     def segment_checksums(self) -> dict[int, str]:
         """Each segment's checksum as written at its commit ('' if it was never recorded)."""
         return dict(self.conn.execute("SELECT id, checksum FROM segments"))
