@@ -1,6 +1,11 @@
 """The analyzer: folding, stemming switch, identifier parts, CJK, and query-side stopwords."""
 
-from kenning.analysis.analyzer import Analyzer, AnalyzerConfig, fold, identifier_parts
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kenning.analysis.analyzer import TOKEN_RE, Analyzer, AnalyzerConfig, fold, identifier_parts, raw_tokens
 
 
 def test_accent_and_case_folding():
@@ -35,3 +40,18 @@ def test_query_stopwords_removed_with_fallback():
     assert a.query_terms("how are you") == ["how", "are", "you"]  # all stopwords: keep them
     assert a.query_terms("the the apple apple") == ["appl"]  # distinct, in order
     assert a.query_terms("") == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=st.characters(max_codepoint=127)),  # ASCII: the fast pattern
+        st.text(alphabet=st.sampled_from("ab_Z9 -'.\u00e9e\u0301\u00b2\u2019\u6771\u0660\u00aa\ufb01\t\n")),
+        st.text(),
+    )
+)
+def test_raw_tokens_are_the_token_pattern_over_nfc_text(text):
+    """ASCII text takes a simpler pattern and no normalising; every text gets the same tokens as the
+    Unicode pattern over its NFC form (underscores, digits, combining accents, superscripts and
+    other non-ASCII word characters included)."""
+    assert raw_tokens(text) == TOKEN_RE.findall(unicodedata.normalize("NFC", text))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import unicodedata
 from array import array
 from operator import itemgetter
 
@@ -21,7 +20,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
-from kenning.analysis.analyzer import TOKEN_RE, Analyzer
+from kenning.analysis.analyzer import Analyzer, raw_tokens
 
 MAX_SEGMENTS = 10
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
@@ -65,7 +64,7 @@ class SegmentBuilder:
         raws: set[str] = set()
         self.doc_ids.append(chunk_id)
         for field, text, lengths in ((0, title, self.title_lens), (1, body, self.body_lens)):
-            tokens = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
+            tokens = raw_tokens(text)
             raws.update(tokens)
             ids = list(map(self._plain_ids.get, tokens))
             if None in ids and self._learn(set(tokens).difference(self._plain_ids)):
