@@ -136,6 +136,9 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 100)  # many segments, then merges
     monkeypatch.setattr(segments, "MERGE_RANGE_BYTES", 4000)  # several ranges
     from kenning.store.sqlite import SqliteStore
+    from kenning.store.sqlite import postings as sqlite_postings
+
+    monkeypatch.setattr(sqlite_postings, "TERM_MARK_BYTES", 200)  # marks fine enough for such ranges
 
     cuts: list[int] = []
     term_bounds = SqliteStore.term_bounds
@@ -178,3 +181,51 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
         assert merged == [(h.doc_key, h.score) for h in fresh.search(query, mode="lexical", limit=20).hits]
     index.close()
     fresh.close()
+
+
+def test_merge_ranges_cut_from_the_marks_kept_while_writing_are_about_the_budget(tmp_path, monkeypatch):
+    """term_bounds of segments this process wrote comes from marks kept while writing them, instead of
+    reading every row's length again; the ranges it cuts hold about the budget, as the ranges cut from
+    the rows' lengths (a process that did not write the segment) do."""
+    import json
+
+    from kenning import Index
+    from kenning.store.sqlite import postings as sqlite_postings
+
+    monkeypatch.setattr(sqlite_postings, "TERM_MARK_BYTES", 300)
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(2000)]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "part.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": f"d{n}", "title": "", "text": " ".join(rng.choice(words, 60))}) + "\n"
+            for n in range(400)
+        )
+    )
+    budget = 5000
+    with Index(tmp_path / "ix") as writer:
+        writer.add([corpus], progress=False)
+        ((segment_id, _),) = writer.store.segment_sizes()
+        assert segment_id in writer.store._term_marks
+        from_marks = writer.store.term_bounds([segment_id], budget)
+    with Index(tmp_path / "ix") as reader:
+        assert segment_id not in reader.store._term_marks
+        from_rows = reader.store.term_bounds([segment_id], budget)
+        sizes = {
+            term: size
+            for term, size in reader.store.conn.execute(
+                "SELECT term, length(ids) + length(tf_title) + length(tf_body) + length(pos_title)"
+                " + length(pos_body) FROM postings WHERE segment_id=?",
+                (segment_id,),
+            )
+        }
+    for bounds in (from_marks, from_rows):
+        edges = [None, *bounds, None]
+        held = [
+            sum(n for t, n in sizes.items() if (low is None or t >= low) and (high is None or t < high))
+            for low, high in zip(edges, edges[1:], strict=False)
+        ]
+        assert max(held) <= budget + 300 + max(sizes.values()), held
+        assert sum(held) == sum(sizes.values())
+    assert abs(len(from_marks) - len(from_rows)) <= 0.2 * len(from_rows) + 1

@@ -258,6 +258,7 @@ class SqliteConnection(CommitsCommon):
         except BaseException as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+            self.__dict__.pop("_marks_by_segment", None)  # SqlitePostings: its segments are gone
             if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
                 raise StorageError(
                     f"the disk holding {self.directory} is full ({exc}): this run was rolled back and the "
