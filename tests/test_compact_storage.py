@@ -13,6 +13,7 @@ from kenning.store.compact import (
     encode_posting_row,
     pack_frequencies,
     pack_positions,
+    restate_posting_row,
     unpack_frequencies,
     unpack_positions,
 )
@@ -93,7 +94,7 @@ def test_the_encoder_digests_what_the_checksum_reads(tmp_path):
     """encode_posting_row digests the bytes it packs from; `kenning verify` digests the values it
     reads back. The two must agree for every width a column can take."""
     rng = np.random.default_rng(7)
-    for n, high in [(0, 1), (1, 1), (5, 300), (300, 70_000)]:
+    for n, high in [(0, 1), (1, 1), (5, 300), (300, 70_000), (40, 2), (7, 256), (50, 65_536)]:
         ids = np.sort(rng.choice(10**6, n, replace=False)).astype(np.uint32)
         tft = rng.integers(0, min(high, 65535), n).astype(np.uint16)
         tfb = rng.integers(0, 3, n).astype(np.uint16)
@@ -104,6 +105,10 @@ def test_the_encoder_digests_what_the_checksum_reads(tmp_path):
         back = decode_posting_row(row)
         for got, want in zip(back[1:], (ids, tft, tfb, pt, pb), strict=True):
             assert got.tolist() == want.tolist()
+        # a merge restates the rows it carries over from their bytes: the same row and digest, from
+        # the narrow form and from the wide form older kenning wrote
+        wide = ("term", ids.tobytes(), tft.tobytes(), tfb.tobytes(), pt.tobytes(), pb.tobytes())
+        assert restate_posting_row(row) == (row, digest) == restate_posting_row(wide)
 
 
 def test_an_index_with_the_older_without_rowid_postings_table_reads_and_writes_the_same(tmp_path, capsys):

@@ -21,6 +21,7 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
+from kenning.store.compact import decode_posting_row, encode_posting_row, restate_posting_row
 
 MAX_SEGMENTS = 10
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
@@ -246,18 +247,22 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
     """One term range of a merge, encoded: `parts[i]` holds the i-th merged segment's stored rows of
     the range, terms ascending (`decode` reads them, `encode` writes the merged rows, both the
     store's); `dead`: the deleted chunk ids among the merged segments, sorted. Each term's parts are
-    joined in segment order, so its ids stay ascending."""
-    streams = [
-        filter(None, (_live_part(decode(raw), order, dead) for raw in rows))
-        for order, rows in enumerate(parts)
-    ]
+    joined in segment order, so its ids stay ascending. A row carried over unchanged (its term in one
+    segment, no chunk of the merge deleted: most rows of a Zipf vocabulary when nothing was deleted)
+    is restated from its bytes when the store keeps rows in the compact codec."""
+    carry = restate_posting_row if (decode, encode) == (decode_posting_row, encode_posting_row) else None
+    streams = [((raw[0], order, raw) for raw in rows) for order, rows in enumerate(parts)]
     out = []
     for term, group in itertools.groupby(heapq.merge(*streams, key=itemgetter(0, 1)), key=itemgetter(0)):
         group = list(group)
-        if len(group) == 1:  # most terms of a Zipf vocabulary are in one segment
-            out.append(encode(term, *group[0][2:]))
-        else:
-            out.append(encode(term, *(np.concatenate([p[i] for p in group]) for i in range(2, 7))))
+        if len(group) == 1 and carry is not None and not len(dead):
+            out.append(carry(group[0][2]))
+            continue
+        live = [p for p in (_live_part(decode(raw), order, dead) for _, order, raw in group) if p is not None]
+        if len(live) == 1:
+            out.append(encode(term, *live[0][2:]))
+        elif live:
+            out.append(encode(term, *(np.concatenate([p[i] for p in live]) for i in range(2, 7))))
     return out
 
 

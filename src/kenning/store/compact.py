@@ -119,6 +119,72 @@ def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -
     return row, digest
 
 
+def restate_posting_row(raw: tuple) -> tuple[tuple, bytes]:
+    """`encode_posting_row(*decode_posting_row(raw))` without arrays: the row in its narrowest form
+    and its digest, from the stored bytes alone (C-level slicing). A merge carries most rows over
+    unchanged (a term in one merged segment, none of its chunks deleted), and decoding then encoding
+    them was most of its work."""
+    term, ids, tft, tfb, pt, pb = raw
+    n = len(ids) // 4
+    wide_tft, wide_tfb = _wide_frequencies(tft, n), _wide_frequencies(tfb, n)
+    wide_pt = _wide_positions(pt, _total(wide_tft))
+    wide_pb = _wide_positions(pb, _total(wide_tfb))
+    columns = [
+        (n, ids),
+        (n, wide_tft),
+        (n, wide_tfb),
+        (len(wide_pt) // 4, wide_pt),
+        (len(wide_pb) // 4, wide_pb),
+    ]
+    row = (
+        term,
+        bytes(ids),
+        _narrow_frequencies(wide_tft),
+        _narrow_frequencies(wide_tfb),
+        _narrow_position_bytes(wide_pt),
+        _narrow_position_bytes(wide_pb),
+    )
+    return row, digest_of_columns(term, columns)
+
+
+def _wide_frequencies(blob: bytes, count: int) -> bytes:
+    """Stored term frequencies as little-endian uint16 bytes."""
+    if len(blob) == 2 * count:
+        return bytes(blob)
+    if not blob:
+        return bytes(2 * count)
+    if len(blob) != count:
+        raise ValueError(f"{len(blob)} bytes cannot hold {count} term frequencies")
+    wide = bytearray(2 * count)
+    wide[0::2] = blob
+    return bytes(wide)
+
+
+def _total(wide_tf: bytes) -> int:
+    return sum(memoryview(wide_tf).cast("H")) if wide_tf else 0
+
+
+def _wide_positions(blob: bytes, count: int) -> bytes:
+    """Stored positions as little-endian uint32 bytes."""
+    if len(blob) == 4 * count:
+        return bytes(blob)
+    if len(blob) != 2 * count:
+        raise ValueError(f"{len(blob)} bytes cannot hold {count} positions")
+    wide = bytearray(4 * count)
+    wide[0::4], wide[1::4] = blob[0::2], blob[1::2]
+    return bytes(wide)
+
+
+def _narrow_position_bytes(wide: bytes) -> bytes:
+    """`_narrow_positions` from the little-endian uint32 bytes alone."""
+    high = wide[2::4] + wide[3::4]
+    if high.count(0) != len(high):
+        return wide
+    narrow = bytearray(len(wide) // 2)
+    narrow[0::2], narrow[1::2] = wide[0::4], wide[1::4]
+    return bytes(narrow)
+
+
 def decode_posting_row(raw: tuple) -> SegmentPostings:
     """A posting row as the table keeps it, back to its arrays."""
     term, ids, tft, tfb, pt, pb = raw
