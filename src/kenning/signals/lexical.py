@@ -162,6 +162,16 @@ def _place(doc_ids: np.ndarray) -> slice | np.ndarray:
     return doc_ids
 
 
+def _all_live(places: list, live: BitMap) -> bool:
+    """Whether the live chunks are exactly those of gapless segments at `places`."""
+    if not all(isinstance(place, slice) for place in places):
+        return False
+    held = BitMap()
+    for place in places:
+        held.add_range(place.start, place.stop)
+    return held == live
+
+
 class LexicalView:
     """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
 
@@ -189,11 +199,7 @@ class LexicalView:
             self.title_len[place] = seg.title_lens
             self.body_len[place] = seg.body_lens
         self.live_mask = np.zeros(self.max_id + 1, dtype=bool)
-        held = BitMap()
-        for place in places:
-            if isinstance(place, slice):
-                held.add_range(place.start, place.stop)
-        if self.n_docs and all(isinstance(p, slice) for p in places) and held == self.live:
+        if self.n_docs and _all_live(places, self.live):
             for place in places:
                 self.live_mask[place] = True
             lengths = sum(int(s.title_lens.sum(dtype=np.int64)) for s in segments)

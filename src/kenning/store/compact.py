@@ -69,15 +69,17 @@ def unpack_frequencies(blob: bytes, count: int) -> np.ndarray:
 
 def pack_positions(positions) -> bytes:
     positions = np.asarray(positions, dtype="<u4")
-    return _narrow_positions(positions, positions.tobytes())
+    return _narrow_positions(positions.tobytes())
 
 
-def _narrow_positions(positions: np.ndarray, wide: bytes) -> bytes:
-    """`wide`: `positions` (uint32) as little-endian bytes."""
+def _narrow_positions(wide: bytes) -> bytes:
+    """Positions given as little-endian uint32 bytes, in two bytes each when every one fits."""
     high = wide[2::4] + wide[3::4]
     if high.count(0) != len(high):
         return wide
-    return positions.astype("<u2").tobytes()
+    narrow = bytearray(len(wide) // 2)
+    narrow[0::2], narrow[1::2] = wide[0::4], wide[1::4]
+    return bytes(narrow)
 
 
 def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
@@ -113,8 +115,8 @@ def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -
         wide[0],
         _narrow_frequencies(wide[1]),
         _narrow_frequencies(wide[2]),
-        _narrow_positions(pos_title, wide[3]),
-        _narrow_positions(pos_body, wide[4]),
+        _narrow_positions(wide[3]),
+        _narrow_positions(wide[4]),
     )
     return row, digest
 
@@ -141,8 +143,8 @@ def restate_posting_row(raw: tuple) -> tuple[tuple, bytes]:
         bytes(ids),
         _narrow_frequencies(wide_tft),
         _narrow_frequencies(wide_tfb),
-        _narrow_position_bytes(wide_pt),
-        _narrow_position_bytes(wide_pb),
+        _narrow_positions(wide_pt),
+        _narrow_positions(wide_pb),
     )
     return row, digest_of_columns(term, columns)
 
@@ -173,16 +175,6 @@ def _wide_positions(blob: bytes, count: int) -> bytes:
     wide = bytearray(4 * count)
     wide[0::4], wide[1::4] = blob[0::2], blob[1::2]
     return bytes(wide)
-
-
-def _narrow_position_bytes(wide: bytes) -> bytes:
-    """`_narrow_positions` from the little-endian uint32 bytes alone."""
-    high = wide[2::4] + wide[3::4]
-    if high.count(0) != len(high):
-        return wide
-    narrow = bytearray(len(wide) // 2)
-    narrow[0::2], narrow[1::2] = wide[0::4], wide[1::4]
-    return bytes(narrow)
 
 
 def decode_posting_row(raw: tuple) -> SegmentPostings:

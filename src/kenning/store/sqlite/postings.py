@@ -238,12 +238,9 @@ class _TermMarks:
             self.held = 0
 
     def done(self) -> list[tuple[str, int]]:
-        if self.rows is None:
-            return self.marks + ([(self.last, self.held)] if self.held else [])
-        marks, held = [], 0
-        for term, size in sorted(self.rows):
-            held += size
-            if held >= TERM_MARK_BYTES:
-                marks.append((term, held))
-                held = 0
-        return marks + ([(term, held)] if held else [])
+        if self.rows is not None:  # marked again, in term order
+            ordered = _TermMarks()
+            for term, size in sorted(self.rows):
+                ordered.add(term, size)
+            return ordered.done()
+        return self.marks + ([(self.last, self.held)] if self.held else [])
