@@ -55,3 +55,27 @@ def test_raw_tokens_are_the_token_pattern_over_nfc_text(text):
     Unicode pattern over its NFC form (underscores, digits, combining accents, superscripts and
     other non-ASCII word characters included)."""
     assert raw_tokens(text) == TOKEN_RE.findall(unicodedata.normalize("NFC", text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet=st.sampled_from("abzAZ09_\u00e9\u6771"), min_size=1, max_size=8),
+            st.sampled_from(["The", "running", "Runs", "1990", "x86", "parseQuery", "HTTPServer", "A", "aB"]),
+        ),
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_plain_words_get_the_one_term_token_analysis_gives_them(tokens, stem):
+    """The segment builder learns new words in bulk (plain_word_terms); each plain word's term is the
+    one token_analysis gives it, and every token is either plain or handed back."""
+    raws = [r for r in dict.fromkeys(t for token in tokens for t in raw_tokens(token))]
+    analyzer = Analyzer(AnalyzerConfig(stem=stem))
+    plain, terms, other = analyzer.plain_word_terms(raws)
+    assert sorted(plain + other) == sorted(raws)
+    for raw, term in zip(plain, terms, strict=True):
+        assert Analyzer(AnalyzerConfig(stem=stem)).token_analysis(raw) == ((term,), (0,), 1)
+    assert {"The", "running", "Runs", "1990", "x86", "A"} & set(raws) <= set(plain)
+    assert not {"parseQuery", "HTTPServer", "aB"} & set(plain)

@@ -11,12 +11,14 @@ from kenning.store.checksum import posting_digest
 from kenning.store.compact import (
     decode_posting_row,
     encode_posting_row,
+    encode_posting_rows,
     pack_frequencies,
     pack_positions,
     restate_posting_row,
     unpack_frequencies,
     unpack_positions,
 )
+from kenning.store.records import SegmentColumns
 from kenning.store.sqlite.connection import DB_NAME
 from kenning.surfaces.cli import main
 
@@ -109,6 +111,39 @@ def test_the_encoder_digests_what_the_checksum_reads(tmp_path):
         # the narrow form and from the wide form older kenning wrote
         wide = ("term", ids.tobytes(), tft.tobytes(), tfb.tobytes(), pt.tobytes(), pb.tobytes())
         assert restate_posting_row(row) == (row, digest) == restate_posting_row(wide)
+
+
+def test_a_segment_encoded_at_once_is_each_row_encoded_alone():
+    """encode_posting_rows (a new segment's rows from its flat columns) gives every term the row and
+    digest encode_posting_row gives it alone, whatever width each column of each term needs."""
+    rng = np.random.default_rng(11)
+    terms, parts = [], []
+    shapes = [(1, 1, 1), (3, 0, 2), (4, 300, 2), (200, 2, 70_000), (6, 256, 65_536), (2, 1, 65_535)]
+    for i, (n, high, far) in enumerate(shapes * 4):
+        ids = np.sort(rng.choice(10**6, n, replace=False)).astype(np.uint32)
+        tft = rng.integers(0, high, n).astype(np.uint16) if high else np.zeros(n, np.uint16)
+        tfb = rng.integers(1, 4, n).astype(np.uint16)
+        pt = rng.integers(0, far, int(tft.sum())).astype(np.uint32)
+        pb = rng.integers(0, far, int(tfb.sum())).astype(np.uint32)
+        terms.append(f"t{i:02d}\u00e9")
+        parts.append((ids, tft, tfb, pt, pb))
+
+    def bounds(column: int) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum([len(p[column]) for p in parts])))
+
+    columns = SegmentColumns(
+        terms,
+        *(np.concatenate([p[c] for p in parts]) for c in range(5)),
+        bounds(0),
+        bounds(3),
+        bounds(4),
+    )
+    alone = [encode_posting_row(term, *p) for term, p in zip(terms, parts, strict=True)]
+    assert encode_posting_rows(columns) == alone
+    assert [tuple(np.asarray(c).tolist() for c in r[1:]) for r in columns.rows()] == [
+        tuple(c.tolist() for c in p) for p in parts
+    ]
+    assert {len(row[4]) % 4 for row, _ in alone} >= {0, 2}  # both position widths were made
 
 
 def test_an_index_with_the_older_without_rowid_postings_table_reads_and_writes_the_same(tmp_path, capsys):

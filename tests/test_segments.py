@@ -55,6 +55,7 @@ def test_postings_match_the_reference():
     assert (ids, tf_title, tf_body) == ([3, 10], [1, 4], [3, 1])
     assert title_positions == [0, 0, 1, 2, 3] and body_positions[-1] == 0  # chunk 10's body "parse"
     assert got["queri"][0] == [3, 9]  # parts of identifiers are postings too
+    assert list(got) == sorted(got)  # terms ascending: the store's key order, appended, not inserted
 
 
 # words that make one term, identifiers that make several at one place, CJK runs, accents and NFC

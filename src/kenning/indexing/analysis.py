@@ -104,7 +104,7 @@ class SegmentWork:
             out.entities.append((chunk_id, extract(body, meta, self.matcher)))
         if ends_segment and len(self.builder):
             builder = self.builder
-            rows = [self.encode(*row) for row in builder.rows()]
+            rows = builder.encoded_rows(self.encode)
             out.segment = EncodedSegment(
                 np.array(builder.doc_ids), np.array(builder.title_lens), np.array(builder.body_lens), rows
             )

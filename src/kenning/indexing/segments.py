@@ -21,7 +21,13 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
-from kenning.store.compact import decode_posting_row, encode_posting_row, restate_posting_row
+from kenning.store.compact import (
+    decode_posting_row,
+    encode_posting_row,
+    encode_posting_rows,
+    restate_posting_row,
+)
+from kenning.store.records import SegmentColumns
 
 MAX_SEGMENTS = 10
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
@@ -66,9 +72,10 @@ class SegmentBuilder:
         self.doc_ids.append(chunk_id)
         for field, text, lengths in ((0, title, self.title_lens), (1, body, self.body_lens)):
             tokens = raw_tokens(text)
-            raws.update(tokens)
+            distinct = set(tokens)
+            raws |= distinct
             ids = list(map(self._plain_ids.get, tokens))
-            if None in ids and self._learn(set(tokens).difference(self._plain_ids)):
+            if None in ids and self._learn(distinct.difference(self._plain_ids)):
                 ids = list(map(self._plain_ids.get, tokens))
             if None in ids:  # an identifier: several terms at one place
                 ids, positions = self._slow_ids(tokens)
@@ -84,6 +91,9 @@ class SegmentBuilder:
     def _learn(self, tokens: set[str]) -> bool:
         """Give the fast path the raw tokens that make one term each; False when some do not."""
         number, plain, every = self.term_ids.setdefault, self._plain_ids, True
+        words, terms, tokens = self.analyzer.plain_word_terms(tokens)
+        for raw, term in zip(words, terms, strict=True):
+            plain[raw] = number(term, len(self.term_ids))
         for raw in tokens:
             terms, _offsets, width = self.analyzer.token_analysis(raw)
             if width == 1:
@@ -112,14 +122,22 @@ class SegmentBuilder:
             pos += width
         return ids, positions
 
-    def rows(self):
-        """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, from the flat token arrays.
+    def columns(self) -> SegmentColumns | None:
+        """The segment's postings as flat columns in term order (None when it holds no token).
 
         Call it once, when the segment ends: the token arrays are let go as soon as they are sorted,
-        which keeps the peak (a segment's largest moment) near 40 bytes a token rather than 70."""
+        which keeps the peak (a segment's largest moment) near 40 bytes a token rather than 70.
+        Terms come sorted by name, the order the store's key keeps them in, so the store appends
+        each segment's rows to its index instead of inserting them all over it."""
         term = np.frombuffer(self.token_term, dtype=np.uint32)
         if not len(term):
-            return
+            return None
+        names = list(self.term_ids)
+        by_name = sorted(range(len(names)), key=names.__getitem__)
+        rank = np.empty(len(names), dtype=np.uint32)
+        rank[by_name] = np.arange(len(names), dtype=np.uint32)
+        term = rank[term]
+        del rank
         order = np.argsort(term, kind="stable")
         term, doc = term[order], np.frombuffer(self.token_doc, dtype=np.uint32)[order]
         field = np.frombuffer(self.token_field, dtype=np.uint8)[order]
@@ -152,25 +170,39 @@ class SegmentBuilder:
         in_title = ~in_title
         body_term, body_pos = term[in_title], pos[in_title]
         del term, pos, in_title
-        names = list(self.term_ids)
         present = np.unique(posting_term)
 
-        def spans(sorted_terms: np.ndarray) -> list[tuple[int, int]]:
-            """(start, end) of each present term's run in an array sorted by term id."""
-            starts = np.searchsorted(sorted_terms, present)
-            return list(zip(starts.tolist(), np.append(starts[1:], len(sorted_terms)).tolist(), strict=True))
+        def bounds(sorted_terms: np.ndarray) -> np.ndarray:
+            """Where each present term's run starts in an array sorted by term, and the end."""
+            return np.append(np.searchsorted(sorted_terms, present), len(sorted_terms))
 
-        for tid, (p0, p1), (t0, t1), (b0, b1) in zip(
-            present.tolist(), spans(posting_term), spans(title_term), spans(body_term), strict=True
-        ):
-            yield (
-                names[tid],
-                posting_doc[p0:p1],
-                tf_title[p0:p1],
-                tf_body[p0:p1],
-                title_pos[t0:t1],
-                body_pos[b0:b1],
-            )
+        return SegmentColumns(
+            [names[by_name[t]] for t in present.tolist()],
+            posting_doc,
+            tf_title,
+            tf_body,
+            title_pos,
+            body_pos,
+            bounds(posting_term),
+            bounds(title_term),
+            bounds(body_term),
+        )
+
+    def rows(self):
+        """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, terms ascending."""
+        columns = self.columns()
+        if columns is not None:
+            yield from columns.rows()
+
+    def encoded_rows(self, encode) -> list[tuple[tuple, bytes]]:
+        """The segment's rows as `encode` (the store's posting_encoder) gives them, terms ascending:
+        all at once when it is the compact codec's (kenning.store.compact.encode_posting_rows)."""
+        columns = self.columns()
+        if columns is None:
+            return []
+        if encode is encode_posting_row:
+            return encode_posting_rows(columns)
+        return [encode(*row) for row in columns.rows()]
 
 
 def merge_plan(store, live: BitMap) -> list[int]:

@@ -130,6 +130,37 @@ class SegmentPostings(NamedTuple):
 
 
 @dataclass
+class SegmentColumns:
+    """A new segment's postings as flat columns, term after term (terms ascending): term i's postings
+    are ids[posting_bounds[i]:posting_bounds[i + 1]] (and its tf_title, tf_body), its title and body
+    positions pos_title[title_bounds[i]:title_bounds[i + 1]] and the same in pos_body. Encoding a
+    segment from these at once costs a few array operations, not a few per term."""
+
+    terms: list[str]
+    ids: np.ndarray
+    tf_title: np.ndarray
+    tf_body: np.ndarray
+    pos_title: np.ndarray
+    pos_body: np.ndarray
+    posting_bounds: np.ndarray
+    title_bounds: np.ndarray
+    body_bounds: np.ndarray
+
+    def rows(self):
+        """(term, ids, tf_title, tf_body, pos_title, pos_body) per term, as SegmentPostings holds them."""
+        p, t, b = (bounds.tolist() for bounds in (self.posting_bounds, self.title_bounds, self.body_bounds))
+        for i, term in enumerate(self.terms):
+            yield (
+                term,
+                self.ids[p[i] : p[i + 1]],
+                self.tf_title[p[i] : p[i + 1]],
+                self.tf_body[p[i] : p[i + 1]],
+                self.pos_title[t[i] : t[i + 1]],
+                self.pos_body[b[i] : b[i + 1]],
+            )
+
+
+@dataclass
 class EntityPosting:
     """One entity: its folded key, a surface form as written, its kind, and the chunks that hold it."""
 

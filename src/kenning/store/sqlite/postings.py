@@ -214,11 +214,11 @@ class SqlitePostings:
 
 
 class _TermMarks:
-    """A segment's marks (SqlitePostings._term_marks) from its rows as they are written. A merge
-    writes its rows in term order, marked as they come in a few entries whatever its size; a new
-    segment's rows come in the order its words were first met, so from the first row out of order
-    the rows are kept and sorted at the end (as many as the segment's terms, which its size bounds;
-    marks already made stand for their rows)."""
+    """A segment's marks (SqlitePostings._term_marks) from its rows as they are written. Merges and
+    the segment builder write rows in term order, marked as they come in a few entries whatever the
+    segment's size; should rows come out of order, from the first one out of order they are kept
+    and sorted at the end (as many as the segment's terms, which its size bounds; marks already
+    made stand for their rows)."""
 
     def __init__(self):
         self.marks: list[tuple[str, int]] = []
