@@ -7,7 +7,7 @@ comes back, in the order given, is each batch's entities and words and, when a s
 its rows encoded as the store keeps them, for the writer to insert.
 
 A run of up to `BATCH` new chunks is analysed in this process. In a larger run each segment is made
-by one worker process (one per core but one, up to MAX_WORKERS; segment n by worker n mod workers), so a
+by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod workers), so a
 segment holds chunk ids ascending and is byte for byte the segment inline analysis makes
 (tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks or FLUSH_TEXT characters, so
 a worker's memory is bounded by its segment.
@@ -49,22 +49,24 @@ MERGE_AHEAD = 2  # term ranges per worker sent ahead in a merge
 FLUSH_CHUNKS = 20_000
 FLUSH_TEXT = 24_000_000
 WORKERS_ENV = "KENNING_INDEX_WORKERS"  # worker processes for analysis (0: inline)
-MAX_WORKERS = 4  # by default: one per core but one, up to this many
+MAX_WORKERS = 2  # by default: one per core, up to this many (each holds a segment in the making)
 
 Chunk = tuple[int, str, str, "dict | None"]  # id, title, body, meta
 
 
 def worker_count() -> int:
-    """Worker processes for chunk analysis: $KENNING_INDEX_WORKERS, else one per core but the writer's
-    (at least one, at most MAX_WORKERS). On 2 cores a second worker built 1M chunks in 339-384 s
-    against 454 s, but took all processes from 969 MB to 1.4-2.0 GB, over the 1 GB budget."""
+    """Worker processes for chunk analysis: $KENNING_INDEX_WORKERS, else one per core, at most
+    MAX_WORKERS. On 2 cores the writer waited on one worker for half of a build (it reads files and
+    inserts chunks in a fraction of the time a worker analyses them): two built 1M chunks in 269 s
+    against 364 s with one, 798 MB for all processes. More workers would each add a segment in the
+    making (~150-300 MB) to the memory a build needs."""
     configured = os.environ.get(WORKERS_ENV, "").strip()
     if configured:
         try:
             return max(0, int(configured))
         except ValueError:
             raise ValueError(f"{WORKERS_ENV} must be a whole number, got {configured!r}") from None
-    return max(1, min(MAX_WORKERS, (os.cpu_count() or 1) - 1))
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
 
 @dataclass

@@ -239,9 +239,9 @@ def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep:
     return positions[np.repeat(keep, tf.astype(np.int64))]
 
 
-# stored bytes of postings per range of a merge, over all the merged segments: a few ranges are in
-# flight at once, decoded, joined and encoded (a count of terms let ranges of common words reach
-# hundreds of megabytes at 1M chunks)
+# memory per range of a merge (stored bytes and kenning.store.records.ROW_MEMORY_BYTES a row), over
+# all the merged segments: a few ranges are in flight at once, decoded, joined and encoded (a count
+# of terms let ranges of common words reach hundreds of megabytes at 1M chunks)
 MERGE_RANGE_BYTES = 8 << 20
 
 
@@ -302,7 +302,7 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
     """Rewrite segments (all, or the newest ones given) as one that holds only their live chunks.
     Runs inside the caller's transaction.
 
-    The merge goes by ranges of terms (about MERGE_RANGE_BYTES of stored postings each): the writer
+    The merge goes by ranges of terms (about MERGE_RANGE_BYTES of postings in memory each): the writer
     reads a range's rows from every merged segment, `merge_range` joins them, the writer inserts the
     result. `helpers` (kenning.indexing.analysis.ChunkAnalysis) run `merge_range` in its worker
     processes, several ranges at once, results in order; without, it runs here. Memory holds a few

@@ -129,6 +129,13 @@ class SegmentPostings(NamedTuple):
     pos_body: np.ndarray
 
 
+# what one posting row costs in memory beyond its stored bytes while a merge holds it (its tuple and
+# bytes objects, read or encoded: ~250-280 bytes measured): merge ranges count it, so a range of many
+# short rows (rare words) holds no more memory than one of a few long rows; counting bytes alone let a
+# range of rare words hold ~270k rows, ten times its budget in objects
+ROW_MEMORY_BYTES = 300
+
+
 @dataclass
 class SegmentColumns:
     """A new segment's postings as flat columns, term after term (terms ascending): term i's postings

@@ -20,7 +20,7 @@ from kenning.store.compact import (
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import RawPostings, SegmentData, SegmentPostings
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings
 
 _ROW = "term, ids, tf_title, tf_body, pos_title, pos_body"
 
@@ -82,7 +82,8 @@ class PostgresPostings:
         bounds, held = [], 0
         for term, size in self.conn.execute(
             "SELECT term, sum(octet_length(ids) + octet_length(tf_title) + octet_length(tf_body)"
-            " + octet_length(pos_title) + octet_length(pos_body)) FROM postings WHERE segment_id = ANY(%s)"
+            f" + octet_length(pos_title) + octet_length(pos_body) + {ROW_MEMORY_BYTES})"
+            " FROM postings WHERE segment_id = ANY(%s)"
             " GROUP BY term ORDER BY term",
             ([int(s) for s in segment_ids],),
         ):

@@ -20,7 +20,7 @@ from kenning.store.compact import (
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import RawPostings, SegmentData, SegmentPostings
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings
 from kenning.store.sqlite.connection import batches, marks
 
 # while writing a segment, its term at every this many stored bytes is kept in memory, for
@@ -35,9 +35,10 @@ class SqlitePostings:
 
     @property
     def _term_marks(self) -> dict[int, list[tuple[str, int]]]:
-        """Segment id -> (term, stored bytes from the previous mark up to and including this term's
-        row) for the segments this process wrote; the last mark closes the segment. Only a guide to
-        cutting merges into ranges: any cut merges correctly, so it never has to be exact."""
+        """Segment id -> (term, the merge memory of the rows from the previous mark up to and
+        including this term's row, as term_bounds counts it) for the segments this process wrote;
+        the last mark closes the segment. Only a guide to cutting merges into ranges: any cut merges
+        correctly, so it never has to be exact."""
         found = self.__dict__.get("_marks_by_segment")
         if found is None:
             found = self.__dict__["_marks_by_segment"] = {}
@@ -97,8 +98,9 @@ class SqlitePostings:
         ).fetchall()
 
     def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
-        """Terms that cut the segments' postings into ranges of about `budget` stored bytes each
-        (a range starts at a bound and ends before the next), ascending. From the marks kept while
+        """Terms that cut the segments' postings into ranges of about `budget` bytes of memory each
+        in a merge (each row's stored bytes and ROW_MEMORY_BYTES; a range starts at a bound and ends
+        before the next), ascending. From the marks kept while
         writing when this process wrote every one of the segments (a 1M-chunk build's final merge
         spent 32 s reading the lengths of 4M rows), else from the rows' lengths, not their bytes."""
         known = self._term_marks
@@ -107,7 +109,8 @@ class SqlitePostings:
         else:
             sizes = self.conn.execute(
                 "SELECT term, sum(length(ids) + length(tf_title) + length(tf_body) + length(pos_title)"
-                f" + length(pos_body)) FROM postings WHERE segment_id IN ({marks(len(segment_ids))})"
+                f" + length(pos_body) + {ROW_MEMORY_BYTES})"
+                f" FROM postings WHERE segment_id IN ({marks(len(segment_ids))})"
                 " GROUP BY term ORDER BY term",
                 list(segment_ids),
             )
@@ -156,7 +159,8 @@ class SqlitePostings:
         def stored_rows():
             for row, digest in encoded:
                 digests.append((row[0], digest))
-                term_marks.add(row[0], len(row[1]) + len(row[2]) + len(row[3]) + len(row[4]) + len(row[5]))
+                held = len(row[1]) + len(row[2]) + len(row[3]) + len(row[4]) + len(row[5])
+                term_marks.add(row[0], held + ROW_MEMORY_BYTES)
                 yield (seg_id, *row)
 
         self.conn.executemany(
