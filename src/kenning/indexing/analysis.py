@@ -82,8 +82,10 @@ class EncodedSegment:
 
 @dataclass
 class Analysed:
-    """One batch analysed: each chunk's entities, how many chunks held each raw token (the
-    spelling vocabulary's counts), and the segment the batch completed, if it did."""
+    """One batch analysed: each chunk's entities and, when the batch completed a segment, the
+    segment and how many of its chunks held each raw token (the spelling vocabulary's counts, sent
+    once a segment: counted per batch, the writer merged ten counters a segment, a tenth of its
+    time while indexing)."""
 
     entities: list[tuple[int, dict]] = field(default_factory=list)
     raws: Counter = field(default_factory=Counter)
@@ -98,12 +100,15 @@ class SegmentWork:
         self.builder = SegmentBuilder(analyzer)
         self.matcher = matcher
         self.encode = encode
+        self.raws: Counter = Counter()  # of the segment in the making
 
     def run(self, chunks: list[Chunk], ends_segment: bool) -> Analysed:
         out = Analysed()
         for chunk_id, title, body, meta in chunks:
-            out.raws.update(self.builder.add(chunk_id, title, body))
+            self.raws.update(self.builder.add(chunk_id, title, body))
             out.entities.append((chunk_id, extract(body, meta, self.matcher)))
+        if ends_segment:
+            out.raws, self.raws = self.raws, Counter()
         if ends_segment and len(self.builder):
             builder = self.builder
             rows = builder.encoded_rows(self.encode)
