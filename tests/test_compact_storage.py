@@ -5,6 +5,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+import zstandard
 
 from kenning import Index
 from kenning.store.checksum import posting_digest
@@ -191,6 +192,29 @@ def test_long_bodies_are_stored_compressed_and_read_back_whole(tmp_path, capsys)
             conn.execute("SELECT length(title) > 0 AND instr(title, 'Keys'), typeof(body) FROM chunks")
         )
     assert sorted(kinds.values()) == ["blob", "text"]  # the long body packed, the short one plain
+    assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out
+
+
+def test_bodies_older_kenning_compressed_with_zlib_read_back_whole(tmp_path, capsys):
+    """Bodies are written with zstd now; an index holding the zlib bodies older kenning wrote reads,
+    searches and verifies the same (the blob's first bytes tell the two apart)."""
+    import zlib
+
+    prose = "The nightly backup is restored from cold storage when the primary fails. " * 20
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "long.md").write_text(f"# Restore\n\n{prose}\n")
+    path = tmp_path / "ix"
+    with Index(path) as ix:
+        ix.add([docs])
+    with sqlite3.connect(path / DB_NAME) as conn:
+        ((chunk_id, blob),) = conn.execute("SELECT id, body FROM chunks").fetchall()
+        assert blob[:4] == b"\x28\xb5\x2f\xfd"  # a zstd frame
+        body = zstandard.ZstdDecompressor().decompress(blob)
+        conn.execute("UPDATE chunks SET body=? WHERE id=?", (zlib.compress(body, 1), chunk_id))
+    with Index(path) as ix:
+        hit = ix.search("nightly backup", mode="lexical", limit=1).hits[0]
+        assert ix.get(hit.path)[0].body.strip() == prose.strip()
     assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out
 
 

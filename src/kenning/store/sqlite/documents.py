@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 
-from kenning.store.compact import pack_text, unpack_text
+from kenning.store.compact import DAMAGED_TEXT, pack_text, unpack_text
 from kenning.store.records import (
     ChunkGroup,
     ChunkHead,
@@ -257,7 +256,7 @@ def _body(chunk_id: int, stored) -> str:
     """A chunk's body as stored (plain or compressed: .compact); damaged bytes are a clear error."""
     try:
         return unpack_text(stored)
-    except (zlib.error, UnicodeDecodeError) as exc:
+    except DAMAGED_TEXT as exc:
         raise StorageError(
             f"chunk {chunk_id}'s stored text is damaged ({exc}): run `kenning verify`, then `kenning repair`"
         ) from exc

@@ -4,12 +4,11 @@ chunk's stored text hash, and every stored vector as written."""
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from collections.abc import Iterator
 
 import numpy as np
 
-from kenning.store.compact import unpack_text
+from kenning.store.compact import DAMAGED_TEXT, unpack_text
 
 
 class SqliteIntegrity:
@@ -51,7 +50,7 @@ class SqliteIntegrity:
         ):
             try:
                 body = unpack_text(body)
-            except (zlib.error, UnicodeDecodeError):  # damaged compressed bytes: a text that cannot match
+            except DAMAGED_TEXT:  # damaged compressed bytes: a text that cannot match
                 body = f"\x00undecodable body of chunk {chunk_id}"
             yield chunk_id, source_id, title, body, stored
 

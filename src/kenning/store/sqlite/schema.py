@@ -29,7 +29,7 @@ import numpy as np
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.compact import unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -167,6 +167,12 @@ def _v6_to_v7(execute) -> None:
     an index that has it, so the version moves on."""
 
 
+def _v7_to_v8(execute) -> None:
+    """Version 8 writes chunk bodies compressed with zstd, which a kenning that knows only zlib
+    cannot read: nothing changes in an older index (its zlib bodies still read), but the version
+    moves on so an older kenning refuses the index instead of failing on its bodies."""
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -181,4 +187,4 @@ def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
 
 
 # from version -> a step to the next version
-MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
+MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8}
