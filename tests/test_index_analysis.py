@@ -167,6 +167,9 @@ def test_ctrl_c_stops_the_workers_and_rolls_back(tmp_path):
     body = f"""
         import os, signal
         from kenning import Index
+        # Python raises KeyboardInterrupt only where it started with SIGINT at its default (a shell
+        # starts background jobs with it ignored, and the script inherits that): as in a terminal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         receive = analysis._Worker.receive
         def receive_then_interrupt(self):
             answer = receive(self)  # the workers are up and waiting for more
