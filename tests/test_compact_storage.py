@@ -13,9 +13,9 @@ from kenning.store.compact import (
     decode_posting_row,
     encode_posting_row,
     encode_posting_rows,
+    join_posting_rows,
     pack_frequencies,
     pack_positions,
-    restate_posting_row,
     unpack_frequencies,
     unpack_positions,
 )
@@ -111,7 +111,31 @@ def test_the_encoder_digests_what_the_checksum_reads(tmp_path):
         # a merge restates the rows it carries over from their bytes: the same row and digest, from
         # the narrow form and from the wide form older kenning wrote
         wide = ("term", ids.tobytes(), tft.tobytes(), tfb.tobytes(), pt.tobytes(), pb.tobytes())
-        assert restate_posting_row(row) == (row, digest) == restate_posting_row(wide)
+        assert join_posting_rows([row]) == (row, digest) == join_posting_rows([wide])
+
+
+def test_rows_joined_from_their_bytes_are_the_rows_encoded_from_joined_arrays():
+    """A merge with nothing deleted joins a term's rows from several segments on their bytes
+    (join_posting_rows); the row and digest are those of encoding the joined arrays, whatever widths
+    the parts were stored in (narrow, wide as older kenning wrote, empty title frequencies)."""
+    rng = np.random.default_rng(5)
+    for widths in [(1, 1, 1), (300, 2, 1), (1, 70_000, 1), (0, 1, 65_536), (2, 2, 2)]:
+        parts, stored = [], []
+        start = 0
+        for high in widths:
+            n = int(rng.integers(1, 40))
+            ids = (start + np.sort(rng.choice(1000, n, replace=False))).astype(np.uint32)
+            start += 1000
+            tft = rng.integers(0, high, n).astype(np.uint16) if high else np.zeros(n, np.uint16)
+            tfb = rng.integers(1, 3, n).astype(np.uint16)
+            pt = rng.integers(0, max(2, high * 2), int(tft.sum())).astype(np.uint32)
+            pb = rng.integers(0, 50, int(tfb.sum())).astype(np.uint32)
+            parts.append((ids, tft, tfb, pt, pb))
+            row, _ = encode_posting_row("t", ids, tft, tfb, pt, pb)
+            wide = ("t", ids.tobytes(), tft.tobytes(), tfb.tobytes(), pt.tobytes(), pb.tobytes())
+            stored.append(row if len(stored) % 2 == 0 else wide)
+        joined = [np.concatenate([p[c] for p in parts]) for c in range(5)]
+        assert join_posting_rows(stored) == encode_posting_row("t", *joined)
 
 
 def test_a_segment_encoded_at_once_is_each_row_encoded_alone():

@@ -25,7 +25,7 @@ from kenning.store.compact import (
     decode_posting_row,
     encode_posting_row,
     encode_posting_rows,
-    restate_posting_row,
+    join_posting_rows,
 )
 from kenning.store.records import SegmentColumns
 
@@ -279,16 +279,18 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
     """One term range of a merge, encoded: `parts[i]` holds the i-th merged segment's stored rows of
     the range, terms ascending (`decode` reads them, `encode` writes the merged rows, both the
     store's); `dead`: the deleted chunk ids among the merged segments, sorted. Each term's parts are
-    joined in segment order, so its ids stay ascending. A row carried over unchanged (its term in one
-    segment, no chunk of the merge deleted: most rows of a Zipf vocabulary when nothing was deleted)
-    is restated from its bytes when the store keeps rows in the compact codec."""
-    carry = restate_posting_row if (decode, encode) == (decode_posting_row, encode_posting_row) else None
+    joined in segment order, so its ids stay ascending. When no chunk of the merge was deleted (a
+    fresh build) and the store keeps rows in the compact codec, each term's rows are joined from their
+    bytes (`join_posting_rows`) without arrays."""
+    carry = join_posting_rows if (decode, encode) == (decode_posting_row, encode_posting_row) else None
+    if len(dead):
+        carry = None  # rows lose postings: decoded, filtered, encoded
     streams = [((raw[0], order, raw) for raw in rows) for order, rows in enumerate(parts)]
     out = []
     for term, group in itertools.groupby(heapq.merge(*streams, key=itemgetter(0, 1)), key=itemgetter(0)):
         group = list(group)
-        if len(group) == 1 and carry is not None and not len(dead):
-            out.append(carry(group[0][2]))
+        if carry is not None:
+            out.append(carry([raw for _, _, raw in group]))
             continue
         live = [p for p in (_live_part(decode(raw), order, dead) for _, order, raw in group) if p is not None]
         if len(live) == 1:

@@ -215,16 +215,14 @@ def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
     return out
 
 
-def restate_posting_row(raw: tuple) -> tuple[tuple, bytes]:
-    """`encode_posting_row(*decode_posting_row(raw))` without arrays: the row in its narrowest form
-    and its digest, from the stored bytes alone (C-level slicing). A merge carries most rows over
-    unchanged (a term in one merged segment, none of its chunks deleted), and decoding then encoding
-    them was most of its work."""
-    term, ids, tft, tfb, pt, pb = raw
+def join_posting_rows(raws: list[tuple]) -> tuple[tuple, bytes]:
+    """One term's stored rows from several segments (in segment order, none of their chunks deleted)
+    as the one row that encoding their joined arrays gives, and its digest, from the stored bytes
+    alone: each row's columns widened, joined, narrowed again. A merge's common words are in every
+    merged segment, and decoding, joining and encoding them as arrays was most of a worker's merge."""
+    wide = [_wide_columns(raw) for raw in raws]
+    ids, wide_tft, wide_tfb, wide_pt, wide_pb = (b"".join(part[c] for part in wide) for c in range(5))
     n = len(ids) // 4
-    wide_tft, wide_tfb = _wide_frequencies(tft, n), _wide_frequencies(tfb, n)
-    wide_pt = _wide_positions(pt, _total(wide_tft))
-    wide_pb = _wide_positions(pb, _total(wide_tfb))
     columns = [
         (n, ids),
         (n, wide_tft),
@@ -233,14 +231,23 @@ def restate_posting_row(raw: tuple) -> tuple[tuple, bytes]:
         (len(wide_pb) // 4, wide_pb),
     ]
     row = (
-        term,
-        bytes(ids),
+        raws[0][0],
+        ids,
         _narrow_frequencies(wide_tft),
         _narrow_frequencies(wide_tfb),
         _narrow_positions(wide_pt),
         _narrow_positions(wide_pb),
     )
-    return row, digest_of_columns(term, columns)
+    return row, digest_of_columns(raws[0][0], columns)
+
+
+def _wide_columns(raw: tuple) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+    """A stored row's ids, frequencies and positions as little-endian bytes in the widths the digest
+    reads (uint32, uint16, uint16, uint32, uint32)."""
+    _term, ids, tft, tfb, pt, pb = raw
+    n = len(ids) // 4
+    wide_tft, wide_tfb = _wide_frequencies(tft, n), _wide_frequencies(tfb, n)
+    return bytes(ids), wide_tft, wide_tfb, _wide_positions(pt, wide_tft), _wide_positions(pb, wide_tfb)
 
 
 def _wide_frequencies(blob: bytes, count: int) -> bytes:
@@ -257,11 +264,16 @@ def _wide_frequencies(blob: bytes, count: int) -> bytes:
 
 
 def _total(wide_tf: bytes) -> int:
+    """The sum of uint16 frequencies given as bytes (numpy past a few values, where it is faster)."""
+    if len(wide_tf) > 128:
+        return int(np.frombuffer(wide_tf, dtype="<u2").sum(dtype=np.int64))
     return sum(memoryview(wide_tf).cast("H")) if wide_tf else 0
 
 
-def _wide_positions(blob: bytes, count: int) -> bytes:
-    """Stored positions as little-endian uint32 bytes."""
+def _wide_positions(blob: bytes, wide_tf: bytes) -> bytes:
+    """Stored positions as little-endian uint32 bytes (`wide_tf`: the field's frequencies, whose sum
+    is their count)."""
+    count = _total(wide_tf)
     if len(blob) == 4 * count:
         return bytes(blob)
     if len(blob) != 2 * count:
