@@ -24,8 +24,9 @@ TOKEN_RE = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)*")
 # an ASCII word whose only capital, if any, is its first letter, with no underscore: it folds by
 # lowercasing and has no identifier parts, so it is one term (Analyzer.plain_word_terms)
-_PLAIN_ASCII_WORD = re.compile(r"[A-Za-z0-9][a-z0-9]*")
-_PLAIN_ASCII_LINES = re.compile(r"[A-Za-z0-9][a-z0-9]*(?:\n[A-Za-z0-9][a-z0-9]*)*")  # one such word a line
+_PLAIN_WORD = r"[A-Za-z0-9][a-z0-9]*"
+_PLAIN_ASCII_WORD = re.compile(_PLAIN_WORD)
+_PLAIN_ASCII_LINES = re.compile(rf"{_PLAIN_WORD}(?:\n{_PLAIN_WORD})*")  # one such word a line
 _DIGIT = re.compile("[0-9]")
 _COMBINING_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 # lowerUpper, UPPERLower and letter/digit boundaries inside identifiers.

@@ -29,11 +29,10 @@ def posting_digest(term: str, ids, tf_title, tf_body, pos_title, pos_body) -> by
 def digest_of_columns(term: str, columns) -> bytes:
     """`posting_digest` from each column's (count, bytes), the bytes little-endian in the widths of
     `_DTYPES`: an encoder that has those bytes already digests without converting again."""
-    h = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=16)
+    parts = [term.encode("utf-8", "surrogatepass")]
     for count, data in columns:
-        h.update(count.to_bytes(8, "little"))
-        h.update(data)
-    return h.digest()
+        parts += (count.to_bytes(8, "little"), data)
+    return hashlib.blake2b(b"".join(parts), digest_size=16).digest()  # one call: a segment has ~150k rows
 
 
 def segment_checksum(doc_ids, title_lens, body_lens, posting_digests: Iterable[tuple[str, bytes]]) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import threading
 import zlib
-from hashlib import blake2b
 
 import numpy as np
 import zstandard
@@ -183,7 +182,7 @@ def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
     out = []
     for i, term in enumerate(columns.terms):
         p0, p1, t0, t1, b0, b1 = p[i], p[i + 1], t[i], t[i + 1], b[i], b[i + 1]
-        n = (p1 - p0).to_bytes(8, "little")
+        n = p1 - p0
         row_ids = ids[4 * p0 : 4 * p1]
         wide_tft, wide_tfb = tft_wide[2 * p0 : 2 * p1], tfb_wide[2 * p0 : 2 * p1]
         wide_pt, wide_pb = pt_wide[4 * t0 : 4 * t1], pb_wide[4 * b0 : 4 * b1]
@@ -193,24 +192,9 @@ def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
         tfb = wide_tfb if kind == 2 else (tfb_byte[p0:p1] if kind else b"")
         pt = wide_pt if pt_kind[i] == 4 else pt_short[2 * t0 : 2 * t1]
         pb = wide_pb if pb_kind[i] == 4 else pb_short[2 * b0 : 2 * b1]
-        digest = blake2b(
-            b"".join(
-                (
-                    term.encode("utf-8", "surrogatepass"),
-                    n,
-                    row_ids,
-                    n,
-                    wide_tft,
-                    n,
-                    wide_tfb,
-                    (t1 - t0).to_bytes(8, "little"),
-                    wide_pt,
-                    (b1 - b0).to_bytes(8, "little"),
-                    wide_pb,
-                )
-            ),
-            digest_size=16,
-        ).digest()
+        digest = digest_of_columns(
+            term, [(n, row_ids), (n, wide_tft), (n, wide_tfb), (t1 - t0, wide_pt), (b1 - b0, wide_pb)]
+        )
         out.append(((term, row_ids, tft, tfb, pt, pb), digest))
     return out
 
