@@ -78,4 +78,10 @@ def test_plain_words_get_the_one_term_token_analysis_gives_them(tokens, stem):
     for raw, term in zip(plain, terms, strict=True):
         assert Analyzer(AnalyzerConfig(stem=stem)).token_analysis(raw) == ((term,), (0,), 1)
     assert {"The", "running", "Runs", "1990", "x86", "A"} & set(raws) <= set(plain)
+    # again, partly from the terms the analyzer kept: the same terms
+    words = raws[::-1] + ["Unseen", "words2"]
+    again, again_terms, _ = analyzer.plain_word_terms(words)
+    assert dict(zip(again, again_terms, strict=True)) == {
+        raw: Analyzer(AnalyzerConfig(stem=stem)).token_analysis(raw)[0][0] for raw in again
+    }
     assert not {"parseQuery", "HTTPServer", "aB"} & set(plain)

@@ -28,6 +28,9 @@ _PLAIN_WORD = r"[A-Za-z0-9][a-z0-9]*"
 _PLAIN_ASCII_WORD = re.compile(_PLAIN_WORD)
 _PLAIN_ASCII_LINES = re.compile(rf"{_PLAIN_WORD}(?:\n{_PLAIN_WORD})*")  # one such word a line
 _DIGIT = re.compile("[0-9]")
+# plain words whose terms an analyzer keeps: ~140 bytes each, 28 MB at most in each process that
+# builds segments, and a corpus's commonest words are met first
+PLAIN_TERMS_KEPT = 200_000
 _COMBINING_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 # lowerUpper, UPPERLower and letter/digit boundaries inside identifiers.
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -99,6 +102,7 @@ class Analyzer:
         self._stopword_cache: dict[str, bool] = {}
         self._distinct_cache: dict[str, tuple[str, ...]] = {}
         self._vocab_cache: dict[str, tuple[str, ...]] = {}
+        self._plain_terms: dict[str, str] = {}  # plain word -> its term (plain_word_terms)
 
     def normalize_token(self, folded: str) -> str:
         """A folded word to its index term (stemmed when stemming is on)."""
@@ -134,27 +138,41 @@ class Analyzer:
         """(the plain ASCII words among some raw tokens, their one term each, the other tokens).
 
         A plain word (letters and digits, a capital only first, no underscore) makes the single term
-        `token_analysis` gives it, found here with one lowercasing and one C-level stemming call for
-        the lot: a segment meets ~150k raw tokens new to it, and analysing them one by one was a
-        fifth of the time to build it (tests/test_analysis.py holds the two equal)."""
+        `token_analysis` gives it. Each segment of an index build meets ~150k raw tokens new to it,
+        mostly the same words again: their terms are kept (up to PLAIN_TERMS_KEPT), and the rest
+        found with one lowercasing and one C-level stemming call for the lot (analysing them one by
+        one was a fifth of the time to build a segment; tests/test_analysis.py holds them equal)."""
         raws = list(raws)
-        lines = "\n".join(raws)
-        if _PLAIN_ASCII_LINES.fullmatch(lines):  # the common case, tested in one pass: every one
-            plain, other, folded = raws, [], lines.lower().split("\n")
+        if _PLAIN_ASCII_LINES.fullmatch("\n".join(raws)):  # the common case, tested in one pass
+            plain, other = raws, []
         else:
             match = _PLAIN_ASCII_WORD.fullmatch
             plain, other = [], []
             for raw in raws:
                 (plain if match(raw) else other).append(raw)
-            folded = [raw.lower() for raw in plain]
+        kept = self._plain_terms
+        terms = list(map(kept.get, plain))
+        if None in terms:
+            new = [raw for raw, term in zip(plain, terms, strict=True) if term is None]
+            made = self._plain_terms_of(new)
+            if len(kept) + len(new) <= PLAIN_TERMS_KEPT:
+                kept.update(zip(new, made, strict=True))
+            fill = iter(made)
+            terms = [term if term is not None else next(fill) for term in terms]
+        return plain, terms, other
+
+    def _plain_terms_of(self, words: list[str]) -> list[str]:
+        """The terms of plain words, lowercased and (letters only) stemmed in one call."""
+        lines = "\n".join(words)
+        folded = lines.lower().split("\n") if words else []
         if self._stemmer is None or not folded:
-            return plain, folded, other
+            return folded
         if not _DIGIT.search(lines):  # letters only: all stemmed
-            return plain, self._stemmer.stemWords(folded), other
-        words = [i for i, word in enumerate(folded) if word.isalpha()]
-        for i, stem in zip(words, self._stemmer.stemWords([folded[i] for i in words]), strict=True):
+            return self._stemmer.stemWords(folded)
+        alpha = [i for i, word in enumerate(folded) if word.isalpha()]
+        for i, stem in zip(alpha, self._stemmer.stemWords([folded[i] for i in alpha]), strict=True):
             folded[i] = stem
-        return plain, folded, other
+        return folded
 
     def token_terms(self, raw: str) -> tuple[str, ...]:
         """All distinct index terms of one raw token, the whole token first."""

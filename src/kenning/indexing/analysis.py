@@ -100,17 +100,15 @@ class SegmentWork:
         self.builder = SegmentBuilder(analyzer)
         self.matcher = matcher
         self.encode = encode
-        self.raws: Counter = Counter()  # of the segment in the making
 
     def run(self, chunks: list[Chunk], ends_segment: bool) -> Analysed:
         out = Analysed()
         for chunk_id, title, body, meta in chunks:
-            self.raws.update(self.builder.add(chunk_id, title, body))
+            self.builder.add(chunk_id, title, body)
             out.entities.append((chunk_id, extract(body, meta, self.matcher)))
-        if ends_segment:
-            out.raws, self.raws = self.raws, Counter()
         if ends_segment and len(self.builder):
             builder = self.builder
+            out.raws = Counter(builder.raw_chunk_counts())
             rows = builder.encoded_rows(self.encode)
             out.segment = EncodedSegment(
                 np.array(builder.doc_ids), np.array(builder.title_lens), np.array(builder.body_lens), rows

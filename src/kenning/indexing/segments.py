@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import unicodedata
 from array import array
 from operator import itemgetter
 
@@ -21,6 +22,7 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
+from kenning.indexing.term_table import SEVERAL, TermTable
 from kenning.store.compact import (
     decode_posting_row,
     encode_posting_row,
@@ -52,7 +54,7 @@ class SegmentBuilder:
         self.title_lens: list[int] = []
         self.body_lens: list[int] = []
         self.term_ids: dict[str, int] = {}
-        self._plain_ids: dict[str, int] = {}  # raw token -> its one term's id (the fast path)
+        self.table = TermTable()  # raw token -> its one term's id, and the chunks holding it
         self.token_term = array("I")
         self.token_doc = array("I")
         self.token_field = array("B")  # 0 title, 1 body
@@ -61,56 +63,61 @@ class SegmentBuilder:
     def __len__(self) -> int:
         return len(self.doc_ids)
 
-    def add(self, chunk_id: int, title: str, body: str) -> set[str]:
-        """Collect one chunk's tokens; returns its distinct raw tokens (for the spelling vocabulary).
+    def add(self, chunk_id: int, title: str, body: str) -> None:
+        """Collect one chunk's tokens (and count the chunk for each of its raw tokens).
 
-        Most tokens are words already seen in this segment that make one term each: those map from
-        the raw token straight to its term id in one C-level pass (`map` over a dict), and only a
-        text holding a new word or an identifier (several terms at one place) goes token by token
-        through the analyzer. Both give the same terms and positions (tests/test_segments.py)."""
-        raws: set[str] = set()
+        Most texts hold only words the segment has seen that make one term each: the term table
+        (kenning.indexing.term_table) gives their ids in one pass. A text with new words is scanned
+        again once they are learned, and a text holding an identifier or a CJK run (several terms
+        at one place) goes token by token through the analyzer. Both give the same terms and
+        positions (tests/test_segments.py)."""
         self.doc_ids.append(chunk_id)
         for field, text, lengths in ((0, title, self.title_lens), (1, body, self.body_lens)):
-            tokens = raw_tokens(text)
-            distinct = set(tokens)
-            raws |= distinct
-            ids = list(map(self._plain_ids.get, tokens))
-            if None in ids and self._learn(distinct.difference(self._plain_ids)):
-                ids = list(map(self._plain_ids.get, tokens))
-            if None in ids:  # an identifier: several terms at one place
-                ids, positions = self._slow_ids(tokens)
+            if not text.isascii():
+                text = unicodedata.normalize("NFC", text)
+            ids = self.table.scan(text, chunk_id)
+            if isinstance(ids, list):
+                self._learn(ids)
+                ids = self.table.scan(text, chunk_id)
+            if ids is None:  # an identifier: several terms at one place
+                tokens = raw_tokens(text)
+                self.table.count(tokens, chunk_id)
+                terms, positions = self._slow_ids(tokens)
+                self.token_term.extend(terms)
                 self.token_pos.extend(positions)
+                n = len(terms)
             else:
-                self.token_pos.extend(range(len(ids)))
-            lengths.append(len(ids))
-            self.token_term.extend(ids)
-            self.token_doc.extend(array("I", [chunk_id]) * len(ids))
-            self.token_field.extend(array("B", [field]) * len(ids))
-        return raws
+                self.token_term.frombytes(ids)
+                n = len(ids) // 4
+                self.token_pos.extend(range(n))
+            lengths.append(n)
+            self.token_doc.extend(array("I", [chunk_id]) * n)
+            self.token_field.extend(array("B", [field]) * n)
 
-    def _learn(self, tokens: set[str]) -> bool:
-        """Give the fast path the raw tokens that make one term each; False when some do not."""
-        number, plain, every = self.term_ids.setdefault, self._plain_ids, True
-        words, terms, tokens = self.analyzer.plain_word_terms(tokens)
-        for raw, term in zip(words, terms, strict=True):
-            plain[raw] = number(term, len(self.term_ids))
-        for raw in tokens:
+    def raw_chunk_counts(self) -> dict[str, int]:
+        """How many of the segment's chunks hold each raw token (the spelling vocabulary's counts)."""
+        return self.table.chunk_counts()
+
+    def _learn(self, tokens: list[str]) -> None:
+        """Give the table's new raw tokens their terms' ids (SEVERAL for several terms)."""
+        number = self.term_ids.setdefault
+        words, terms, others = self.analyzer.plain_word_terms(tokens)
+        ids = [number(term, len(self.term_ids)) for term in terms]
+        for raw in others:
             terms, _offsets, width = self.analyzer.token_analysis(raw)
-            if width == 1:
-                plain[raw] = number(terms[0], len(self.term_ids))
-            else:
-                every = False
-        return every
+            words.append(raw)
+            ids.append(number(terms[0], len(self.term_ids)) if width == 1 else SEVERAL)
+        self.table.learn(words, ids)
 
     def _slow_ids(self, tokens: list[str]) -> tuple[list[int], list[int]]:
         """Term ids and positions token by token, for a text with identifiers or CJK runs (several
         terms at one place); `_learn` has already given every one-term token its id."""
-        number, plain = self.term_ids.setdefault, self._plain_ids
+        number, plain = self.term_ids.setdefault, self.table.get
         ids: list[int] = []
         positions: list[int] = []
         pos = 0
         for raw in tokens:
-            term_id = plain.get(raw)
+            term_id = plain(raw)
             if term_id is not None:
                 ids.append(term_id)
                 positions.append(pos)

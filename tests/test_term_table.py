@@ -1,0 +1,120 @@
+"""The segment's raw-token table: the compiled one against the one in Python, and both against the
+analyzer's tokens (kenning.analysis.analyzer.raw_tokens)."""
+
+import unicodedata
+from array import array
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kenning.analysis.analyzer import TOKEN_RE, Analyzer, raw_tokens
+from kenning.indexing import segments, term_table
+from kenning.indexing.term_table import SEVERAL, PythonTermTable, TermTable
+
+TABLES = [PythonTermTable] + ([TermTable] if term_table.NATIVE else [])
+
+# letters, digits, underscores, spaces and punctuation, accents (combining and precomposed), CJK,
+# wide characters beyond the BMP, and characters whose kind differs from their neighbours'
+WIDE = ["é", "e\u0301", "ß", "ﬁ", "Ω", "東", "京", "\U0001d400", "\U0001f600", "ı", "\u00a0"]
+ALPHABET = st.sampled_from(list("aAzZ09_ -.,'\n\t") + WIDE)
+TEXTS = st.lists(ALPHABET, max_size=40).map("".join)
+
+
+def test_the_compiled_table_is_built():
+    """kenning's install compiles it (setup.py); on a machine without a compiler the Python table
+    stands in, and this says so instead of passing silently."""
+    if not term_table.NATIVE:
+        pytest.skip("kenning.indexing._term_table is not compiled here: indexing runs the Python table")
+    assert TermTable is not PythonTermTable
+
+
+@pytest.mark.parametrize("table_type", TABLES)
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(TEXTS, min_size=1, max_size=5))
+def test_a_scan_reads_the_analyzers_tokens(table_type, texts):
+    """Each text's ids are its raw tokens' ids in order; new tokens come back each once, in order."""
+    table, ids = table_type(), {}
+    for chunk_id, text in enumerate(texts, 1):
+        text = unicodedata.normalize("NFC", text)
+        tokens = raw_tokens(text)
+        assert tokens == TOKEN_RE.findall(text)
+        new = [t for t in dict.fromkeys(tokens) if t not in ids]
+        got = table.scan(text, chunk_id)
+        if new:
+            assert got == new
+            for token in new:
+                ids[token] = len(ids)
+            table.learn(new, [ids[t] for t in new])
+            got = table.scan(text, chunk_id)
+        assert got == array("I", [ids[t] for t in tokens]).tobytes()
+    assert len(table) == len(ids)
+    assert all(table.get(t) == i for t, i in ids.items())
+
+
+@pytest.mark.parametrize("table_type", TABLES)
+def test_tokens_with_several_terms_send_the_text_to_the_slow_path(table_type):
+    table = table_type()
+    text = "parse parseQueryString"
+    assert table.scan(text, 1) == ["parse", "parseQueryString"]
+    table.learn(["parse", "parseQueryString"], [0, SEVERAL])
+    assert table.scan(text, 1) is None
+    assert table.get("parse") == 0 and table.get("parseQueryString") is None and table.get("other") is None
+    assert table.chunk_counts() == {}  # a scan that did not give ids counted nothing
+    table.count(raw_tokens(text), 1)
+    assert table.chunk_counts() == {"parse": 1, "parseQueryString": 1}
+
+
+@pytest.mark.parametrize("table_type", TABLES)
+def test_a_token_counts_each_chunk_once_whichever_field_or_path(table_type):
+    table = table_type()
+    table.learn(["a", "b", "c"], [0, 1, 2])
+    assert table.scan("a b a", 1) == array("I", [0, 1, 0]).tobytes()
+    assert table.scan("a c", 1) == array("I", [0, 2]).tobytes()  # the same chunk's body
+    table.count(["a", "c"], 1)
+    table.scan("b", 2)
+    table.count(["c"], 3)
+    assert table.chunk_counts() == {"a": 1, "b": 2, "c": 2}
+
+
+@pytest.mark.parametrize("table_type", TABLES)
+def test_a_token_in_a_wide_string_is_the_same_token_in_a_narrow_one(table_type):
+    table = table_type()
+    assert table.scan("café \U0001f600 東京", 1) == ["café", "東京"]  # an emoji is not a word character
+    table.learn(["café", "東京"], [0, 1])
+    assert table.scan("café", 2) == array("I", [0]).tobytes()
+    assert table.scan("東京 café", 3) == array("I", [1, 0]).tobytes()
+    assert table.chunk_counts() == {"café": 2, "東京": 1}
+
+
+def test_learn_refuses_what_is_not_a_table_entry():
+    for table_type in TABLES:
+        table = table_type()
+        with pytest.raises(ValueError):
+            table.learn(["a", "b"], [0])
+    if term_table.NATIVE:
+        with pytest.raises(ValueError):
+            TermTable().learn(["a"], [-5])
+        with pytest.raises(TypeError):
+            TermTable().learn([b"a"], [0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(TEXTS, TEXTS), min_size=1, max_size=6))
+def test_a_segment_is_the_same_from_either_table(chunks):
+    """Rows and raw-token counts of a segment built with the compiled table and with the Python one;
+    the counts are Counter(set of each chunk's raw tokens), as the spelling vocabulary takes them."""
+    expected_counts = Counter()
+    for title, body in chunks:
+        expected_counts.update(set(raw_tokens(title)) | set(raw_tokens(body)))
+    results = []
+    for table_type in TABLES:
+        builder = segments.SegmentBuilder(Analyzer())
+        builder.table = table_type()
+        for chunk_id, (title, body) in enumerate(chunks, 1):
+            builder.add(chunk_id, title, body)
+        assert builder.raw_chunk_counts() == {k: v for k, v in expected_counts.items()}
+        rows = [(t, *(list(map(int, part)) for part in rest)) for t, *rest in builder.rows()]
+        results.append(rows)
+    assert all(r == results[0] for r in results)
