@@ -204,10 +204,11 @@ def test_names_the_judge_looks_for(library):
     assert question_names(index, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]
 
 
-def _passage(cid, rank, *sentences):
+def _passage(cid, rank, *sentences, heading=None):
     from kenning.answer.evidence import Passage, Sentence
 
-    p = Passage(cid, "book.md", "Book > Chapter", 1, 1, " ".join(t for t, _ in sentences), 1.0, ["question"])
+    heading = heading or f"Book > Chapter {cid}"
+    p = Passage(cid, "book.md", heading, 1, 1, " ".join(t for t, _ in sentences), 1.0, ["question"])
     p.sentences = [Sentence(t, 1, 1, window_words=support, rank=rank) for t, support in sentences]
     return p
 
@@ -228,6 +229,10 @@ def test_passages_are_quoted_by_their_best_sentence_with_a_close_runner_up():
         (3, "Arthur came."),
         (3, "Arthur stayed the night."),
     ]
+    # one passage per section: a second passage of a quoted chapter gives way to the next chapter's
+    same = _passage(5, 5, ("Lucy refused him, and he went to the war.", 0.85), heading=second.heading)
+    chosen = choose_sentences([first, second, third, fourth, same], None)
+    assert [p.chunk_id for s, p in chosen] == [2, 1, 3, 3]
 
 
 def test_a_question_asking_for_a_value_is_answered_by_a_sentence_stating_one():

@@ -139,10 +139,11 @@ def choose_sentences(passages, kind: str | None) -> list:
     - For a question asking for a value (`kind`), the sentences that state one on the question's
       topic, best supported first, from the VALUE_DEPTH passages the angles rank highest.
     - Otherwise the ANSWER_DEPTH passages whose best sentences support the question most (the
-      support counts the passage's place in the angles' ranking), in that order, each with its best
-      sentence and its runner-up when that supports nearly as well (the subject in one sentence,
-      what happened to it in the next). Passages are not required to name the question's people
-      (Dracula's diaries say "I", not "Jonathan"); the judge asks that the names meet somewhere."""
+      support counts the passage's place in the angles' ranking), one per section, in that order,
+      each with its best sentence and its runner-up when that supports nearly as well (the subject
+      in one sentence, what happened to it in the next). Passages are not required to name the
+      question's people (Dracula's diaries say "I", not "Jonathan"); the judge asks that the names
+      meet somewhere."""
     if kind is not None:
         stating = sorted(
             ((s, p) for p in passages[:VALUE_DEPTH] for s in p.sentences if s.states),
@@ -155,11 +156,20 @@ def choose_sentences(passages, kind: str | None) -> list:
                 chosen.append((sentence, passage))
         return chosen
     chosen = []
-    for best, passage in by_best_sentence(passages)[:ANSWER_DEPTH]:
+    for best, passage in one_per_section(by_best_sentence(passages))[:ANSWER_DEPTH]:
         ranked = sorted(passage.sentences, key=lambda s: -s.support)[:PER_PASSAGE]
         close = [s for s in ranked if s.support >= NEAR_BEST * best.support]
         chosen.extend((s, passage) for s in sorted(close, key=lambda s: passage.sentences.index(s)))
     return chosen
+
+
+def one_per_section(ranked) -> list:
+    """The best passage of each section (heading path), in order: a second passage from a section
+    already quoted adds no new place to read, while the next section's best may be the right one."""
+    first: dict[str, tuple] = {}
+    for best, passage in ranked:
+        first.setdefault(passage.heading, (best, passage))
+    return list(first.values())
 
 
 def by_best_sentence(passages) -> list:
