@@ -14,12 +14,14 @@ from kenning.store.compact import (
     encode_posting_row,
     encode_posting_rows,
     join_posting_rows,
+    pack_doc_ids,
     pack_frequencies,
     pack_positions,
+    unpack_doc_ids,
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import SegmentColumns
+from kenning.store.records import SegmentColumns, StorageError
 from kenning.store.sqlite.connection import DB_NAME
 from kenning.surfaces.cli import main
 
@@ -261,3 +263,39 @@ def test_a_flipped_byte_in_a_compressed_body_is_found(tmp_path, capsys):
     assert "its text changed after it was written" in capsys.readouterr().out
     assert main(["get", "--index", str(path), "chunk:1"]) == 2
     assert "stored text is damaged" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 50])
+@pytest.mark.parametrize("gapless", [True, False])
+def test_segment_ids_round_trip_as_a_range_or_one_by_one(n, gapless):
+    """Ids without a gap are stored as their first and last (eight bytes), others one by one; two
+    ids are eight bytes in either form, and read back the same."""
+    ids = np.arange(7, 7 + n, dtype=np.uint32)
+    if not gapless and n:
+        ids[-1] += 5
+    blob = pack_doc_ids(ids)
+    assert len(blob) == (8 if gapless and n > 2 else 4 * n)
+    assert unpack_doc_ids(blob, n).tolist() == ids.tolist()
+    with pytest.raises(StorageError, match="does not hold its 4 chunks"):
+        unpack_doc_ids(pack_doc_ids(np.arange(3, 8, dtype=np.uint32)), 4)
+
+
+def test_an_index_whose_segment_ids_older_kenning_wrote_one_by_one_reads_the_same(tmp_path, capsys):
+    """A built index's segment holds its ids as a range; rewritten one by one (as kenning before
+    schema 9 wrote them) it searches and verifies the same."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"note{i}.md").write_text(f"# Note {i}\n\nthe backup number {i} restores from cold storage\n")
+    path = tmp_path / "ix"
+    with Index(path) as ix:
+        ix.add([docs])
+        before = [(h.path, h.score) for h in ix.search("backup restores", mode="lexical").hits]
+    with sqlite3.connect(path / DB_NAME) as conn:
+        ((seg_id, blob, n_docs),) = conn.execute("SELECT id, doc_ids, n_docs FROM segments").fetchall()
+        assert len(blob) == 8 and n_docs == 6
+        ids = unpack_doc_ids(blob, n_docs)
+        conn.execute("UPDATE segments SET doc_ids=? WHERE id=?", (ids.astype("<u4").tobytes(), seg_id))
+    with Index(path) as ix:
+        assert [(h.path, h.score) for h in ix.search("backup restores", mode="lexical").hits] == before
+    assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out

@@ -289,13 +289,37 @@ def _positions(blob: bytes, tf: np.ndarray) -> np.ndarray:
     return unpack_positions(blob, int(tf.sum(dtype=np.int64)))
 
 
+def pack_doc_ids(doc_ids: np.ndarray) -> bytes:
+    """A segment's chunk ids (ascending uint32): the first and the last when they run without a gap
+    (a build's segments and merges with nothing deleted), else every one. A new process reads a
+    segment's ids to open it: at 1M chunks the explicit form was 4 MB and a third of the time to read
+    the segment. The two forms are told apart by length (`unpack_doc_ids`); two ids in a row are the
+    same eight bytes in either form."""
+    n = len(doc_ids)
+    if n > 2 and int(doc_ids[-1]) - int(doc_ids[0]) == n - 1:
+        return np.array([doc_ids[0], doc_ids[-1]], dtype="<u4").tobytes()
+    return np.asarray(doc_ids, dtype="<u4").tobytes()
+
+
+def unpack_doc_ids(blob: bytes, count: int) -> np.ndarray:
+    """The `count` chunk ids `pack_doc_ids` stored."""
+    if len(blob) == 8 and count != 2:
+        first, last = np.frombuffer(blob, dtype="<u4").tolist()
+        if last - first + 1 != count:
+            raise StorageError(f"a segment's id range {first}-{last} does not hold its {count} chunks")
+        return np.arange(first, last + 1, dtype=np.uint32)
+    return np.frombuffer(blob, dtype=np.uint32)
+
+
 def decode_segment(segment_id: int, row: tuple | None) -> SegmentData:
-    """A segment's stored columns (doc ids, title and body lengths) back to arrays."""
+    """A segment's stored columns (doc ids, title and body lengths) back to arrays (the lengths,
+    uint16 per chunk, say how many chunks it holds)."""
     if row is None:
         raise StorageError(f"segment {segment_id} vanished (index changed during read)")
+    title_lens = np.frombuffer(row[1], dtype=np.uint16)
     return SegmentData(
         id=segment_id,
-        doc_ids=np.frombuffer(row[0], dtype=np.uint32),
-        title_lens=np.frombuffer(row[1], dtype=np.uint16),
+        doc_ids=unpack_doc_ids(row[0], len(title_lens)),
+        title_lens=title_lens,
         body_lens=np.frombuffer(row[2], dtype=np.uint16),
     )

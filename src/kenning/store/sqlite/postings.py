@@ -17,6 +17,7 @@ from kenning.store.compact import (
     decode_posting_row,
     decode_segment,
     encode_posting_row,
+    pack_doc_ids,
     unpack_frequencies,
     unpack_positions,
 )
@@ -150,7 +151,7 @@ class SqlitePostings:
         body_lens = np.minimum(body_lens, 65535).astype(np.uint16)
         cur = self.conn.execute(
             "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens) VALUES (?,?,?,?,?)",
-            (time.time(), len(doc_ids), doc_ids.tobytes(), title_lens.tobytes(), body_lens.tobytes()),
+            (time.time(), len(doc_ids), pack_doc_ids(doc_ids), title_lens.tobytes(), body_lens.tobytes()),
         )
         seg_id = int(cur.lastrowid)
         digests: list[tuple[str, bytes]] = []

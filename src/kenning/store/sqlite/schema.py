@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.checksum import posting_digest, segment_checksum
-from kenning.store.compact import unpack_frequencies, unpack_positions
+from kenning.store.compact import decode_segment, unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -145,11 +145,8 @@ def _v4_to_v5(execute) -> None:
             (seg_id,),
         )
         digests = [(term, posting_digest(term, *_unpack_row(*blobs))) for term, *blobs in rows]
-        columns = (
-            np.frombuffer(doc_ids, np.uint32),
-            np.frombuffer(title_lens, np.uint16),
-            np.frombuffer(body_lens, np.uint16),
-        )
+        segment = decode_segment(seg_id, (doc_ids, title_lens, body_lens))
+        columns = (segment.doc_ids, segment.title_lens, segment.body_lens)
         execute("UPDATE segments SET checksum=? WHERE id=?", (segment_checksum(*columns, digests), seg_id))
 
 
@@ -173,6 +170,12 @@ def _v7_to_v8(execute) -> None:
     moves on so an older kenning refuses the index instead of failing on its bodies."""
 
 
+def _v8_to_v9(execute) -> None:
+    """Version 9 stores a segment whose chunk ids run without a gap as its first and last id
+    (kenning.store.compact.pack_doc_ids), which an older kenning would read as two ids: nothing
+    changes in an older index (explicit ids still read), but the version moves on."""
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -187,4 +190,4 @@ def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
 
 
 # from version -> a step to the next version
-MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8}
+MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9}
