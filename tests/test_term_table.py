@@ -76,6 +76,11 @@ def test_a_token_counts_each_chunk_once_whichever_field_or_path(table_type):
     table.scan("b", 2)
     table.count(["c"], 3)
     assert table.chunk_counts() == {"a": 1, "b": 2, "c": 2}
+    table.count(["a"], 0)  # any id a segment holds, 0 and the largest too
+    table.scan("a", 0xFFFFFFFF)
+    assert table.chunk_counts()["a"] == 3
+    with pytest.raises(OverflowError):
+        table.count(["a"], 1 << 32)
 
 
 @pytest.mark.parametrize("table_type", TABLES)

@@ -21,6 +21,7 @@
 
 #define UNKNOWN (-2) /* seen in a scan, its terms not given yet */
 #define SEVERAL (-1) /* makes several terms at one place: the slow path */
+#define LISTED UINT64_MAX /* a stamp: an unknown token already listed by this scan */
 #define ARENA_BLOCK (1 << 20)
 
 typedef struct {
@@ -29,7 +30,7 @@ typedef struct {
     Py_ssize_t len;  /* characters */
     int kind;
     int32_t term;
-    uint32_t stamp;  /* the last chunk counted */
+    uint64_t stamp;  /* the last chunk counted, plus one (0: none yet) */
     uint32_t chunks; /* chunks that hold the token */
 } Entry;
 
@@ -165,10 +166,24 @@ static Entry *entry_of_str(TermTable *self, PyObject *raw)
     return e;
 }
 
-static inline void count_in(Entry *e, uint32_t chunk)
+/* A chunk id from Python: ids are uint32 in a segment. */
+static int chunk_id(PyObject *value, uint64_t *stamp)
 {
-    if (e->stamp != chunk) {
-        e->stamp = chunk;
+    unsigned long long chunk = PyLong_AsUnsignedLongLong(value);
+    if (chunk == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (chunk > UINT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "chunk id %llu does not fit a segment's 32 bits", chunk);
+        return -1;
+    }
+    *stamp = (uint64_t)chunk + 1;
+    return 0;
+}
+
+static inline void count_in(Entry *e, uint64_t stamp)
+{
+    if (e->stamp != stamp) {
+        e->stamp = stamp;
         e->chunks++;
     }
 }
@@ -232,8 +247,9 @@ PyDoc_STRVAR(scan_doc,
 static PyObject *scan(TermTable *self, PyObject *args)
 {
     PyObject *text;
-    unsigned long chunk;
-    if (!PyArg_ParseTuple(args, "Uk:scan", &text, &chunk))
+    PyObject *chunk_arg;
+    uint64_t stamp;
+    if (!PyArg_ParseTuple(args, "UO:scan", &text, &chunk_arg) || chunk_id(chunk_arg, &stamp) < 0)
         return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -268,13 +284,13 @@ static PyObject *scan(TermTable *self, PyObject *args)
         if (e->term == UNKNOWN) {
             if (unknown == NULL && (unknown = PyList_New(0)) == NULL)
                 goto fail;
-            if (e->stamp != UINT32_MAX) { /* each unknown token listed once */
+            if (e->stamp != LISTED) { /* each unknown token listed once */
                 PyObject *token = PyUnicode_Substring(text, start, i);
                 int failed = token == NULL || PyList_Append(unknown, token) < 0;
                 Py_XDECREF(token);
                 if (failed)
                     goto fail;
-                e->stamp = UINT32_MAX;
+                e->stamp = LISTED;
             }
         } else if (e->term == SEVERAL) {
             several = 1;
@@ -298,7 +314,7 @@ static PyObject *scan(TermTable *self, PyObject *args)
     if (several)
         Py_RETURN_NONE;
     for (size_t k = 0; k < found; k++)
-        count_in(self->hits[k], (uint32_t)chunk);
+        count_in(self->hits[k], stamp);
     return PyBytes_FromStringAndSize((const char *)self->ids, (Py_ssize_t)(found * sizeof(uint32_t)));
 fail:
     Py_XDECREF(unknown);
@@ -372,8 +388,9 @@ PyDoc_STRVAR(count_doc, "count(raws, chunk_id)\n\nCount a chunk once for each of
 static PyObject *count(TermTable *self, PyObject *args)
 {
     PyObject *raws;
-    unsigned long chunk;
-    if (!PyArg_ParseTuple(args, "Ok:count", &raws, &chunk))
+    PyObject *chunk_arg;
+    uint64_t stamp;
+    if (!PyArg_ParseTuple(args, "OO:count", &raws, &chunk_arg) || chunk_id(chunk_arg, &stamp) < 0)
         return NULL;
     PyObject *seq = PySequence_Fast(raws, "raws must be a sequence");
     if (seq == NULL)
@@ -384,7 +401,7 @@ static PyObject *count(TermTable *self, PyObject *args)
             Py_DECREF(seq);
             return NULL;
         }
-        count_in(e, (uint32_t)chunk);
+        count_in(e, stamp);
     }
     Py_DECREF(seq);
     Py_RETURN_NONE;

@@ -57,6 +57,8 @@ class PythonTermTable:
         return None if term is None or term < 0 else term
 
     def count(self, raws, chunk_id: int) -> None:
+        if not 0 <= chunk_id <= 0xFFFFFFFF:
+            raise OverflowError(f"chunk id {chunk_id} does not fit a segment's 32 bits")
         stamps, chunks = self._stamps, self._chunks
         for raw in raws:
             if stamps.get(raw) != chunk_id:
