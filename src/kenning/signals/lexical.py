@@ -255,9 +255,12 @@ class LexicalView:
     def _merge_live(self, parts) -> TermPostings | None:
         if not parts:
             return None
-        ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
-        tft = np.concatenate([p[1] for p in parts]).astype(np.float64)
-        tfb = np.concatenate([p[2] for p in parts]).astype(np.float64)
+        # deleted chunks are dropped while the columns are in their stored widths (uint32 ids, one or
+        # two bytes a frequency), then widened: a common term's filtering at 1M chunks took 5-8 ms
+        # on the widened copies
+        ids = np.concatenate([p[0] for p in parts])
+        tft = np.concatenate([p[1] for p in parts])
+        tfb = np.concatenate([p[2] for p in parts])
         keep = self.live_mask[ids]
         if not keep.all():
             ids, tft, tfb = ids[keep], tft[keep], tfb[keep]
@@ -266,7 +269,8 @@ class LexicalView:
         if len(parts) > 1 and not np.all(ids[1:] > ids[:-1]):
             order = np.argsort(ids, kind="stable")
             ids, tft, tfb = ids[order], tft[order], tfb[order]
-        return TermPostings(ids, tft, tfb, bitmap_of(ids))
+        bitmap = bitmap_of(ids)
+        return TermPostings(ids.astype(np.int64), tft.astype(np.float64), tfb.astype(np.float64), bitmap)
 
     # ------------------------------------------------------------------ fields and phrases
     def field_docs(self, term: str, field: str) -> BitMap:
