@@ -26,7 +26,7 @@
 
 typedef struct {
     uint64_t hash;
-    const char *key; /* the token's characters, in the string's kind (1, 2 or 4 bytes each) */
+    const char *key; /* the token's characters in their narrowest kind (1, 2 or 4 bytes each) */
     Py_ssize_t len;  /* characters */
     int kind;
     int32_t term;

@@ -33,14 +33,8 @@ BLOCK_BITS = 4  # blocks of 16 chunk ids
 # a scored posting by its block costs more than the exhaustive path's bincount of it
 MAX_SCORED_SHARE = 0.4
 # below this many chunk ids, one exhaustive pass (a bincount into corpus-sized arrays) costs less
-# than pruning's fixed work. Whole warm queries of benchmarks/scale.py's synthetic sets, the two
-# paths alternating in one process (identical results), p50 / p95 ms exhaustive against pruned:
-# 10k 0.51 / 0.82 against 0.79 / 1.16; 30k 1.09 / 1.69 against 0.94 / 1.82; 50k 1.23 / 1.80 against
-# 1.00 / 2.15; 100k 2.12 / 3.27 against 1.32 / 3.25. Pruning's median wins from 30k, its tail from
-# 100k. The benchmark's own warm job at 100k (each timed query once, after the first half warmed up;
-# `--worker warm`, three runs each in turn): p50 2.92 / 3.81 / 3.57 -> 2.10 / 2.94 / 2.00 ms, p95
-# 4.56 / 6.17 / 6.43 -> 4.67 / 6.90 / 4.74 ms; the block maxima kept in the index's bounded cache took
-# the process from 178 to 216 MB.
+# than pruning's fixed work: timed as whole warm queries (identical results), pruning's p50 wins from
+# 30k chunks and its p95 from 100k (docs/scoring.md has the numbers)
 PRUNE_FROM_IDS = 100_000
 FIRST_BLOCKS = 16  # blocks, besides k, scored for the threshold
 
