@@ -177,24 +177,29 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning.indexing import analysis
+    from kenning.indexing import analysis, writer
     from kenning.store.sqlite import SqliteStore as Storage
 
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 4)
     written = []
-    original = Storage.write_encoded_segment
+    original, land = Storage.write_encoded_segment, writer.land_spilled
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
         return original(self, doc_ids, *args)
 
+    def landing(store, spills, *args):  # the pieces, spilled while the run goes on
+        written.extend(len(spill.doc_ids) for spill in spills)
+        return land(store, spills, *args)
+
     monkeypatch.setattr(Storage, "write_encoded_segment", counting)
+    monkeypatch.setattr(writer, "land_spilled", landing)
     corpus = tmp_path / "corpus.jsonl"
     rows = [{"_id": f"d{i}", "title": "", "text": f"passage {i} about topic{i % 3}"} for i in range(10)]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     ix = Index(tmp_path / "ix")
     ix.add([corpus])
-    assert written == [4, 4, 2, 10]  # three pieces, then their merge
+    assert written == [4, 4, 2, 10]  # three pieces spilled, then their merge into the store
     assert ix.status()["segments"] == 1
     assert len(ids_for(ix, "topic1")) == 3 and len(ids_for(ix, "passage")) == 10
 

@@ -58,17 +58,24 @@ def build(folder: Path, index_dir: Path, workers: int, monkeypatch) -> dict:
 
 
 def segment_sizes(monkeypatch) -> list[int]:
-    """The chunk count of every segment written from now on (merges included)."""
+    """The chunk count of every segment made from now on: each one a run spills, then each one
+    written to the store (the run's spilled segments landing as one, and merges)."""
+    from kenning.indexing import writer
     from kenning.store.sqlite import SqliteStore
 
     written: list[int] = []
-    original = SqliteStore.write_encoded_segment
+    original, land = SqliteStore.write_encoded_segment, writer.land_spilled
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
         return original(self, doc_ids, *args)
 
+    def landing(store, spills, *args):
+        written.extend(len(spill.doc_ids) for spill in spills)
+        return land(store, spills, *args)
+
     monkeypatch.setattr(SqliteStore, "write_encoded_segment", counting)
+    monkeypatch.setattr(writer, "land_spilled", landing)
     return written
 
 
@@ -80,7 +87,7 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     monkeypatch.setattr(segments, "MERGE_RANGE_BYTES", 200)  # the final merge in many term ranges
     written = segment_sizes(monkeypatch)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
-    assert written == [23, 23, 23, 3, 72]  # four segments, then their merge
+    assert written == [23, 23, 23, 3, 72]  # four segments spilled, then their merge
     assert inline["entities"] and inline["vocabulary"]
     started = []
     start = analysis._Worker.__init__

@@ -4,7 +4,8 @@ Analysing new chunks (tokenising, stemming, grouping tokens by term, finding ent
 the segment they make were most of an index build's CPU time, and need nothing from the store but
 a chunk's id and text. The writer inserts each chunk (which gives the id) and hands it here; what
 comes back, in the order given, is each batch's entities and words and, when a segment is complete,
-its rows encoded as the store keeps them, for the writer to insert.
+the segment: its rows, encoded as the store keeps them, written to a spill file
+(kenning.indexing.spill) for the run's end to merge into the store.
 
 A run of up to `BATCH` new chunks is analysed in this process. In a larger run each segment is made
 by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod workers), so a
@@ -38,6 +39,7 @@ from kenning.allocator import worker_environment
 from kenning.analysis.analyzer import Analyzer
 from kenning.entities.extract import GlossaryMatcher, extract
 from kenning.indexing.segments import SegmentBuilder, merge_range
+from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, write_spill
 from kenning.store import StorageError
 
 BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers start
@@ -70,17 +72,6 @@ def worker_count() -> int:
 
 
 @dataclass
-class EncodedSegment:
-    """A segment ready to insert: its chunk columns and its rows as (row, digest) pairs
-    (the store's `posting_encoder`)."""
-
-    doc_ids: np.ndarray
-    title_lens: np.ndarray
-    body_lens: np.ndarray
-    rows: list[tuple[tuple, bytes]]
-
-
-@dataclass
 class Analysed:
     """One batch analysed: each chunk's entities and, when the batch completed a segment, the
     segment and how many of its chunks held each raw token (the spelling vocabulary's counts, sent
@@ -89,7 +80,7 @@ class Analysed:
 
     entities: list[tuple[int, dict]] = field(default_factory=list)
     raws: Counter = field(default_factory=Counter)
-    segment: EncodedSegment | None = None
+    segment: SpilledSegment | None = None
 
 
 class SegmentWork:
@@ -101,7 +92,11 @@ class SegmentWork:
         self.matcher = matcher
         self.encode = encode
 
-    def run(self, chunks: list[Chunk], ends_segment: bool) -> Analysed:
+    def run(
+        self, chunks: list[Chunk], ends_segment: bool, spill: str | None = None, digests: bool = True
+    ) -> Analysed:
+        """Analyse a batch; when it ends the segment, write the segment's rows to the file `spill`,
+        with their digests if wanted."""
         out = Analysed()
         for chunk_id, title, body, meta in chunks:
             self.builder.add(chunk_id, title, body)
@@ -109,12 +104,23 @@ class SegmentWork:
         if ends_segment and len(self.builder):
             builder = self.builder
             out.raws = Counter(builder.raw_chunk_counts())
-            rows = builder.encoded_rows(self.encode)
-            out.segment = EncodedSegment(
-                np.array(builder.doc_ids), np.array(builder.title_lens), np.array(builder.body_lens), rows
+            marks, rows = write_spill(spill, builder.encoded_rows(self.encode, digests))
+            out.segment = SpilledSegment(
+                spill,
+                np.array(builder.doc_ids),
+                np.array(builder.title_lens),
+                np.array(builder.body_lens),
+                marks,
+                rows,
+                digests,
             )
             self.builder = SegmentBuilder(builder.analyzer)
         return out
+
+
+def rows_of(job: list[list[tuple]] | SpillRange) -> list[list[tuple]]:
+    """A merge job's rows from each merged segment (a SpillRange's read from its files here)."""
+    return job.parts() if isinstance(job, SpillRange) else job
 
 
 def write_message(stream, message) -> None:
@@ -185,6 +191,8 @@ class _Worker:
         answer = self.answers.get()
         if answer is None:
             raise StorageError(f"an analysis worker stopped while indexing ({self._exit()})")
+        if isinstance(answer, WorkerOSError):
+            raise OSError(answer.errno, answer.strerror, answer.filename)
         return answer
 
     def _write(self) -> None:
@@ -225,9 +233,9 @@ class _Worker:
 
 def serve(stdin=None, stdout=None) -> None:
     """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder and decoder)
-    first, then until the end of input: ("chunks", batch, ends_segment) answered with Analysed,
-    ("dead", ids) that sets the deleted chunks for the merge ranges to come, and ("merge", parts)
-    answered with the range's encoded rows (kenning.indexing.segments.merge_range)."""
+    first, then until the end of input: ("chunks", batch, ends_segment, spill file, digests) answered with
+    Analysed, ("dead", ids) that sets the deleted chunks for the merge ranges to come, and ("merge",
+    parts) answered with the range's encoded rows (kenning.indexing.segments.merge_range)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     config, matcher, encode, decode = read_message(stdin)
@@ -238,14 +246,30 @@ def serve(stdin=None, stdout=None) -> None:
             kind, *message = read_message(stdin)
         except EOFError:
             return
-        if kind == "chunks":
-            write_message(stdout, work.run(*message))
-        elif kind == "dead":
-            dead = message[0]
-        elif kind == "merge":
-            write_message(stdout, merge_range(message[0], dead, decode, encode))
-        else:
-            raise ValueError(f"unknown message {kind!r}")
+        try:
+            if kind == "chunks":
+                answer = work.run(*message)
+            elif kind == "dead":
+                dead = message[0]
+                continue
+            elif kind == "merge":
+                answer = merge_range(rows_of(message[0]), dead, decode, encode)
+            else:
+                raise ValueError(f"unknown message {kind!r}")
+        except OSError as exc:  # a spill file that cannot be written or read (a full disk): the
+            # writer raises it as its own, and its transaction rolls back saying why
+            write_message(stdout, WorkerOSError(exc.errno, exc.strerror or str(exc), exc.filename))
+            return
+        write_message(stdout, answer)
+
+
+@dataclass
+class WorkerOSError:
+    """An OSError a worker met, sent back for the writer to raise."""
+
+    errno: int | None
+    strerror: str
+    filename: str | None
 
 
 class ChunkAnalysis:
@@ -259,10 +283,12 @@ class ChunkAnalysis:
         matcher: GlossaryMatcher | None,
         codec: tuple[Callable, Callable],
         deliver: Callable[[Analysed], None],
+        spill: SpillFolder,
         workers: int | None = None,
     ):
-        """`codec`: the store's posting_encoder and posting_decoder."""
+        """`codec`: the store's posting_encoder and posting_decoder; `spill`: where segments go."""
         self.setup = (analyzer.config, matcher, *codec)
+        self.spill = spill
         self.codec = codec
         self.inline = SegmentWork(analyzer, matcher, codec[0])
         self.deliver = deliver
@@ -302,12 +328,16 @@ class ChunkAnalysis:
         if not self.started:  # a segment's first batch: inline unless the run is large
             self.owner = self._worker(len(chunks) >= BATCH or ends_segment and self.segments > 0)
             self.started = True
+        spill = self.spill.next_file() if ends_segment else None
+        # only a run's first segment may land alone, copied with its rows' digests: a merge of
+        # several digests every row it writes
+        digests = self.segments == 0
         if self.owner is None:
             while self.sent:  # keep the order: earlier batches first
                 self._receive()
-            self.deliver(self.inline.run(chunks, ends_segment))
+            self.deliver(self.inline.run(chunks, ends_segment, spill, digests))
         else:
-            self.owner.send(("chunks", chunks, ends_segment))
+            self.owner.send(("chunks", chunks, ends_segment, spill, digests))
             self.sent.append(self.owner)
             while len(self.sent) > IN_FLIGHT * len(self.pool):
                 self._receive()
@@ -319,17 +349,18 @@ class ChunkAnalysis:
     def _receive(self) -> None:
         self.deliver(self.sent.pop(0).receive())
 
-    def merge_ranges(self, jobs: Iterable[list[list[tuple]]], dead: np.ndarray, chunks: int):
-        """The encoded rows of each term range of a merge (kenning.indexing.segments.merge_segments),
-        in order: through the workers when the run has them or the merge is as large as a segment
-        (MERGE_AHEAD ranges in flight a worker), else here. Call after `drain`."""
+    def merge_ranges(self, jobs: Iterable[list[list[tuple]] | SpillRange], dead: np.ndarray, chunks: int):
+        """The encoded rows of each term range of a merge (kenning.indexing.segments), in order:
+        through the workers when the run has them or the merge is as large as a segment (MERGE_AHEAD
+        ranges in flight a worker), else here. A job is a range's rows from each merged segment, or
+        a SpillRange the worker reads them from. Call after `drain`."""
         encode, decode = self.codec
         if not self.pool and chunks >= FLUSH_CHUNKS:
             self._worker(True)  # starts the workers (unless there are none to start)
         pool = self.pool
         if not pool:
             for parts in jobs:
-                yield merge_range(parts, dead, decode, encode)
+                yield merge_range(rows_of(parts), dead, decode, encode)
             return
         for worker in pool:
             worker.send(("dead", dead))

@@ -22,6 +22,7 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
+from kenning.indexing.spill import SpilledSegment, read_rows, spill_ranges
 from kenning.indexing.term_table import SEVERAL, TermTable
 from kenning.store.compact import (
     decode_posting_row,
@@ -201,14 +202,15 @@ class SegmentBuilder:
         if columns is not None:
             yield from columns.rows()
 
-    def encoded_rows(self, encode) -> list[tuple[tuple, bytes]]:
+    def encoded_rows(self, encode, digests: bool = True) -> list[tuple[tuple, bytes | None]]:
         """The segment's rows as `encode` (the store's posting_encoder) gives them, terms ascending:
-        all at once when it is the compact codec's (kenning.store.compact.encode_posting_rows)."""
+        all at once when it is the compact codec's (kenning.store.compact.encode_posting_rows), then
+        without their digests unless wanted."""
         columns = self.columns()
         if columns is None:
             return []
         if encode is encode_posting_row:
-            return encode_posting_rows(columns)
+            return encode_posting_rows(columns, digests)
         return [encode(*row) for row in columns.rows()]
 
 
@@ -322,25 +324,10 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
         return None
     if segment_ids != every[len(every) - len(segment_ids) :]:
         raise ValueError("only the newest segments can be merged (segment order is chunk-id order)")
-    live_ids = np.frombuffer(live.to_array(), dtype=np.uint32)
-    max_id = int(live_ids[-1]) if len(live_ids) else 0
-    live_mask = np.zeros(max_id + 2, dtype=bool)
-    live_mask[live_ids] = True
-    doc_ids, title_lens, body_lens, dead = [], [], [], []
-    for seg in segment_ids:
-        data = store.load_segment(seg)
-        keep = live_mask[np.minimum(data.doc_ids, max_id + 1)]
-        doc_ids.append(data.doc_ids[keep])
-        title_lens.append(data.title_lens[keep])
-        body_lens.append(data.body_lens[keep])
-        dead.append(data.doc_ids[~keep])
-    all_ids = np.concatenate(doc_ids)
-    if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
-        raise AssertionError("segments out of chunk-id order; refusing to merge")
+    all_ids, title_lens, body_lens, dead = _surviving([store.load_segment(seg) for seg in segment_ids], live)
     if len(all_ids) == 0:
         store.drop_segments(segment_ids)
         return None
-    dead = np.sort(np.concatenate(dead))
     bounds = store.term_bounds(segment_ids, MERGE_RANGE_BYTES)
     ranges = list(zip([None, *bounds], [*bounds, None], strict=True))
 
@@ -361,8 +348,47 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
         merged = (merge_range(parts, dead, decode, encode) for parts in jobs)
     # the merged segment is written while the old ones are read, then they go (all in the caller's
     # transaction)
-    merged_id = store.write_encoded_segment(
-        all_ids, np.concatenate(title_lens), np.concatenate(body_lens), _each_then_trim(merged)
-    )
+    merged_id = store.write_encoded_segment(all_ids, title_lens, body_lens, _each_then_trim(merged))
     store.drop_segments(segment_ids)
     return merged_id
+
+
+def land_spilled(store, spills: list[SpilledSegment], live: BitMap, helpers=None) -> int | None:
+    """Write a run's spilled segments (kenning.indexing.spill) to the store as one segment of their
+    live chunks, merged by term ranges as `merge_segments` merges (the workers read their ranges
+    from the files, and the merge digests every row it writes); a lone segment with nothing deleted
+    is copied row by row with the digests it was spilled with."""
+    if not spills:
+        return None
+    all_ids, title_lens, body_lens, dead = _surviving(spills, live)
+    if len(all_ids) == 0:
+        return None
+    if len(spills) == 1 and not len(dead) and spills[0].digested:
+        return store.write_encoded_segment(all_ids, title_lens, body_lens, read_rows(spills[0].path))
+    ranges = spill_ranges(spills, MERGE_RANGE_BYTES)
+    if helpers is not None:
+        merged = helpers.merge_ranges(ranges, dead, len(all_ids))
+    else:
+        decode, encode = store.posting_decoder, store.posting_encoder
+        merged = (merge_range(job.parts(), dead, decode, encode) for job in ranges)
+    return store.write_encoded_segment(all_ids, title_lens, body_lens, _each_then_trim(merged))
+
+
+def _surviving(segments, live: BitMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The live chunks' ids and field lengths of segments given in chunk-id order, and the deleted
+    chunks' ids (sorted)."""
+    live_ids = np.frombuffer(live.to_array(), dtype=np.uint32)
+    max_id = int(live_ids[-1]) if len(live_ids) else 0
+    live_mask = np.zeros(max_id + 2, dtype=bool)
+    live_mask[live_ids] = True
+    doc_ids, title_lens, body_lens, dead = [], [], [], []
+    for data in segments:
+        keep = live_mask[np.minimum(data.doc_ids, max_id + 1)]
+        doc_ids.append(data.doc_ids[keep])
+        title_lens.append(data.title_lens[keep])
+        body_lens.append(data.body_lens[keep])
+        dead.append(data.doc_ids[~keep])
+    all_ids = np.concatenate(doc_ids)
+    if len(all_ids) > 1 and not np.all(all_ids[1:] > all_ids[:-1]):
+        raise AssertionError("segments out of chunk-id order; refusing to merge")
+    return all_ids, np.concatenate(title_lens), np.concatenate(body_lens), np.sort(np.concatenate(dead))

@@ -25,8 +25,9 @@ from pyroaring import BitMap
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.entities.collect import EntityCollector
-from kenning.indexing.analysis import Analysed, ChunkAnalysis, EncodedSegment
-from kenning.indexing.segments import merge_plan, merge_segments
+from kenning.indexing.analysis import Analysed, ChunkAnalysis
+from kenning.indexing.segments import land_spilled, merge_plan, merge_segments
+from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.ingest.walk import path_key
 from kenning.models.recorded import model_identity, recorded_embedder
@@ -175,16 +176,21 @@ class IndexWriter:
             vocab = _VocabularyChanges()
             entities = EntityCollector(self.store)
             refreshed = entities.refresh_if_stale(live)
+            spill = SpillFolder(getattr(self.store, "directory", None))
+            spill.remove_stale()
+            stack.callback(spill.close)
+            spilled: list[SpilledSegment] = []
 
             def deliver(analysed: Analysed) -> None:
                 vocab.added.update(analysed.raws)
                 for chunk_id, found in analysed.entities:
                     entities.add_extracted(chunk_id, found)
                 if analysed.segment is not None:  # a write's memory stays bounded
-                    self._write_segment(analysed.segment, vocab, entities)
+                    spilled.append(analysed.segment)
+                    self._segment_done(vocab, entities)
 
             analysis = stack.enter_context(
-                ChunkAnalysis(self.analyzer, entities.matcher or None, self._codec(), deliver)
+                ChunkAnalysis(self.analyzer, entities.matcher or None, self._codec(), deliver, spill)
             )
             seen: set[str] = set()
             unread: list[str] = []  # folders (or files) that failed: what they held before stays
@@ -207,6 +213,8 @@ class IndexWriter:
                 report.files_seen += 1
                 self._index_file(found.path, shown, force, options, live, analysis, vocab, report, collection)
             analysis.drain()
+            land_spilled(self.store, spilled, live, analysis)
+            spill.close()
             self._remove_vanished(paths, seen, unread, live, vocab, report)
             if report.chunks_added or report.chunks_removed or force:
                 self._settle(live, vocab, report, entities, helpers=analysis)
@@ -218,13 +226,13 @@ class IndexWriter:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _write_segment(self, segment: EncodedSegment, vocab, entities) -> None:
-        """Write a segment the analysis completed, with what the run has buffered so far (the
-        entities' chunk ids, and the words the new chunks add to the spelling vocabulary once there
-        are many), so a write's memory stays bounded however many chunks it adds. All inside the
-        run's transaction: a crash still loses the whole run, never half of it."""
-        self.store.write_encoded_segment(segment.doc_ids, segment.title_lens, segment.body_lens, segment.rows)
-        release_freed_memory()  # the segment's rows are written and gone (kenning.allocator)
+    def _segment_done(self, vocab, entities) -> None:
+        """With a segment the analysis completed (spilled: kenning.indexing.spill), write what the
+        run has buffered so far (the entities' chunk ids, and the words the new chunks add to the
+        spelling vocabulary once there are many), so a write's memory stays bounded however many
+        chunks it adds. All inside the run's transaction: a crash still loses the whole run, never
+        half of it."""
+        release_freed_memory()  # an inline segment's rows are written and gone (kenning.allocator)
         entities.flush()
         # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
         # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end

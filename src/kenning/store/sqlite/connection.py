@@ -6,6 +6,7 @@ intact, and WAL mode lets searches in other processes read a consistent snapshot
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sqlite3
@@ -259,7 +260,10 @@ class SqliteConnection(CommitsCommon):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             self.__dict__.pop("_marks_by_segment", None)  # SqlitePostings: its segments are gone
-            if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+            full_disk = (
+                isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+            )  # spill files (kenning.indexing.spill)
+            if full_disk or isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
                 raise StorageError(
                     f"the disk holding {self.directory} is full ({exc}): this run was rolled back and the "
                     "index is as its last commit left it; free some space and run again"
