@@ -9,64 +9,102 @@ import pytest
 
 from kenning import Index
 from kenning.indexing import analysis, spill
-from kenning.indexing.spill import SPILL_PREFIX, SpilledSegment, read_rows, spill_ranges, write_spill
-from kenning.store.compact import encode_posting_row
+from kenning.indexing.spill import (
+    SPILL_PREFIX,
+    SpilledSegment,
+    empty_columns,
+    merge_columns,
+    read_columns,
+    spill_ranges,
+    write_spill,
+)
+from kenning.store.records import SegmentColumns
 
 
-def encoded_rows(rng: random.Random, terms: list[str]) -> list[tuple[tuple, bytes]]:
-    out = []
-    for term in sorted(set(terms)):
-        n = rng.randint(1, 40)
-        ids = np.array(sorted(rng.sample(range(10_000), n)), dtype=np.uint32)
-        tft = np.array([rng.randint(0, 2) for _ in range(n)], dtype=np.uint16)
-        tfb = np.array([rng.randint(1, 300) for _ in range(n)], dtype=np.uint16)
-        pt = np.arange(int(tft.sum()), dtype=np.uint32)
-        pb = np.array([rng.randint(0, 70_000) for _ in range(int(tfb.sum()))], dtype=np.uint32)
-        out.append(encode_posting_row(term, ids, tft, tfb, pt, pb))
-    return out
-
-
-def spilled(tmp_path, name: str, rows) -> SpilledSegment:
-    path = str(tmp_path / name)
-    marks, count = write_spill(path, rows)
-    empty = np.zeros(0, dtype=np.uint32)
-    return SpilledSegment(path, empty, empty, empty, marks, count, True)
-
-
-def test_rows_read_back_as_written_with_their_digests(tmp_path):
-    rng = random.Random(1)
-    rows = encoded_rows(
-        rng, ["zebra", "ärger", "日本", "a", "parse_query", "\U0001f600"] + [f"w{i}" for i in range(50)]
+def random_columns(rng: random.Random, terms: list[str], chunk_ids: range) -> SegmentColumns:
+    """A segment's columns: each term in some of the chunks, with title and body positions."""
+    parts = {name: [] for name in ("ids", "tft", "tfb", "pt", "pb")}
+    bounds = {"p": [0], "t": [0], "b": [0]}
+    for _term in terms:
+        ids = sorted(rng.sample(chunk_ids, rng.randint(1, min(30, len(chunk_ids)))))
+        tft = [rng.choice([0, 0, 1, 2]) for _ in ids]
+        tfb = [rng.choice([0, 1, 3, 300]) if t else rng.randint(1, 300) for t in tft]
+        parts["ids"] += ids
+        parts["tft"] += tft
+        parts["tfb"] += tfb
+        parts["pt"] += [rng.randint(0, 20) for _ in range(sum(tft))]
+        parts["pb"] += [rng.randint(0, 70_000) for _ in range(sum(tfb))]
+        for key, total in (("p", len(parts["ids"])), ("t", len(parts["pt"])), ("b", len(parts["pb"]))):
+            bounds[key].append(total)
+    return SegmentColumns(
+        list(terms),
+        np.array(parts["ids"], dtype=np.uint32),
+        np.array(parts["tft"], dtype=np.uint16),
+        np.array(parts["tfb"], dtype=np.uint16),
+        np.array(parts["pt"], dtype=np.uint32),
+        np.array(parts["pb"], dtype=np.uint32),
+        *(np.array(bounds[key], dtype=np.int64) for key in "ptb"),
     )
-    segment = spilled(tmp_path, "one.spill", rows)
-    assert segment.rows == len(rows)
-    assert list(read_rows(segment.path)) == rows
-    assert segment.marks[-1][2] == (tmp_path / "one.spill").stat().st_size
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_merge_ranges_hold_every_row_once_in_term_order(tmp_path, monkeypatch, seed):
-    """However the marks fall, each term's rows from every spill land in exactly one range, and the
-    ranges follow each other in term order."""
+def rows(columns: SegmentColumns) -> list[tuple]:
+    return [(term, *(a.tolist() for a in arrays)) for term, *arrays in columns.rows()]
+
+
+def spilled(tmp_path, name: str, columns: SegmentColumns) -> SpilledSegment:
+    path = str(tmp_path / name)
+    ids = np.unique(columns.ids)
+    return SpilledSegment(path, ids, ids.astype(np.uint16), ids.astype(np.uint16), write_spill(path, columns))
+
+
+def test_columns_read_back_as_written(tmp_path):
+    rng = random.Random(1)
+    terms = sorted(
+        ["zebra", "ärger", "日本", "a", "parse_query", "\U0001f600", *(f"w{i}" for i in range(50))]
+    )
+    columns = random_columns(rng, terms, range(1000))
+    segment = spilled(tmp_path, "one.spill", columns)
+    assert rows(read_columns(segment.path)) == rows(columns)
+    assert rows(read_columns(segment.path, 3, 9)) == rows(columns)[3:9]
+    assert rows(read_columns(segment.path, 3, 40, low="w2", high="w31")) == [
+        row for row in rows(columns)[3:40] if "w2" <= row[0] < "w31"
+    ]
+    empty = spilled(tmp_path, "empty.spill", empty_columns())
+    assert rows(read_columns(empty.path)) == [] and empty.marks == []
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_merged_ranges_hold_each_terms_postings_in_chunk_order_without_the_dead(tmp_path, monkeypatch, seed):
+    """However the marks and ranges fall, the ranges' merged columns are, term after term, each
+    segment's postings and positions of the term in segment order, without the deleted chunks."""
     rng = random.Random(seed)
-    monkeypatch.setattr(spill, "SPILL_MARK_BYTES", rng.choice([1, 500, 3000, 1 << 20]))
-    vocabulary = [f"t{i:04d}" for i in range(400)]
-    spills, written = [], []
+    monkeypatch.setattr(spill, "SPILL_MARK_BYTES", rng.choice([1, 2000, 20_000, 1 << 30]))
+    vocabulary = [f"t{i:04d}" for i in range(300)]
+    spills, segments = [], []
     for n in range(rng.randint(1, 5)):
-        rows = encoded_rows(rng, rng.sample(vocabulary, rng.randint(1, 200)))
-        spills.append(spilled(tmp_path, f"{n}.spill", rows))
-        written.append([row for row, _ in rows])
-    ranges = spill_ranges(spills, budget=rng.choice([2000, 20_000, 10**9]))
-    seen = [[] for _ in spills]
-    last = None
-    for job in ranges:
-        for i, part in enumerate(job.parts()):
-            for row in part:
-                assert (job.low is None or row[0] >= job.low) and (job.high is None or row[0] < job.high)
-            seen[i].extend(part)
-        assert last is None or job.low == last
-        last = job.high
-    assert last is None and seen == written
+        columns = random_columns(
+            rng, sorted(rng.sample(vocabulary, rng.randint(1, 120))), range(n * 100, n * 100 + 100)
+        )
+        segments.append(columns)
+        spills.append(spilled(tmp_path, f"{n}.spill", columns))
+    dead = np.array(sorted(rng.sample(range(len(spills) * 100), rng.choice([0, 5, 60]))), dtype=np.uint32)
+    merged = []
+    for job in spill_ranges(spills, budget=rng.choice([1000, 30_000, 10**9])):
+        merged += rows(merge_columns(job.parts(), dead))
+    expected: dict[str, list] = {}
+    for columns in segments:
+        for term, ids, tft, tfb, pt, pb in rows(columns):
+            row = expected.setdefault(term, [term, [], [], [], [], []])
+            at_t = at_b = 0
+            for chunk, t, b in zip(ids, tft, tfb, strict=True):
+                if chunk not in dead:
+                    row[1].append(chunk)
+                    row[2].append(t)
+                    row[3].append(b)
+                    row[4] += pt[at_t : at_t + t]
+                    row[5] += pb[at_b : at_b + b]
+                at_t, at_b = at_t + t, at_b + b
+    assert merged == [tuple(row) for _, row in sorted(expected.items()) if row[1]]
 
 
 def build(folder, index_dir, workers, monkeypatch) -> None:

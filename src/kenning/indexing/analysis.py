@@ -38,8 +38,8 @@ import numpy as np
 from kenning.allocator import worker_environment
 from kenning.analysis.analyzer import Analyzer
 from kenning.entities.extract import GlossaryMatcher, extract
-from kenning.indexing.segments import SegmentBuilder, merge_range
-from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, write_spill
+from kenning.indexing.segments import SegmentBuilder, merge_range, merge_spill_range
+from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, empty_columns, write_spill
 from kenning.store import StorageError
 
 BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers start
@@ -85,18 +85,15 @@ class Analysed:
 
 class SegmentWork:
     """The segment in the making, inline or in a worker: takes batches, gives back their analysis
-    and, when told the segment ends, the segment encoded."""
+    and, when told the segment ends, the segment spilled."""
 
-    def __init__(self, analyzer: Analyzer, matcher: GlossaryMatcher | None, encode: Callable):
+    def __init__(self, analyzer: Analyzer, matcher: GlossaryMatcher | None):
         self.builder = SegmentBuilder(analyzer)
         self.matcher = matcher
-        self.encode = encode
 
-    def run(
-        self, chunks: list[Chunk], ends_segment: bool, spill: str | None = None, digests: bool = True
-    ) -> Analysed:
-        """Analyse a batch; when it ends the segment, write the segment's rows to the file `spill`,
-        with their digests if wanted."""
+    def run(self, chunks: list[Chunk], ends_segment: bool, spill: str | None = None) -> Analysed:
+        """Analyse a batch; when it ends the segment, write the segment's columns to the file `spill`
+        (kenning.indexing.spill)."""
         out = Analysed()
         for chunk_id, title, body, meta in chunks:
             self.builder.add(chunk_id, title, body)
@@ -104,23 +101,26 @@ class SegmentWork:
         if ends_segment and len(self.builder):
             builder = self.builder
             out.raws = Counter(builder.raw_chunk_counts())
-            marks, rows = write_spill(spill, builder.encoded_rows(self.encode, digests))
+            marks = write_spill(spill, builder.columns() or empty_columns())
             out.segment = SpilledSegment(
                 spill,
                 np.array(builder.doc_ids),
                 np.array(builder.title_lens),
                 np.array(builder.body_lens),
                 marks,
-                rows,
-                digests,
             )
             self.builder = SegmentBuilder(builder.analyzer)
         return out
 
 
-def rows_of(job: list[list[tuple]] | SpillRange) -> list[list[tuple]]:
-    """A merge job's rows from each merged segment (a SpillRange's read from its files here)."""
-    return job.parts() if isinstance(job, SpillRange) else job
+def merge_job(
+    job: list[list[tuple]] | SpillRange, dead: np.ndarray, decode, encode
+) -> list[tuple[tuple, bytes]]:
+    """One term range of a merge, encoded: of stored segments (their rows, read by the writer) or of
+    spilled ones (read from their files here)."""
+    if isinstance(job, SpillRange):
+        return merge_spill_range(job, dead, encode)
+    return merge_range(job, dead, decode, encode)
 
 
 def write_message(stream, message) -> None:
@@ -233,13 +233,13 @@ class _Worker:
 
 def serve(stdin=None, stdout=None) -> None:
     """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder and decoder)
-    first, then until the end of input: ("chunks", batch, ends_segment, spill file, digests) answered with
+    first, then until the end of input: ("chunks", batch, ends_segment, spill file) answered with
     Analysed, ("dead", ids) that sets the deleted chunks for the merge ranges to come, and ("merge",
     parts) answered with the range's encoded rows (kenning.indexing.segments.merge_range)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     config, matcher, encode, decode = read_message(stdin)
-    work = SegmentWork(Analyzer(config), matcher, encode)
+    work = SegmentWork(Analyzer(config), matcher)
     dead = np.zeros(0, dtype=np.uint32)
     while True:
         try:
@@ -253,7 +253,7 @@ def serve(stdin=None, stdout=None) -> None:
                 dead = message[0]
                 continue
             elif kind == "merge":
-                answer = merge_range(rows_of(message[0]), dead, decode, encode)
+                answer = merge_job(message[0], dead, decode, encode)
             else:
                 raise ValueError(f"unknown message {kind!r}")
         except OSError as exc:  # a spill file that cannot be written or read (a full disk): the
@@ -290,7 +290,7 @@ class ChunkAnalysis:
         self.setup = (analyzer.config, matcher, *codec)
         self.spill = spill
         self.codec = codec
-        self.inline = SegmentWork(analyzer, matcher, codec[0])
+        self.inline = SegmentWork(analyzer, matcher)
         self.deliver = deliver
         self.workers = worker_count() if workers is None else workers
         self.batch: list[Chunk] = []
@@ -329,15 +329,12 @@ class ChunkAnalysis:
             self.owner = self._worker(len(chunks) >= BATCH or ends_segment and self.segments > 0)
             self.started = True
         spill = self.spill.next_file() if ends_segment else None
-        # only a run's first segment may land alone, copied with its rows' digests: a merge of
-        # several digests every row it writes
-        digests = self.segments == 0
         if self.owner is None:
             while self.sent:  # keep the order: earlier batches first
                 self._receive()
-            self.deliver(self.inline.run(chunks, ends_segment, spill, digests))
+            self.deliver(self.inline.run(chunks, ends_segment, spill))
         else:
-            self.owner.send(("chunks", chunks, ends_segment, spill, digests))
+            self.owner.send(("chunks", chunks, ends_segment, spill))
             self.sent.append(self.owner)
             while len(self.sent) > IN_FLIGHT * len(self.pool):
                 self._receive()
@@ -360,7 +357,7 @@ class ChunkAnalysis:
         pool = self.pool
         if not pool:
             for parts in jobs:
-                yield merge_range(rows_of(parts), dead, decode, encode)
+                yield merge_job(parts, dead, decode, encode)
             return
         for worker in pool:
             worker.send(("dead", dead))

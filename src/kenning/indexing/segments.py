@@ -22,7 +22,7 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
-from kenning.indexing.spill import SpilledSegment, read_rows, spill_ranges
+from kenning.indexing.spill import SpilledSegment, SpillRange, merge_columns, spill_ranges
 from kenning.indexing.term_table import SEVERAL, TermTable
 from kenning.store.compact import (
     decode_posting_row,
@@ -202,16 +202,13 @@ class SegmentBuilder:
         if columns is not None:
             yield from columns.rows()
 
-    def encoded_rows(self, encode, digests: bool = True) -> list[tuple[tuple, bytes | None]]:
-        """The segment's rows as `encode` (the store's posting_encoder) gives them, terms ascending:
-        all at once when it is the compact codec's (kenning.store.compact.encode_posting_rows), then
-        without their digests unless wanted."""
-        columns = self.columns()
-        if columns is None:
-            return []
-        if encode is encode_posting_row:
-            return encode_posting_rows(columns, digests)
-        return [encode(*row) for row in columns.rows()]
+
+def encode_columns(columns: SegmentColumns, encode) -> list[tuple[tuple, bytes]]:
+    """A segment's rows as `encode` (the store's posting_encoder) gives them, terms ascending: all at
+    once when it is the compact codec's (kenning.store.compact.encode_posting_rows)."""
+    if encode is encode_posting_row:
+        return encode_posting_rows(columns)
+    return [encode(*row) for row in columns.rows()]
 
 
 def merge_plan(store, live: BitMap) -> list[int]:
@@ -355,23 +352,25 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
 
 def land_spilled(store, spills: list[SpilledSegment], live: BitMap, helpers=None) -> int | None:
     """Write a run's spilled segments (kenning.indexing.spill) to the store as one segment of their
-    live chunks, merged by term ranges as `merge_segments` merges (the workers read their ranges
-    from the files, and the merge digests every row it writes); a lone segment with nothing deleted
-    is copied row by row with the digests it was spilled with."""
+    live chunks, by term ranges as `merge_segments` merges: each range's columns are read from the
+    files, joined and encoded (in the workers, when `helpers` has them), and the writer inserts the
+    rows. A lone segment goes the same way: its rows are first encoded here."""
     if not spills:
         return None
     all_ids, title_lens, body_lens, dead = _surviving(spills, live)
     if len(all_ids) == 0:
         return None
-    if len(spills) == 1 and not len(dead) and spills[0].digested:
-        return store.write_encoded_segment(all_ids, title_lens, body_lens, read_rows(spills[0].path))
     ranges = spill_ranges(spills, MERGE_RANGE_BYTES)
     if helpers is not None:
         merged = helpers.merge_ranges(ranges, dead, len(all_ids))
     else:
-        decode, encode = store.posting_decoder, store.posting_encoder
-        merged = (merge_range(job.parts(), dead, decode, encode) for job in ranges)
+        merged = (merge_spill_range(job, dead, store.posting_encoder) for job in ranges)
     return store.write_encoded_segment(all_ids, title_lens, body_lens, _each_then_trim(merged))
+
+
+def merge_spill_range(job: SpillRange, dead: np.ndarray, encode) -> list[tuple[tuple, bytes]]:
+    """One term range of the spilled segments, joined without the `dead` chunks and encoded."""
+    return encode_columns(merge_columns(job.parts(), dead), encode)
 
 
 def _surviving(segments, live: BitMap) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -1,117 +1,218 @@
-"""A run's segments in files until the run ends, then into the store once.
+"""A run's segments in files until the run ends, then into the store once, merged.
 
-A write is one transaction, so the segments a large run makes are never seen before its end, and
-its end merges them into one. Inserting every segment's rows into the store and reading them back
-for that merge cost a 1M-chunk build about half its time: the rows crossed the pipe from the worker
-that made them, were inserted row by row, read back by term range, sent to a worker again and
-inserted once more. Now the worker that makes a segment writes its rows to a file of its own
-(sequential writes), the workers read their term ranges of the files for the merge themselves, and
-the store takes each row once, merged.
+A write is one transaction, so the segments a large run makes are never seen before its end, and its
+end merges them into one. Inserting every segment's rows into the store and reading them back for
+that merge cost a 1M-chunk build about half its time: each row crossed the pipe from the worker that
+made it, was inserted, read back by term range, sent to a worker again, joined and inserted once
+more. Now the worker that makes a segment writes its flat columns (kenning.store.records.
+SegmentColumns: every posting and position of the segment in term order) to a file of its own, the
+workers read their term ranges of all the files for the merge themselves and join them with a few
+array operations (`merge_columns`), and only the merged rows are encoded, once, for the store.
 
-A spill file is a sequence of frames, each the pickle of the next rows in term order (with their
-digests) after its length in 8 bytes; a frame ends at SPILL_MARK_BYTES of merge memory (the rows'
-bytes and their Python objects, as kenning.store.records.ROW_MEMORY_BYTES counts them). Each frame's
-mark (its last term, its memory, where it ends) gives the term ranges to cut merges by and the file
-offsets to read each range from. The files are private to the run that writes them (a folder only
-it can open) and never read by another, so pickle's speed is safe here: it writes a segment in half
-the time of a row-by-row format.
+A spill file is a JSON header (its length in the first 8 bytes) naming where each column lies, then
+the columns: the terms' UTF-8 bytes and their offsets, the postings (chunk ids, title and body term
+frequencies), the positions, and each term's bounds in them. A range reads only its slices. Marks
+every SPILL_MARK_BYTES of merge memory (the postings' bytes and ROW_MEMORY_BYTES a term, as
+kenning.store term_bounds counts a stored segment) give the term ranges to cut merges by and the terms
+each range reads.
 
-The files live in a private folder beside the index (`SpillFolder`), removed when the run ends; a
-run that was killed leaves one behind, which the next write removes.
+The files live in a private folder beside the index (`SpillFolder`), removed when the run ends; a run
+that was killed leaves one behind, which the next write removes.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import shutil
 import tempfile
 from bisect import bisect_left
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from kenning.store.records import ROW_MEMORY_BYTES
+from kenning.store.records import ROW_MEMORY_BYTES, SegmentColumns
 
-SPILL_MARK_BYTES = 16 << 10  # merge memory between marks: a range reads at most two marks' worth more
+SPILL_MARK_BYTES = 64 << 10  # merge memory between marks: a range reads at most two marks' worth more
 SPILL_PREFIX = ".kenning-spill-"
+_ARRAYS = (
+    "ids",
+    "tf_title",
+    "tf_body",
+    "pos_title",
+    "pos_body",
+    "posting_bounds",
+    "title_bounds",
+    "body_bounds",
+)
 
 
 @dataclass
 class SpilledSegment:
-    """One segment of the run, its rows in a spill file."""
+    """One segment of the run, its columns in a spill file."""
 
     path: str
     doc_ids: np.ndarray
     title_lens: np.ndarray
     body_lens: np.ndarray
-    marks: list[tuple[str, int, int]]  # (last term, merge memory, file offset after it) of each frame
-    rows: int
-    digested: bool  # the rows were spilled with their digests (else a merge makes them)
+    marks: list[tuple[str, int, int]]  # (last term, merge memory, terms up to here) of each run of terms
 
 
 @dataclass
 class SpillRange:
     """One term range of a merge of spilled segments: [low, high) (None: open) and, for each segment
-    in order, the bytes of its file that hold the range (and a little around it)."""
+    in order, the terms [first, end) of its file that hold the range (and a few around it)."""
 
     low: str | None
     high: str | None
-    pieces: list[tuple[str, int, int]]  # (path, start, end)
+    pieces: list[tuple[str, int, int]]  # (path, first, end)
 
-    def parts(self) -> list[list[tuple]]:
-        """Each segment's rows of the range as the store hands them out (`raw_postings`)."""
-        return [
-            [row for row, _ in read_rows(path, start, end, self.low, self.high)]
-            for path, start, end in self.pieces
-        ]
+    def parts(self) -> list[SegmentColumns]:
+        """Each segment's columns of the range."""
+        return [read_columns(path, first, end, self.low, self.high) for path, first, end in self.pieces]
 
 
-def write_spill(path: str, rows: list[tuple[tuple, bytes]]) -> tuple[list[tuple[str, int, int]], int]:
-    """Write encoded (row, digest) pairs, terms ascending, as frames of about SPILL_MARK_BYTES of
-    merge memory; returns the marks (one a frame) and the row count."""
-    sizes = [len(r[1]) + len(r[2]) + len(r[3]) + len(r[4]) + len(r[5]) + ROW_MEMORY_BYTES for r, _ in rows]
-    marks: list[tuple[str, int, int]] = []
-    offset = start = held = 0
+def empty_columns() -> SegmentColumns:
+    """The columns of a segment whose chunks hold no term (it still counts their ids and lengths)."""
+    none = np.zeros(0, dtype=np.uint32)
+    start = np.zeros(1, dtype=np.int64)
+    return SegmentColumns(
+        [], none, none.astype(np.uint16), none.astype(np.uint16), none, none, start, start, start
+    )
+
+
+def write_spill(path: str, columns: SegmentColumns) -> list[tuple[str, int, int]]:
+    """Write a segment's columns; returns its marks."""
+    names = [term.encode("utf-8", "surrogatepass") for term in columns.terms]
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum([len(name) for name in names], out=offsets[1:])
+    arrays = {"term_bytes": np.frombuffer(b"".join(names), dtype=np.uint8), "term_offsets": offsets}
+    arrays.update((name, getattr(columns, name)) for name in _ARRAYS)
+    header, at = {}, 0
+    for name, array in arrays.items():
+        header[name] = [at, len(array), array.dtype.str]
+        at += array.nbytes
+    head = json.dumps(header).encode()
     with open(path, "wb") as out:
-        for end, size in enumerate(sizes, 1):
-            held += size
-            if held >= SPILL_MARK_BYTES or end == len(sizes):
-                frame = pickle.dumps(rows[start:end], pickle.HIGHEST_PROTOCOL)
-                out.write(len(frame).to_bytes(8, "little"))
-                out.write(frame)
-                offset += 8 + len(frame)
-                marks.append((rows[end - 1][0][0], held, offset))
-                start, held = end, 0
-    return marks, len(rows)
+        out.write(len(head).to_bytes(8, "little"))
+        out.write(head)
+        for array in arrays.values():
+            out.write(np.ascontiguousarray(array).data)
+    return _marks(columns)
 
 
-def read_rows(
-    path: str, start: int = 0, end: int | None = None, low: str | None = None, high: str | None = None
-) -> Iterator[tuple[tuple, bytes]]:
-    """The (row, digest) pairs in the frames at bytes [start, end) of a spill file whose term is in
-    [low, high)."""
+def _marks(columns: SegmentColumns) -> list[tuple[str, int, int]]:
+    """(last term, merge memory, terms so far) of each run of terms holding SPILL_MARK_BYTES or more."""
+    sizes = (
+        np.diff(columns.posting_bounds) * 8  # chunk id and two frequencies, as stored at their widest
+        + (np.diff(columns.title_bounds) + np.diff(columns.body_bounds)) * 4
+        + ROW_MEMORY_BYTES
+    )
+    total = np.cumsum(sizes)
+    if not len(total):
+        return []
+    ends = np.unique(
+        np.searchsorted(total, np.arange(SPILL_MARK_BYTES, int(total[-1]), SPILL_MARK_BYTES)) + 1
+    )
+    ends = np.append(ends[ends < len(total)], len(total))
+    held = np.diff(np.concatenate(([0], total[ends - 1])))
+    return [
+        (columns.terms[end - 1], int(size), int(end))
+        for end, size in zip(ends.tolist(), held.tolist(), strict=True)
+    ]
+
+
+def read_columns(path: str, first: int = 0, end: int | None = None, low=None, high=None) -> SegmentColumns:
+    """The columns of terms [first, end) of a spill file whose term is in [low, high) (None: open)."""
     with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read() if end is None else f.read(end - start)
-    at = 0
-    while at < len(data):
-        size = int.from_bytes(data[at : at + 8], "little")
-        frame = pickle.loads(data[at + 8 : at + 8 + size])
-        at += 8 + size
-        for pair in frame:
-            term = pair[0][0]
-            if high is not None and term >= high:
-                return
-            if low is None or term >= low:
-                yield pair
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        base = 8 + size
+
+        def read(name: str, start: int, stop: int) -> np.ndarray:
+            at, _, dtype = header[name]
+            dtype = np.dtype(dtype)
+            f.seek(base + at + start * dtype.itemsize)
+            return np.frombuffer(f.read((stop - start) * dtype.itemsize), dtype=dtype)
+
+        end = header["term_offsets"][1] - 1 if end is None else end
+        offsets = read("term_offsets", first, end + 1)
+        blob = read("term_bytes", int(offsets[0]), int(offsets[-1])).tobytes()
+        starts = (offsets - offsets[0]).tolist()
+        terms = [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, starts[1:], strict=False)]
+        lo = 0 if low is None else bisect_left(terms, low)
+        hi = len(terms) if high is None else bisect_left(terms, high)
+        first, end, terms = first + lo, first + hi, terms[lo:hi]
+        bounds = {
+            name: read(name, first, end + 1) for name in ("posting_bounds", "title_bounds", "body_bounds")
+        }
+        p, t, b = (bounds[name] for name in ("posting_bounds", "title_bounds", "body_bounds"))
+        return SegmentColumns(
+            terms,
+            read("ids", int(p[0]), int(p[-1])),
+            read("tf_title", int(p[0]), int(p[-1])),
+            read("tf_body", int(p[0]), int(p[-1])),
+            read("pos_title", int(t[0]), int(t[-1])),
+            read("pos_body", int(b[0]), int(b[-1])),
+            p - p[0],
+            t - t[0],
+            b - b[0],
+        )
+
+
+def merge_columns(parts: list[SegmentColumns], dead: np.ndarray) -> SegmentColumns:
+    """Segments' columns (in chunk-id order) joined into one segment's, without the `dead` chunks
+    (sorted): each term's postings and positions in segment order, as one segment holding all their
+    chunks would have them. A stable sort by term over runs that are each sorted already."""
+    if not parts:
+        return empty_columns()
+    terms = sorted(set().union(*(part.terms for part in parts)))
+    index = {term: n for n, term in enumerate(terms)}
+    keys: dict[str, list[np.ndarray]] = {"posting": [], "title": [], "body": []}
+    for part in parts:
+        of = np.fromiter((index[term] for term in part.terms), dtype=np.int64, count=len(part.terms))
+        for kind in keys:
+            keys[kind].append(np.repeat(of, np.diff(getattr(part, f"{kind}_bounds"))))
+    posting_key, title_key, body_key = (np.concatenate(keys[kind]) for kind in ("posting", "title", "body"))
+    ids, tf_title, tf_body, pos_title, pos_body = (
+        np.concatenate([getattr(part, name) for part in parts])
+        for name in ("ids", "tf_title", "tf_body", "pos_title", "pos_body")
+    )
+    if len(dead):
+        kept = ~np.isin(ids, dead)
+        title_kept, body_kept = (
+            np.repeat(kept, tf_title.astype(np.int64)),
+            np.repeat(kept, tf_body.astype(np.int64)),
+        )
+        posting_key, ids, tf_title, tf_body = posting_key[kept], ids[kept], tf_title[kept], tf_body[kept]
+        title_key, pos_title = title_key[title_kept], pos_title[title_kept]
+        body_key, pos_body = body_key[body_kept], pos_body[body_kept]
+    order = np.argsort(posting_key, kind="stable")
+    ids, tf_title, tf_body = ids[order], tf_title[order], tf_body[order]
+    pos_title = pos_title[np.argsort(title_key, kind="stable")]
+    pos_body = pos_body[np.argsort(body_key, kind="stable")]
+    present = np.bincount(posting_key, minlength=len(terms)) > 0
+
+    def bounds(key: np.ndarray) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(np.bincount(key, minlength=len(terms))[present])))
+
+    return SegmentColumns(
+        [term for term, here in zip(terms, present.tolist(), strict=True) if here],
+        ids,
+        tf_title,
+        tf_body,
+        pos_title,
+        pos_body,
+        bounds(posting_key),
+        bounds(title_key),
+        bounds(body_key),
+    )
 
 
 def spill_ranges(spills: list[SpilledSegment], budget: int) -> list[SpillRange]:
     """The term ranges of a merge of `spills`, each about `budget` bytes of merge memory over all of
-    them (as kenning.store term_bounds cuts a merge of stored segments), with where to read them."""
+    them (as kenning.store term_bounds cuts a merge of stored segments), with the terms to read."""
     sizes = sorted((term, size) for spill in spills for term, size, _ in spill.marks)
     bounds: list[str] = []
     held = 0
@@ -121,18 +222,19 @@ def spill_ranges(spills: list[SpilledSegment], budget: int) -> list[SpillRange]:
             held = 0
         held += size
     edges = [None, *bounds, None]
-    terms = [[term for term, _, _ in spill.marks] for spill in spills]
+    marked = [[term for term, _, _ in spill.marks] for spill in spills]
     out = []
     for low, high in zip(edges, edges[1:], strict=False):
         pieces = []
-        for spill, marked in zip(spills, terms, strict=True):
-            # from the last mark before `low` (rows after it may still be below `low`: read_rows skips
-            # them) to the first mark at or after `high` (rows from `high` on are read and dropped)
-            before = 0 if low is None else bisect_left(marked, low)
-            after = len(marked) - 1 if high is None else min(bisect_left(marked, high), len(marked) - 1)
-            start = spill.marks[before - 1][2] if before else 0
-            end = spill.marks[after][2] if marked else 0
-            pieces.append((spill.path, start, end))
+        for spill, terms in zip(spills, marked, strict=True):
+            if not terms:
+                continue
+            # from the last mark before `low` (terms after it may still be below `low`: read_columns
+            # leaves them) to the first mark at or after `high` (and the terms from `high` on)
+            before = 0 if low is None else bisect_left(terms, low)
+            after = len(terms) - 1 if high is None else min(bisect_left(terms, high), len(terms) - 1)
+            first = spill.marks[before - 1][2] if before else 0
+            pieces.append((spill.path, first, spill.marks[after][2]))
         out.append(SpillRange(low, high, pieces))
     return out
 

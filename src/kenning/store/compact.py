@@ -147,9 +147,8 @@ def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -
     return row, digest
 
 
-def encode_posting_rows(columns: SegmentColumns, digests: bool = True) -> list[tuple[tuple, bytes | None]]:
-    """`encode_posting_row` for every term of a new segment (the digests None unless wanted: a merge
-    that follows digests the rows it writes), from its flat columns: each column is
+def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
+    """`encode_posting_row` for every term of a segment, from its flat columns: each column is
     made bytes once in its wide and its narrow width, each term's narrowest width is read off counts
     of its values past a width's reach, and each row is slices of those bytes. A segment holds
     ~150k terms, most of them a few postings long, so the per-term array calls were most of the cost
@@ -193,12 +192,8 @@ def encode_posting_rows(columns: SegmentColumns, digests: bool = True) -> list[t
         tfb = wide_tfb if kind == 2 else (tfb_byte[p0:p1] if kind else b"")
         pt = wide_pt if pt_kind[i] == 4 else pt_short[2 * t0 : 2 * t1]
         pb = wide_pb if pb_kind[i] == 4 else pb_short[2 * b0 : 2 * b1]
-        digest = (
-            digest_of_columns(
-                term, [(n, row_ids), (n, wide_tft), (n, wide_tfb), (t1 - t0, wide_pt), (b1 - b0, wide_pb)]
-            )
-            if digests
-            else None
+        digest = digest_of_columns(
+            term, [(n, row_ids), (n, wide_tft), (n, wide_tfb), (t1 - t0, wide_pt), (b1 - b0, wide_pb)]
         )
         out.append(((term, row_ids, tft, tfb, pt, pb), digest))
     return out
