@@ -1,5 +1,5 @@
-"""A segment's work in an analysis worker (`SegmentWork.run`: tokens to terms, grouping, encoding the
-rows), with the compiled term table against the same table in Python, in turn in one process.
+"""A segment's work in an analysis worker (`SegmentWork.run`: tokens to terms, grouping, spilling the
+columns), with the compiled term table against the same table in Python, in turn in one process.
 
     python benchmarks/bench_segment.py [CORPUS_DIR] [--segments 4]
 
@@ -13,13 +13,13 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 from kenning.analysis.analyzer import Analyzer
 from kenning.indexing import segments, term_table
 from kenning.indexing.analysis import BATCH, FLUSH_CHUNKS, SegmentWork
-from kenning.store.compact import encode_posting_row
 
 DEFAULT = Path(os.environ.get("TMPDIR", "/tmp")) / "kenning-scale" / "chunks-1000000" / "corpus"
 
@@ -39,11 +39,12 @@ def read_chunks(corpus: Path, wanted: int) -> list[tuple]:
 def build(analyzer: Analyzer, chunks: list[tuple], table) -> float:
     """Seconds to make one segment of `chunks` with the given term table class."""
     segments.TermTable = table
-    work = SegmentWork(analyzer, None, encode_posting_row)
-    started = time.perf_counter()
-    for i in range(0, len(chunks), BATCH):
-        work.run(chunks[i : i + BATCH], i + BATCH >= len(chunks))
-    return time.perf_counter() - started
+    work = SegmentWork(analyzer, None)
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        for i in range(0, len(chunks), BATCH):
+            work.run(chunks[i : i + BATCH], i + BATCH >= len(chunks), os.path.join(folder, "segment.spill"))
+        return time.perf_counter() - started
 
 
 def main() -> None:

@@ -164,50 +164,60 @@ def read_columns(path: str, first: int = 0, end: int | None = None, low=None, hi
 def merge_columns(parts: list[SegmentColumns], dead: np.ndarray) -> SegmentColumns:
     """Segments' columns (in chunk-id order) joined into one segment's, without the `dead` chunks
     (sorted): each term's postings and positions in segment order, as one segment holding all their
-    chunks would have them. A stable sort by term over runs that are each sorted already."""
+    chunks would have them. Each segment's run of a term is a block; the blocks are ordered by term,
+    then by segment (one sort over blocks, not over postings), and each column is gathered once."""
     if not parts:
         return empty_columns()
     terms = sorted(set().union(*(part.terms for part in parts)))
     index = {term: n for n, term in enumerate(terms)}
-    keys: dict[str, list[np.ndarray]] = {"posting": [], "title": [], "body": []}
-    for part in parts:
-        of = np.fromiter((index[term] for term in part.terms), dtype=np.int64, count=len(part.terms))
-        for kind in keys:
-            keys[kind].append(np.repeat(of, np.diff(getattr(part, f"{kind}_bounds"))))
-    posting_key, title_key, body_key = (np.concatenate(keys[kind]) for kind in ("posting", "title", "body"))
-    ids, tf_title, tf_body, pos_title, pos_body = (
-        np.concatenate([getattr(part, name) for part in parts])
-        for name in ("ids", "tf_title", "tf_body", "pos_title", "pos_body")
+    keys = np.concatenate(
+        [np.fromiter((index[t] for t in part.terms), np.int64, len(part.terms)) for part in parts]
     )
+    by_term = np.argsort(keys, kind="stable")
+
+    def gather(bounds: str, names: tuple[str, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The merged term bounds over one kind of column, and those columns gathered."""
+        base = np.cumsum([0] + [len(getattr(part, names[0])) for part in parts[:-1]])
+        starts = np.concatenate(
+            [at + getattr(part, bounds)[:-1] for at, part in zip(base, parts, strict=True)]
+        )
+        lengths = np.concatenate([np.diff(getattr(part, bounds)) for part in parts])
+        starts, lengths = starts[by_term], lengths[by_term]
+        take = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        merged = [np.concatenate([getattr(part, name) for part in parts])[take] for name in names]
+        per_term = np.bincount(
+            keys, weights=np.concatenate([np.diff(getattr(p, bounds)) for p in parts]), minlength=len(terms)
+        )
+        return np.concatenate(([0], np.cumsum(per_term.astype(np.int64)))), merged
+
+    posting_bounds, (ids, tf_title, tf_body) = gather("posting_bounds", ("ids", "tf_title", "tf_body"))
+    title_bounds, (pos_title,) = gather("title_bounds", ("pos_title",))
+    body_bounds, (pos_body,) = gather("body_bounds", ("pos_body",))
     if len(dead):
         kept = ~np.isin(ids, dead)
-        title_kept, body_kept = (
-            np.repeat(kept, tf_title.astype(np.int64)),
-            np.repeat(kept, tf_body.astype(np.int64)),
-        )
-        posting_key, ids, tf_title, tf_body = posting_key[kept], ids[kept], tf_title[kept], tf_body[kept]
-        title_key, pos_title = title_key[title_kept], pos_title[title_kept]
-        body_key, pos_body = body_key[body_kept], pos_body[body_kept]
-    order = np.argsort(posting_key, kind="stable")
-    ids, tf_title, tf_body = ids[order], tf_title[order], tf_body[order]
-    pos_title = pos_title[np.argsort(title_key, kind="stable")]
-    pos_body = pos_body[np.argsort(body_key, kind="stable")]
-    present = np.bincount(posting_key, minlength=len(terms)) > 0
-
-    def bounds(key: np.ndarray) -> np.ndarray:
-        return np.concatenate(([0], np.cumsum(np.bincount(key, minlength=len(terms))[present])))
-
+        if not kept.all():
+            title_kept = np.repeat(kept, tf_title.astype(np.int64))
+            body_kept = np.repeat(kept, tf_body.astype(np.int64))
+            posting_bounds = _kept_bounds(posting_bounds, kept)
+            title_bounds, body_bounds = (
+                _kept_bounds(title_bounds, title_kept),
+                _kept_bounds(body_bounds, body_kept),
+            )
+            ids, tf_title, tf_body = ids[kept], tf_title[kept], tf_body[kept]
+            pos_title, pos_body = pos_title[title_kept], pos_body[body_kept]
+            present = np.diff(posting_bounds) > 0  # a term whose every posting was deleted goes
+            terms = [term for term, here in zip(terms, present.tolist(), strict=True) if here]
+            posting_bounds, title_bounds, body_bounds = (
+                np.concatenate((b[:1], b[1:][present])) for b in (posting_bounds, title_bounds, body_bounds)
+            )
     return SegmentColumns(
-        [term for term, here in zip(terms, present.tolist(), strict=True) if here],
-        ids,
-        tf_title,
-        tf_body,
-        pos_title,
-        pos_body,
-        bounds(posting_key),
-        bounds(title_key),
-        bounds(body_key),
+        terms, ids, tf_title, tf_body, pos_title, pos_body, posting_bounds, title_bounds, body_bounds
     )
+
+
+def _kept_bounds(bounds: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Bounds over a column after keeping only its `kept` entries."""
+    return np.concatenate(([0], np.cumsum(kept, dtype=np.int64)))[bounds]
 
 
 def spill_ranges(spills: list[SpilledSegment], budget: int) -> list[SpillRange]:
