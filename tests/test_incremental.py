@@ -207,3 +207,18 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
 def test_missing_index_is_a_clear_error(tmp_path):
     with pytest.raises(StorageError, match="kenning index"):
         Index(tmp_path / "nowhere", create=False)
+
+
+def test_paths_are_shown_relative_to_the_working_directory(tmp_path, monkeypatch):
+    from kenning.indexing.writer import display_path
+
+    monkeypatch.chdir(tmp_path)
+    assert display_path(tmp_path / "notes" / "a.md") == "notes/a.md"
+    assert display_path(tmp_path) == "."
+    assert (
+        display_path(str(tmp_path) + "-other/a.md") == str(tmp_path) + "-other/a.md"
+    )  # a sibling, not inside
+    assert display_path("/elsewhere/b.md") == "/elsewhere/b.md"
+    assert display_path(str(tmp_path / "caf\udce9.md")) == "caf\\xe9.md"  # a name that is not UTF-8
+    monkeypatch.chdir("/")
+    assert display_path("/etc/hosts") == "etc/hosts"

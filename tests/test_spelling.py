@@ -46,3 +46,27 @@ query_words = st.text(alphabet="abcdeèfgh", min_size=1, max_size=9)
 @given(st.dictionaries(folded_words, st.integers(1, 5), min_size=1, max_size=40), query_words)
 def test_filtered_search_equals_brute_force(vocabulary, word):
     assert Speller(vocabulary).correct(word) == _reference(word, vocabulary)
+
+
+def test_vocabulary_delta_counts_each_removed_chunk_once_per_word():
+    """Added raw counts minus, per removed chunk, each distinct token once (a chunk saying `the`
+    twice is one chunk), folded to the vocabulary's words."""
+    from collections import Counter
+
+    from kenning.analysis.analyzer import TOKEN_RE, Analyzer
+    from kenning.query.spelling import vocabulary_delta
+
+    analyzer = Analyzer()
+    added = Counter({"Harbour": 3, "harbour": 1, "castle": 2, "parseQuery": 1})
+    removed = ["the harbour the harbour castle", "Harbour lights", "parseQuery parse query", "castle"]
+    expected_raws = Counter(added)
+    for text in removed:
+        for raw in set(TOKEN_RE.findall(text)):
+            expected_raws[raw] -= 1
+    expected = Counter()
+    for raw, n in expected_raws.items():
+        for word in analyzer.vocabulary_words((raw,)):
+            expected[word] += n
+    delta = vocabulary_delta(analyzer, added, removed)
+    assert +delta == +expected and -delta == -expected
+    assert delta["harbour"] == 3 + 1 - 1 - 1 and delta["castle"] == 0 and delta["lights"] == -1

@@ -42,11 +42,13 @@ from kenning.store.records import VECTOR_GRAPH_META
 def display_path(path: str | Path) -> str:
     """A path as a person wants to read it: relative to the working directory when inside it (bytes
     that are not UTF-8 in a file name shown as \\xNN)."""
-    p = Path(path)
-    try:
-        return path_key(p.relative_to(Path.cwd()))
-    except ValueError:
-        return path_key(p)
+    text, cwd = os.fspath(path), os.getcwd()
+    inside = cwd.rstrip(os.sep) + os.sep  # by its text, as Path.relative_to does, without its objects
+    if text == cwd:
+        text = "."
+    elif text.startswith(inside):
+        text = text[len(inside) :]
+    return path_key(text)
 
 
 @dataclass

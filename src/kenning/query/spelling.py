@@ -9,6 +9,7 @@ letters, 2 for longer ones), the most frequent first among equals.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
 
 import numpy as np
 
@@ -20,8 +21,9 @@ def vocabulary_delta(analyzer, added_raws: Counter, removed_texts) -> Counter:
     its spellings (a chunk with both `The` and `the` counts twice, which is fine for ranking
     corrections), for chunks added minus chunks removed."""
     raws = Counter(added_raws)
-    for text in removed_texts:
-        raws.subtract(set(TOKEN_RE.findall(text)))
+    # each removed chunk's distinct tokens, counted at C speed (a Counter fed from one iterable), then
+    # taken off once per distinct token
+    raws.subtract(Counter(chain.from_iterable(set(TOKEN_RE.findall(text)) for text in removed_texts)))
     delta: Counter = Counter()
     for raw, n in raws.items():
         if n:
