@@ -217,7 +217,7 @@ def test_worker_count_reads_the_environment(monkeypatch):
 
 @pytest.mark.parametrize("user_value", [None, "65536"])
 def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monkeypatch, user_value):
-    """kenning.allocator: a worker holds glibc's mmap threshold at 1 MiB; a user's own setting wins."""
+    """kenning.allocator: a worker holds glibc's mmap threshold at MMAP_THRESHOLD; a user's setting wins."""
     from kenning import allocator
     from kenning.analysis.analyzer import AnalyzerConfig
     from kenning.store.compact import decode_posting_row, encode_posting_row
