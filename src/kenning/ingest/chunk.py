@@ -7,8 +7,9 @@ and where it came from (heading path, file, line or page range, message ids and 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
+
+from kenning.store.records import meta_json
 
 
 class IngestError(Exception):
@@ -60,7 +61,7 @@ class Chunk:
         h.update(b"\x00")
         h.update(self.body.strip().encode("utf-8", "surrogatepass"))  # blank lines around it move with it
         h.update(b"\x00")
-        h.update(json.dumps(self.meta, sort_keys=True, default=str).encode())
+        h.update(meta_json(self.meta, sort_keys=True).encode())
         h.update(b"\x00")
         h.update(repr(self.time).encode())
         return h.hexdigest()[:32]

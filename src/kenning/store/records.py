@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -32,6 +33,11 @@ def substring_text(title: str, body: str) -> str:
     """What the substring signal searches in a chunk: title and body, casefolded (Python's folding:
     ß -> ss), the same for the in-memory view and any store's substring index."""
     return f"{title}\n{body}".casefold()
+
+
+def meta_json(meta: dict, sort_keys: bool = False) -> str:
+    """A chunk's metadata as stored and hashed; most chunks have none, and "{}" costs nothing."""
+    return json.dumps(meta, sort_keys=sort_keys, default=str) if meta else "{}"
 
 
 def text_hash(text: str) -> str:

@@ -13,7 +13,15 @@ import time
 from collections.abc import Iterator, Sequence
 
 from kenning.store.postgres.filters import facets_of
-from kenning.store.records import ChunkGroup, ChunkHead, ChunkRow, SourceRow, embedding_text, text_hash
+from kenning.store.records import (
+    ChunkGroup,
+    ChunkHead,
+    ChunkRow,
+    SourceRow,
+    embedding_text,
+    meta_json,
+    text_hash,
+)
 
 _SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
 _CHUNK_COLS = (
@@ -114,7 +122,7 @@ class PostgresDocuments:
 
     def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int:
         self._require_txn()
-        meta = json.dumps(chunk.meta, default=str)
+        meta = meta_json(chunk.meta)
         chunk_id = int(
             self._one(
                 "INSERT INTO chunks(source_id, ordinal, doc_key, title, body, start_line, end_line, page,"

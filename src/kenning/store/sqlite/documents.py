@@ -14,6 +14,7 @@ from kenning.store.records import (
     SourceRow,
     StorageError,
     embedding_text,
+    meta_json,
     text_hash,
 )
 from kenning.store.sqlite.connection import batches, marks
@@ -120,7 +121,7 @@ class SqliteDocuments:
                 chunk.end_line,
                 chunk.page,
                 chunk.time,
-                json.dumps(chunk.meta, default=str),
+                meta_json(chunk.meta),
                 content_hash,
                 text_hash(embedding_text(chunk.title, chunk.body)),
             ),
