@@ -4,8 +4,8 @@ Analysing new chunks (tokenising, stemming, grouping tokens by term, finding ent
 the segment they make were most of an index build's CPU time, and need nothing from the store but
 a chunk's id and text. The writer inserts each chunk (which gives the id) and hands it here; what
 comes back, in the order given, is each batch's entities and words and, when a segment is complete,
-the segment: its rows, encoded as the store keeps them, written to a spill file
-(kenning.indexing.spill) for the run's end to merge into the store.
+the segment, its flat columns written to a spill file (kenning.indexing.spill) for the run's end
+to merge into the store.
 
 A run of up to `BATCH` new chunks is analysed in this process. In a larger run each segment is made
 by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod workers), so a
@@ -235,7 +235,9 @@ def serve(stdin=None, stdout=None) -> None:
     """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder and decoder)
     first, then until the end of input: ("chunks", batch, ends_segment, spill file) answered with
     Analysed, ("dead", ids) that sets the deleted chunks for the merge ranges to come, and ("merge",
-    parts) answered with the range's encoded rows (kenning.indexing.segments.merge_range)."""
+    job) answered with the range's encoded rows (`merge_job`: stored rows the writer read, or a
+    SpillRange read here). An OSError (a spill file that cannot be written) is answered with
+    WorkerOSError, and the worker ends."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     config, matcher, encode, decode = read_message(stdin)

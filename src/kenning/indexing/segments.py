@@ -354,7 +354,7 @@ def land_spilled(store, spills: list[SpilledSegment], live: BitMap, helpers=None
     """Write a run's spilled segments (kenning.indexing.spill) to the store as one segment of their
     live chunks, by term ranges as `merge_segments` merges: each range's columns are read from the
     files, joined and encoded (in the workers, when `helpers` has them), and the writer inserts the
-    rows. A lone segment goes the same way: its rows are first encoded here."""
+    rows. A lone segment goes the same way (a spilled segment's rows are encoded only now)."""
     if not spills:
         return None
     all_ids, title_lens, body_lens, dead = _surviving(spills, live)

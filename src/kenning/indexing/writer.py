@@ -234,7 +234,7 @@ class IndexWriter:
         spelling vocabulary once there are many), so a write's memory stays bounded however many
         chunks it adds. All inside the run's transaction: a crash still loses the whole run, never
         half of it."""
-        release_freed_memory()  # an inline segment's rows are written and gone (kenning.allocator)
+        release_freed_memory()  # an inline segment's arrays are spilled and gone (kenning.allocator)
         entities.flush()
         # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
         # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end
