@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kenning.store.records import ROW_MEMORY_BYTES, SegmentColumns
+from kenning.store.records import ROW_MEMORY_BYTES, SegmentColumns, range_bounds
 
 SPILL_MARK_BYTES = 64 << 10  # merge memory between marks: a range reads at most two marks' worth more
 SPILL_PREFIX = ".kenning-spill-"
@@ -182,13 +182,11 @@ def merge_columns(parts: list[SegmentColumns], dead: np.ndarray) -> SegmentColum
             [at + getattr(part, bounds)[:-1] for at, part in zip(base, parts, strict=True)]
         )
         lengths = np.concatenate([np.diff(getattr(part, bounds)) for part in parts])
+        per_term = np.bincount(keys, weights=lengths, minlength=len(terms)).astype(np.int64)
         starts, lengths = starts[by_term], lengths[by_term]
         take = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
         merged = [np.concatenate([getattr(part, name) for part in parts])[take] for name in names]
-        per_term = np.bincount(
-            keys, weights=np.concatenate([np.diff(getattr(p, bounds)) for p in parts]), minlength=len(terms)
-        )
-        return np.concatenate(([0], np.cumsum(per_term.astype(np.int64)))), merged
+        return np.concatenate(([0], np.cumsum(per_term))), merged
 
     posting_bounds, (ids, tf_title, tf_body) = gather("posting_bounds", ("ids", "tf_title", "tf_body"))
     title_bounds, (pos_title,) = gather("title_bounds", ("pos_title",))
@@ -224,14 +222,7 @@ def spill_ranges(spills: list[SpilledSegment], budget: int) -> list[SpillRange]:
     """The term ranges of a merge of `spills`, each about `budget` bytes of merge memory over all of
     them (as kenning.store term_bounds cuts a merge of stored segments), with the terms to read."""
     sizes = sorted((term, size) for spill in spills for term, size, _ in spill.marks)
-    bounds: list[str] = []
-    held = 0
-    for term, size in sizes:
-        if held and held + size > budget and (not bounds or bounds[-1] != term):
-            bounds.append(term)
-            held = 0
-        held += size
-    edges = [None, *bounds, None]
+    edges = [None, *range_bounds(sizes, budget), None]
     marked = [[term for term, _, _ in spill.marks] for spill in spills]
     out = []
     for low, high in zip(edges, edges[1:], strict=False):

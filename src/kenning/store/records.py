@@ -35,6 +35,20 @@ def substring_text(title: str, body: str) -> str:
     return f"{title}\n{body}".casefold()
 
 
+def range_bounds(sizes, budget: int) -> list[str]:
+    """Terms that cut (term, merge memory) pairs, terms ascending (a term may repeat, once per
+    segment), into ranges of about `budget` each: a range starts at a bound and ends before the next.
+    Every merge cuts its term ranges this way (the stores' term_bounds, kenning.indexing.spill)."""
+    bounds: list[str] = []
+    held = 0
+    for term, size in sizes:
+        if held and held + size > budget and (not bounds or bounds[-1] != term):
+            bounds.append(term)
+            held = 0
+        held += int(size)
+    return bounds
+
+
 def meta_json(meta: dict, sort_keys: bool = False) -> str:
     """A chunk's metadata as stored and hashed; most chunks have none, and "{}" costs nothing."""
     return json.dumps(meta, sort_keys=sort_keys, default=str) if meta else "{}"

@@ -20,7 +20,7 @@ from kenning.store.compact import (
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
 
 _ROW = "term, ids, tf_title, tf_body, pos_title, pos_body"
 
@@ -79,19 +79,14 @@ class PostgresPostings:
         return [(r[0], *(bytes(b) for b in r[1:])) for r in rows]
 
     def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
-        bounds, held = [], 0
-        for term, size in self.conn.execute(
+        sizes = self.conn.execute(
             "SELECT term, sum(octet_length(ids) + octet_length(tf_title) + octet_length(tf_body)"
             f" + octet_length(pos_title) + octet_length(pos_body) + {ROW_MEMORY_BYTES})"
             " FROM postings WHERE segment_id = ANY(%s)"
             " GROUP BY term ORDER BY term",
             ([int(s) for s in segment_ids],),
-        ):
-            if held and held + size > budget:
-                bounds.append(term)
-                held = 0
-            held += int(size)
-        return bounds
+        )
+        return range_bounds(sizes, budget)
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         tf, pos = {"title": ("tf_title", "pos_title"), "body": ("tf_body", "pos_body")}[field]

@@ -21,7 +21,7 @@ from kenning.store.compact import (
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
 from kenning.store.sqlite.connection import batches, marks
 
 # while writing a segment, its term at every this many stored bytes is kept in memory, for
@@ -115,13 +115,7 @@ class SqlitePostings:
                 " GROUP BY term ORDER BY term",
                 list(segment_ids),
             )
-        bounds, held = [], 0
-        for term, size in sizes:
-            if held and held + size > budget and (not bounds or bounds[-1] != term):
-                bounds.append(term)
-                held = 0
-            held += size
-        return bounds
+        return range_bounds(sizes, budget)
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         """A term's positions in one field of one segment, concatenated in posting order."""
