@@ -16,9 +16,11 @@ from kenning.store.compact import (
     join_posting_rows,
     pack_doc_ids,
     pack_frequencies,
+    pack_lengths,
     pack_positions,
     unpack_doc_ids,
     unpack_frequencies,
+    unpack_lengths,
     unpack_positions,
 )
 from kenning.store.records import SegmentColumns, StorageError
@@ -298,4 +300,48 @@ def test_an_index_whose_segment_ids_older_kenning_wrote_one_by_one_reads_the_sam
         conn.execute("UPDATE segments SET doc_ids=? WHERE id=?", (ids.astype("<u4").tobytes(), seg_id))
     with Index(path) as ix:
         assert [(h.path, h.score) for h in ix.search("backup restores", mode="lexical").hits] == before
+    assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["empty", "short titles", "random"])
+def test_segment_lengths_are_compressed_only_when_that_is_shorter(kind):
+    """Lengths that compress are stored compressed, others two bytes a chunk; the stored length
+    tells which, so the plain form older kenning wrote reads the same, and a wrong count is an
+    error rather than other lengths."""
+    rng = np.random.default_rng(3)
+    n = {"empty": 0, "short titles": 5000, "random": 300}[kind]
+    if kind == "random":
+        lengths = rng.integers(0, 65536, size=n).astype(np.uint16)
+    else:
+        lengths = rng.integers(0, 9, size=n).astype(np.uint16)
+    blob = pack_lengths(lengths)
+    assert len(blob) < 2 * n if kind == "short titles" else len(blob) == 2 * n
+    assert unpack_lengths(blob, n).tolist() == lengths.tolist()
+    assert unpack_lengths(lengths.tobytes(), n).tolist() == lengths.tolist()  # the plain form
+    if kind == "short titles":
+        with pytest.raises(StorageError, match="hold 5000 chunks, not 4999"):
+            unpack_lengths(blob, 4999)
+
+
+def test_an_index_whose_segment_lengths_older_kenning_wrote_plain_reads_the_same(tmp_path, capsys):
+    """A built index keeps its segment's lengths compressed; rewritten two bytes a chunk (as kenning
+    before wrote them) it searches and verifies the same."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(40):
+        text = f"# Note {i}\n\nthe backup number {i} restores " + "cold " * i + "\n"
+        (docs / f"note{i}.md").write_text(text)
+    path = tmp_path / "ix"
+    with Index(path) as ix:
+        ix.add([docs])
+        before = [(h.path, h.score) for h in ix.search("backup restores cold", mode="lexical").hits]
+    with sqlite3.connect(path / DB_NAME) as conn:
+        ((seg_id, n_docs, title, body),) = conn.execute(
+            "SELECT id, n_docs, title_lens, body_lens FROM segments"
+        ).fetchall()
+        assert len(title) < 2 * n_docs  # the titles' lengths compress
+        plain = [unpack_lengths(blob, n_docs).astype("<u2").tobytes() for blob in (title, body)]
+        conn.execute("UPDATE segments SET title_lens=?, body_lens=? WHERE id=?", (*plain, seg_id))
+    with Index(path) as ix:
+        assert [(h.path, h.score) for h in ix.search("backup restores cold", mode="lexical").hits] == before
     assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out

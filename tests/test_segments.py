@@ -234,10 +234,12 @@ def test_merge_ranges_cut_from_the_marks_kept_while_writing_are_about_the_budget
 
 
 def test_a_lexical_view_holds_every_chunks_lengths_whatever_the_segments(tmp_path):
-    """A view copies a gapless segment's lengths into place and, when every chunk is live, takes the
-    live mask and mean lengths from the segments; with gaps and deletions it scatters them id by id.
-    Either way: the same arrays as placing each live chunk's lengths one by one."""
+    """A view copies a gapless segment's lengths into place and takes the live mask and mean lengths
+    from the segments less their deleted chunks; a segment whose ids have gaps (a merge over
+    deletions) is scattered id by id. Either way: the same arrays as placing each live chunk's
+    lengths one by one."""
     from kenning import Index
+    from kenning.indexing.segments import merge_segments
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -269,3 +271,21 @@ def test_a_lexical_view_holds_every_chunks_lengths_whatever_the_segments(tmp_pat
         (docs / "late.md").write_text("# Late\n\nalpha delta\n")
         index.add([docs], progress=False)  # a second segment
         check(index)
+        segment_ids = [seg_id for seg_id, _ in index.store.segment_sizes()]
+        assert all(isinstance(index.store.load_segment(s).place, slice) for s in segment_ids)
+        with index.store.transaction():
+            merge_segments(index.store, index.store.read_snapshot().live)
+    with Index(tmp_path / "ix") as index:  # one segment holding its ids one by one
+        ((seg_id, _),) = index.store.segment_sizes()
+        assert not isinstance(index.store.load_segment(seg_id).place, slice)
+        check(index)
+
+
+def test_a_views_deleted_chunks_come_from_gapless_segments_only_when_they_hold_every_live_one():
+    """The deleted chunks are counted from the segments' ranges; a segment with gaps, or a live
+    chunk outside every segment, sends the view back to reading the live set whole (None)."""
+    from kenning.signals.lexical import _dead_ids
+
+    assert _dead_ids([slice(1, 6), slice(6, 9)], BitMap([1, 2, 4, 7, 8])).tolist() == [3, 5, 6]
+    assert _dead_ids([slice(1, 6)], BitMap([1, 2, 9])) is None
+    assert _dead_ids([slice(1, 6), np.array([7, 9], dtype=np.uint32)], BitMap([1, 7])) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -122,12 +123,34 @@ class SourceFacets(NamedTuple):
 
 @dataclass
 class SegmentData:
-    """An immutable segment's per-document lengths, aligned with its sorted doc ids."""
+    """An immutable segment's per-document lengths, aligned with its sorted doc ids.
+
+    Ids that run without a gap are kept as their first (`stored_ids` None) and made into an array
+    only when asked for: a view places such a segment by its ends (`place`), and at 1M chunks the
+    array took a new process ~1.5 ms to make."""
 
     id: int
-    doc_ids: np.ndarray
     title_lens: np.ndarray
     body_lens: np.ndarray
+    stored_ids: np.ndarray | None = None  # every id, when they do not run from first_id without a gap
+    first_id: int = 0
+
+    @cached_property
+    def doc_ids(self) -> np.ndarray:
+        if self.stored_ids is not None:
+            return self.stored_ids
+        return np.arange(self.first_id, self.first_id + len(self.title_lens), dtype=np.uint32)
+
+    @property
+    def place(self) -> slice | np.ndarray:
+        """Where the segment's chunks sit in an array by chunk id: a slice when its ids run without
+        a gap, else the ids themselves."""
+        ids = self.stored_ids
+        if ids is None:
+            return slice(self.first_id, self.first_id + len(self.title_lens))
+        if len(ids) and int(ids[-1]) - int(ids[0]) + 1 == len(ids):
+            return slice(int(ids[0]), int(ids[-1]) + 1)
+        return ids
 
 
 class RawPostings(NamedTuple):

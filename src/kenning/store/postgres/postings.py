@@ -17,6 +17,7 @@ from kenning.store.compact import (
     decode_posting_row,
     decode_segment,
     encode_posting_row,
+    pack_lengths,
     unpack_frequencies,
     unpack_positions,
 )
@@ -35,7 +36,7 @@ class PostgresPostings:
 
     def load_segment(self, segment_id: int) -> SegmentData:
         row = self.conn.execute(
-            "SELECT doc_ids, title_lens, body_lens FROM segments WHERE id = %s", (segment_id,)
+            "SELECT n_docs, doc_ids, title_lens, body_lens FROM segments WHERE id = %s", (segment_id,)
         ).fetchone()
         return decode_segment(segment_id, row)
 
@@ -111,7 +112,13 @@ class PostgresPostings:
             self._one(
                 "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens)"
                 " VALUES (%s, %s, %s, %s, %s) RETURNING id",
-                (time.time(), len(doc_ids), doc_ids.tobytes(), title_lens.tobytes(), body_lens.tobytes()),
+                (
+                    time.time(),
+                    len(doc_ids),
+                    doc_ids.tobytes(),
+                    pack_lengths(title_lens),
+                    pack_lengths(body_lens),
+                ),
             )
         )
         digests: list[tuple[str, bytes]] = []

@@ -18,6 +18,7 @@ from kenning.store.compact import (
     decode_segment,
     encode_posting_row,
     pack_doc_ids,
+    pack_lengths,
     unpack_frequencies,
     unpack_positions,
 )
@@ -51,7 +52,7 @@ class SqlitePostings:
 
     def load_segment(self, segment_id: int) -> SegmentData:
         row = self.conn.execute(
-            "SELECT doc_ids, title_lens, body_lens FROM segments WHERE id=?", (segment_id,)
+            "SELECT n_docs, doc_ids, title_lens, body_lens FROM segments WHERE id=?", (segment_id,)
         ).fetchone()
         return decode_segment(segment_id, row)
 
@@ -145,7 +146,13 @@ class SqlitePostings:
         body_lens = np.minimum(body_lens, 65535).astype(np.uint16)
         cur = self.conn.execute(
             "INSERT INTO segments(created, n_docs, doc_ids, title_lens, body_lens) VALUES (?,?,?,?,?)",
-            (time.time(), len(doc_ids), pack_doc_ids(doc_ids), title_lens.tobytes(), body_lens.tobytes()),
+            (
+                time.time(),
+                len(doc_ids),
+                pack_doc_ids(doc_ids),
+                pack_lengths(title_lens),
+                pack_lengths(body_lens),
+            ),
         )
         seg_id = int(cur.lastrowid)
         digests: list[tuple[str, bytes]] = []

@@ -138,14 +138,14 @@ def _v4_to_v5(execute) -> None:
     segments an older kenning wrote."""
     if "checksum" not in {row[1] for row in execute("PRAGMA table_info(segments)")}:
         execute("ALTER TABLE segments ADD COLUMN checksum TEXT NOT NULL DEFAULT ''")
-    segments = execute("SELECT id, doc_ids, title_lens, body_lens FROM segments").fetchall()
-    for seg_id, doc_ids, title_lens, body_lens in segments:
+    segments = execute("SELECT id, n_docs, doc_ids, title_lens, body_lens FROM segments").fetchall()
+    for seg_id, *stored in segments:
         rows = execute(
             "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings WHERE segment_id=?",
             (seg_id,),
         )
         digests = [(term, posting_digest(term, *_unpack_row(*blobs))) for term, *blobs in rows]
-        segment = decode_segment(seg_id, (doc_ids, title_lens, body_lens))
+        segment = decode_segment(seg_id, stored)
         columns = (segment.doc_ids, segment.title_lens, segment.body_lens)
         execute("UPDATE segments SET checksum=? WHERE id=?", (segment_checksum(*columns, digests), seg_id))
 
