@@ -98,6 +98,30 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     assert written[5:] == written[:5] and len(started) == workers
 
 
+@pytest.mark.parametrize("flush", [23, 1000])
+def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_leaves_the_rest(
+    tmp_path, monkeypatch, flush
+):
+    """Two workers allowed: a run of one segment starts one interpreter; a run of several whose
+    second worker cannot start goes on with the first. Either way the index inline analysis builds."""
+    folder = write_notes(tmp_path / "notes")
+    monkeypatch.setattr(analysis, "BATCH", 5)
+    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", flush)  # 72 chunks: four segments, or one
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    started = []
+    start = analysis._Worker.__init__
+
+    def second_fails(self, setup):
+        started.append(1)
+        if flush == 23 and len(started) == 2:
+            raise OSError("no more processes")
+        start(self, setup)
+
+    monkeypatch.setattr(analysis._Worker, "__init__", second_fails)
+    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert len(started) == (2 if flush == 23 else 1)
+
+
 def test_long_chunks_end_a_segment_by_their_text_not_only_by_count(tmp_path, monkeypatch):
     """Memory is bounded by the text a segment holds: a few long chunks end one before many short
     ones would."""

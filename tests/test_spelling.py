@@ -54,6 +54,7 @@ def test_vocabulary_delta_counts_each_removed_chunk_once_per_word():
     from collections import Counter
 
     from kenning.analysis.analyzer import TOKEN_RE, Analyzer
+    from kenning.indexing.term_table import chunk_token_counts
     from kenning.query.spelling import vocabulary_delta
 
     analyzer = Analyzer()
@@ -67,6 +68,6 @@ def test_vocabulary_delta_counts_each_removed_chunk_once_per_word():
     for raw, n in expected_raws.items():
         for word in analyzer.vocabulary_words((raw,)):
             expected[word] += n
-    delta = vocabulary_delta(analyzer, added, removed)
+    delta = vocabulary_delta(analyzer, added, Counter(chunk_token_counts(removed)))
     assert +delta == +expected and -delta == -expected
     assert delta["harbour"] == 3 + 1 - 1 - 1 and delta["castle"] == 0 and delta["lights"] == -1

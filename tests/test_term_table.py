@@ -61,6 +61,22 @@ def test_a_scan_reads_the_analyzers_tokens(table_type, texts):
 
 
 @pytest.mark.parametrize("table_type", TABLES)
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(TEXTS, max_size=6))
+def test_removed_texts_count_each_token_once_a_text(table_type, texts):
+    """`chunk_token_counts` (a re-index's removed chunks, for the spelling vocabulary): each raw
+    token of the NFC texts with the number of texts holding it, from either table."""
+    saved = term_table.TermTable
+    term_table.TermTable = table_type
+    try:
+        got = term_table.chunk_token_counts(texts)
+    finally:
+        term_table.TermTable = saved
+    expected = Counter(t for text in texts for t in set(TOKEN_RE.findall(unicodedata.normalize("NFC", text))))
+    assert got == dict(expected)
+
+
+@pytest.mark.parametrize("table_type", TABLES)
 def test_tokens_with_several_terms_send_the_text_to_the_slow_path(table_type):
     table = table_type()
     text = "parse parseQueryString"

@@ -408,7 +408,7 @@ class Index:
                 "chunks": counts["chunks"],
                 "live_chunks": len(snapshot.live),
                 "segments": counts["segments"],
-                "terms": int(self.store.get_meta("n_terms", 0) or 0),
+                "terms": self.store.count_terms(),  # counted here, not at every write
                 "size_bytes": self.store.size_on_disk(),
                 "generation": snapshot.generation,
                 "last_commit": snapshot.last_commit,

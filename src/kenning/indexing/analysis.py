@@ -338,7 +338,7 @@ class ChunkAnalysis:
         else:
             self.owner.send(("chunks", chunks, ends_segment, spill))
             self.sent.append(self.owner)
-            while len(self.sent) > IN_FLIGHT * len(self.pool):
+            while len(self.sent) > IN_FLIGHT * self.workers:
                 self._receive()
         if ends_segment:
             self.segments += 1
@@ -354,8 +354,8 @@ class ChunkAnalysis:
         ranges in flight a worker), else here. A job is a range's rows from each merged segment, or
         a SpillRange the worker reads them from. Call after `drain`."""
         encode, decode = self.codec
-        if not self.pool and chunks >= FLUSH_CHUNKS:
-            self._worker(True)  # starts the workers (unless there are none to start)
+        if chunks >= FLUSH_CHUNKS:
+            self._start(self.workers)  # every worker (unless there are none to start)
         pool = self.pool
         if not pool:
             for parts in jobs:
@@ -377,14 +377,21 @@ class ChunkAnalysis:
         """The worker for the next segment (None: inline)."""
         if not wanted or self.workers <= 0:
             return None
-        if not self.pool:
-            try:
-                self.pool = [_Worker(self.setup) for _ in range(self.workers)]
-            except OSError:
-                self.close(abort=True)
-                self.workers = 0  # no processes here: analyse inline
-                return None
+        if not self._start(self.segments % self.workers + 1):
+            return None
         return self.pool[self.segments % len(self.pool)]
+
+    def _start(self, count: int) -> bool:
+        """Start workers until `count` run (False when none can: the run goes inline). Each starts
+        when first needed: a run of one segment (a small re-index) starts one interpreter, not one
+        per core. A worker that cannot start leaves the run to those already running."""
+        while len(self.pool) < min(count, self.workers):
+            try:
+                self.pool.append(_Worker(self.setup))
+            except OSError:
+                self.workers = len(self.pool)  # 0: no processes here, analyse inline
+                break
+        return bool(self.pool)
 
     def __enter__(self) -> ChunkAnalysis:
         return self

@@ -14,11 +14,16 @@ The interface, for one segment (kenning.indexing.segments.SegmentBuilder):
 - `get(raw)`: a raw token's one term id, or None;
 - `count(raws, chunk_id)`: count a chunk for raw tokens the slow path read;
 - `chunk_counts()`: {raw token: chunks that hold it}.
+
+`chunk_token_counts(texts)` counts removed chunks' raw tokens with the same table (a re-index takes
+them off the spelling vocabulary).
 """
 
 from __future__ import annotations
 
+import unicodedata
 from array import array
+from collections.abc import Iterable
 
 from kenning.analysis.analyzer import raw_tokens
 
@@ -76,3 +81,19 @@ try:
 except ImportError:  # not compiled here: the same table in Python
     TermTable = PythonTermTable
     NATIVE = False
+
+
+def chunk_token_counts(texts: Iterable[str]) -> dict[str, int]:
+    """How many of the texts hold each raw token, counted as a segment counts its chunks' tokens
+    (NFC, each text once per token). Every token is learned as one term, since only the counts
+    matter. For the chunks a re-index removes: a regular expression and a Counter over 10k removed
+    chunks took ~0.5 s of a 4 s re-index at 1M chunks."""
+    table = TermTable()
+    for number, text in enumerate(texts):
+        if not text.isascii():
+            text = unicodedata.normalize("NFC", text)
+        new = table.scan(text, number)
+        if isinstance(new, list):
+            table.learn(new, [0] * len(new))
+            table.scan(text, number)
+    return table.chunk_counts()

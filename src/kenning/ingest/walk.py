@@ -18,12 +18,14 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import NamedTuple
 
 import pathspec
+from pathspec.util import normalize_file
 
 from kenning.cachedir import is_tagged_cache
 
@@ -91,6 +93,14 @@ SECRET_PATTERNS = (
     "secrets.yml",
 )
 _SECRETS = pathspec.GitIgnoreSpec.from_lines(SECRET_PATTERNS)
+# the same patterns as one regular expression: none is a negation, so a path is a secret when any
+# matches, and one search over the alternatives replaced pathspec's thirty (0.23 s of walking the
+# 10,000 files of the 1M-chunk benchmark, where a 1% re-index took 4 s)
+_SECRET_RE = re.compile(
+    "|".join(
+        "(?:" + re.sub(r"\(\?P<\w+>", "(?:", p.regex.pattern) + ")" for p in _SECRETS.patterns if p.include
+    )
+)
 
 # Extensions whose content is not text worth indexing; checked before reading any bytes.
 BINARY_EXTENSIONS = frozenset(
@@ -141,7 +151,7 @@ def is_binary_extension(path: Path | str) -> bool:
 
 def is_secret(rel: str) -> bool:
     """True for a path (relative to the walked root, '/' separated) that names a credentials file."""
-    return _SECRETS.match_file(rel)
+    return _SECRET_RE.match(normalize_file(rel)) is not None
 
 
 def _matches(patterns: Iterable[str], rel: str, name: str) -> bool:

@@ -9,21 +9,18 @@ letters, 2 for longer ones), the most frequent first among equals.
 from __future__ import annotations
 
 from collections import Counter
-from itertools import chain
 
 import numpy as np
 
-from kenning.analysis.analyzer import TOKEN_RE, fold
+from kenning.analysis.analyzer import fold
 
 
-def vocabulary_delta(analyzer, added_raws: Counter, removed_texts) -> Counter:
+def vocabulary_delta(analyzer, added_raws: Counter, removed_raws: Counter) -> Counter:
     """Changes to the vocabulary counts: for each folded word, the number of chunks holding one of
     its spellings (a chunk with both `The` and `the` counts twice, which is fine for ranking
-    corrections), for chunks added minus chunks removed."""
+    corrections), for chunks added minus chunks removed (each raw token's number of chunks)."""
     raws = Counter(added_raws)
-    # each removed chunk's distinct tokens, counted at C speed (a Counter fed from one iterable), then
-    # taken off once per distinct token
-    raws.subtract(Counter(chain.from_iterable(set(TOKEN_RE.findall(text)) for text in removed_texts)))
+    raws.subtract(removed_raws)
     delta: Counter = Counter()
     for raw, n in raws.items():
         if n:
