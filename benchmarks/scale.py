@@ -188,7 +188,8 @@ class Kenning:
 
     def build(self, corpus: Path) -> int:
         self.index.add([corpus], progress=False)
-        return self.index.status()["chunks"]
+        with self.index.store.reading():  # the live chunks (status() would also count every term)
+            return len(self.index.store.read_snapshot().live)
 
     def search(self, query: str, mode: str = "lexical") -> list[str]:
         return [h.doc_key for h in self.index.search(query, limit=10, mode=mode, detail="heads").hits]

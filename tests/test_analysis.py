@@ -85,3 +85,28 @@ def test_plain_words_get_the_one_term_token_analysis_gives_them(tokens, stem):
         raw: Analyzer(AnalyzerConfig(stem=stem)).token_analysis(raw)[0][0] for raw in again
     }
     assert not {"parseQuery", "HTTPServer", "aB"} & set(plain)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.one_of(
+            st.text(alphabet=st.sampled_from("abzAZ09_\u00e9\u0131\ufb01"), min_size=1, max_size=8),
+            st.sampled_from(["The", "Harbour", "harbour", "HTML", "parseQuery", "HTTPServer", "aB", "Ab"]),
+        ),
+        st.integers(-3, 3),
+        max_size=30,
+    )
+)
+def test_vocabulary_counts_take_plain_words_as_their_lowercase_and_fold_the_rest(raw_counts):
+    """The spelling vocabulary's bulk count: the same words and counts as folding and splitting each
+    raw token (`vocabulary_words`), plain ASCII words by a shortcut."""
+    from collections import Counter
+
+    analyzer = Analyzer()
+    expected = Counter()
+    for raw, n in raw_counts.items():
+        for word in Analyzer().vocabulary_words((raw,)):
+            expected[word] += n
+    got = analyzer.vocabulary_counts(raw_counts)
+    assert {w: n for w, n in got.items() if n} == {w: n for w, n in expected.items() if n}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 
 import Stemmer
@@ -100,6 +101,11 @@ class Analyzer:
     def __init__(self, config: AnalyzerConfig | None = None):
         self.config = config or AnalyzerConfig()
         self._stemmer = Stemmer.Stemmer(self.config.language) if self.config.stem else None
+        if self._stemmer is not None:
+            # PyStemmer's own cache (10,000 words) is turned off: the analyzer keeps terms itself, and
+            # on the words an index build meets, most of them new, keeping that cache made stemming
+            # four times slower (1.0 against 0.25 us a word on 120k vocabulary words)
+            self._stemmer.maxCacheSize = 0
         self._cache: dict[str, tuple] = {}
         self._stopword_cache: dict[str, bool] = {}
         self._distinct_cache: dict[str, tuple[str, ...]] = {}
@@ -201,6 +207,22 @@ class Analyzer:
                 if len(cache) < 500_000:
                     cache[raw] = words
             out.update(words)
+        return out
+
+    def vocabulary_counts(self, raw_counts: dict[str, int]) -> Counter:
+        """The vocabulary words of raw tokens with counts, each word's counts summed. A plain ASCII
+        word (letters only, a capital only first) is its own lowercase; only the others are folded
+        and split one by one (`vocabulary_words`: ~8 us a token, where the 1M build's writer met
+        about a million distinct raw tokens)."""
+        out: Counter = Counter()
+        for raw, n in raw_counts.items():
+            if not n:
+                continue
+            if len(raw) > 1 and raw.isascii() and raw.isalpha() and raw[1:].islower():
+                out[raw.lower()] += n
+            else:
+                for word in self.vocabulary_words((raw,)):
+                    out[word] += n
         return out
 
     def positioned_terms(self, text: str) -> tuple[list[str], list[int]]:

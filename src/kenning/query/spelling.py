@@ -21,12 +21,7 @@ def vocabulary_delta(analyzer, added_raws: Counter, removed_raws: Counter) -> Co
     corrections), for chunks added minus chunks removed (each raw token's number of chunks)."""
     raws = Counter(added_raws)
     raws.subtract(removed_raws)
-    delta: Counter = Counter()
-    for raw, n in raws.items():
-        if n:
-            for word in analyzer.vocabulary_words((raw,)):
-                delta[word] += n
-    return delta
+    return analyzer.vocabulary_counts(raws)
 
 
 BUCKETS = 32  # letters hash into this many counters for the candidate filter
