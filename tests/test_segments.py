@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from kenning.analysis.analyzer import Analyzer
+from kenning.analysis.analyzer import Analyzer, raw_tokens
 from kenning.indexing import segments
 from kenning.indexing.segments import SegmentBuilder, merge_plan
 
@@ -62,6 +62,46 @@ def test_postings_match_the_reference():
 # forms: a chunk of known words takes the builder's fast path, one with a new word the slow one
 WORDS = ["parse", "Parsing", "query", "QUERY_STRING", "parseQueryString", "東京都", "Dantès", "Dante\u0300s",
          "snake_case_name", "v2", "HTTPServer", "the", "ﬁnal", "x"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kept", [1, 10**9])
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.lists(st.sampled_from(WORDS), max_size=4), st.lists(st.sampled_from(WORDS), max_size=20)
+            ),
+            min_size=1,
+            max_size=4,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_a_builder_kept_from_segment_to_segment_builds_each_as_a_fresh_one(kept, runs):
+    """A worker keeps one builder for the segments it makes (its raw tokens' terms learned once,
+    reset past KEPT_RAWS): each segment's rows and raw-token counts are those of a fresh builder."""
+    from collections import Counter
+
+    saved, segments.KEPT_RAWS = segments.KEPT_RAWS, kept
+    try:
+        analyzer, kept_builder, chunk_id = Analyzer(), None, 0
+        kept_builder = SegmentBuilder(analyzer)
+        for run in runs:
+            fresh = SegmentBuilder(Analyzer())
+            counts = Counter()
+            for title, body in run:
+                chunk_id += 1
+                for builder in (kept_builder, fresh):
+                    builder.add(chunk_id, " ".join(title), " ".join(body))
+                counts.update(set(raw_tokens(" ".join(title))) | set(raw_tokens(" ".join(body))))
+            assert kept_builder.raw_chunk_counts() == fresh.raw_chunk_counts() == dict(counts)
+            rows = [[term, *(np.asarray(p).tolist() for p in rest)] for term, *rest in kept_builder.rows()]
+            assert rows == [[term, *(np.asarray(p).tolist() for p in rest)] for term, *rest in fresh.rows()]
+            kept_builder.next_segment()
+    finally:
+        segments.KEPT_RAWS = saved
 
 
 @settings(max_examples=60, deadline=None)

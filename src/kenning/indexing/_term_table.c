@@ -408,8 +408,12 @@ static PyObject *count(TermTable *self, PyObject *args)
 }
 
 PyDoc_STRVAR(chunk_counts_doc, "chunk_counts() -> dict[str, int]\n\nEach counted raw token and how many chunks hold it.");
+PyDoc_STRVAR(take_counts_doc,
+"take_counts() -> dict[str, int]\n\n"
+"What chunk_counts() gives, each count then starting again from zero: a table kept from one segment\n"
+"to the next gives each segment its own counts.");
 
-static PyObject *chunk_counts(TermTable *self, PyObject *Py_UNUSED(ignored))
+static PyObject *counts_of(TermTable *self, int reset)
 {
     PyObject *out = PyDict_New();
     if (out == NULL)
@@ -427,11 +431,23 @@ static PyObject *chunk_counts(TermTable *self, PyObject *Py_UNUSED(ignored))
         Py_DECREF(raw);
         if (failed)
             goto fail;
+        if (reset)
+            e->chunks = 0;
     }
     return out;
 fail:
     Py_DECREF(out);
     return NULL;
+}
+
+static PyObject *chunk_counts(TermTable *self, PyObject *Py_UNUSED(ignored))
+{
+    return counts_of(self, 0);
+}
+
+static PyObject *take_counts(TermTable *self, PyObject *Py_UNUSED(ignored))
+{
+    return counts_of(self, 1);
 }
 
 static Py_ssize_t table_len(TermTable *self)
@@ -459,6 +475,7 @@ static PyMethodDef table_methods[] = {
     {"get", (PyCFunction)get, METH_O, get_doc},
     {"count", (PyCFunction)count, METH_VARARGS, count_doc},
     {"chunk_counts", (PyCFunction)chunk_counts, METH_NOARGS, chunk_counts_doc},
+    {"take_counts", (PyCFunction)take_counts, METH_NOARGS, take_counts_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -109,7 +109,7 @@ class SegmentWork:
                 np.array(builder.body_lens),
                 marks,
             )
-            self.builder = SegmentBuilder(builder.analyzer)
+            builder.next_segment()
         return out
 
 

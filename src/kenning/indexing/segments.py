@@ -34,6 +34,9 @@ from kenning.store.records import SegmentColumns
 
 MAX_SEGMENTS = 10
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
+# a builder keeps its raw tokens' terms from one segment to the next while it holds at most this
+# many (its table then takes ~50 bytes a token and the terms ~100 bytes each)
+KEPT_RAWS = 400_000
 
 
 class SegmentBuilder:
@@ -48,14 +51,25 @@ class SegmentBuilder:
 
     def __init__(self, analyzer: Analyzer):
         self.analyzer = analyzer
+        self._new_table()
+        self._reset()
+
+    def _new_table(self) -> None:
+        self.term_ids: dict[str, int] = {}  # term -> its id (ids are the builder's, not a segment's)
+        self.table = TermTable()  # raw token -> its one term's id, and the chunks holding it
+
+    def next_segment(self) -> None:
+        """Start the next segment, keeping the raw tokens' terms learned so far (up to KEPT_RAWS):
+        each segment of a build meets the corpus's words again, and learning them anew was a third
+        of a worker's time on a segment of the 1M corpus."""
+        if len(self.table) > KEPT_RAWS:
+            self._new_table()
         self._reset()
 
     def _reset(self) -> None:
         self.doc_ids: list[int] = []
         self.title_lens: list[int] = []
         self.body_lens: list[int] = []
-        self.term_ids: dict[str, int] = {}
-        self.table = TermTable()  # raw token -> its one term's id, and the chunks holding it
         self.token_term = array("I")
         self.token_doc = array("I")
         self.token_field = array("B")  # 0 title, 1 body
@@ -96,8 +110,9 @@ class SegmentBuilder:
             self.token_field.extend(array("B", [field]) * n)
 
     def raw_chunk_counts(self) -> dict[str, int]:
-        """How many of the segment's chunks hold each raw token (the spelling vocabulary's counts)."""
-        return self.table.chunk_counts()
+        """How many of the segment's chunks hold each raw token (the spelling vocabulary's counts).
+        Call it once, when the segment ends: the counts start again from zero for the next."""
+        return self.table.take_counts()
 
     def _learn(self, tokens: list[str]) -> None:
         """Give the table's new raw tokens their terms' ids (SEVERAL for several terms)."""
@@ -140,12 +155,17 @@ class SegmentBuilder:
         term = np.frombuffer(self.token_term, dtype=np.uint32)
         if not len(term):
             return None
-        names = list(self.term_ids)
-        by_name = sorted(range(len(names)), key=names.__getitem__)
-        rank = np.empty(len(names), dtype=np.uint32)
-        rank[by_name] = np.arange(len(names), dtype=np.uint32)
+        # the segment's terms (the builder knows every term of its earlier segments too), ranked
+        # by name
+        ids = np.flatnonzero(np.bincount(term, minlength=len(self.term_ids)))
+        every = list(self.term_ids)
+        held = [every[i] for i in ids.tolist()]
+        by_name = sorted(range(len(held)), key=held.__getitem__)
+        names = [held[i] for i in by_name]
+        rank = np.zeros(len(every), dtype=np.uint32)
+        rank[ids[by_name]] = np.arange(len(names), dtype=np.uint32)
         term = rank[term]
-        del rank
+        del rank, every, held
         order = np.argsort(term, kind="stable")
         term, doc = term[order], np.frombuffer(self.token_doc, dtype=np.uint32)[order]
         field = np.frombuffer(self.token_field, dtype=np.uint8)[order]
@@ -185,7 +205,7 @@ class SegmentBuilder:
             return np.append(np.searchsorted(sorted_terms, present), len(sorted_terms))
 
         return SegmentColumns(
-            [names[by_name[t]] for t in present.tolist()],
+            [names[t] for t in present.tolist()],
             posting_doc,
             tf_title,
             tf_body,

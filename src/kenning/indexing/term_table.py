@@ -13,7 +13,9 @@ The interface, for one segment (kenning.indexing.segments.SegmentBuilder):
 - `learn(raws, terms)`: raw tokens' term ids (-1: several terms, an identifier or a CJK run);
 - `get(raw)`: a raw token's one term id, or None;
 - `count(raws, chunk_id)`: count a chunk for raw tokens the slow path read;
-- `chunk_counts()`: {raw token: chunks that hold it}.
+- `chunk_counts()`: {raw token: chunks that hold it};
+- `take_counts()`: the same, each count then starting again from zero (a table kept from one
+  segment to the next).
 
 `chunk_token_counts(texts)` counts removed chunks' raw tokens with the same table (a re-index takes
 them off the spelling vocabulary).
@@ -72,6 +74,10 @@ class PythonTermTable:
 
     def chunk_counts(self) -> dict[str, int]:
         return dict(self._chunks)
+
+    def take_counts(self) -> dict[str, int]:
+        counts, self._chunks = self._chunks, {}
+        return counts
 
 
 try:
