@@ -116,3 +116,50 @@ def test_keyboard_interrupt_rolls_back(tmp_path):
         ix.add([tmp_path / "src"], progress=interrupt)
     assert ix.status()["chunks"] == 0
     assert ix.add([tmp_path / "src"]).files_indexed == 20
+
+
+def journal_mode(ix_dir) -> str:
+    conn = sqlite3.connect(ix_dir / "index.db")
+    try:
+        return conn.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_first_build_writes_with_a_rollback_journal_and_leaves_the_wal_on(tmp_path):
+    """An empty index's first write takes a rollback journal (new pages need none; the WAL copied
+    them twice), later writes the WAL; with another connection open it stays on the WAL."""
+    make_notes(tmp_path / "src", 3, "heron")
+    with Index(tmp_path / "ix") as ix:
+        with ix.store.transaction():
+            first = ix.store.conn.execute("PRAGMA journal_mode").fetchone()[0]
+        ix.add([tmp_path / "src"])
+        with ix.store.transaction():
+            later = ix.store.conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert (first, later) == ("delete", "wal") and journal_mode(tmp_path / "ix") == "wal"
+    with Index(tmp_path / "other") as ix, Index(tmp_path / "other") as reader:
+        assert reader.status()["chunks"] == 0
+        with ix.store.transaction():
+            assert ix.store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_killed_first_build_leaves_an_empty_index_and_readers_meanwhile_are_told(tmp_path):
+    """Killed mid-way through an index's first build, the journal rolls it back: the index opens
+    empty, on the WAL again, and builds. A reader opening during that build hears why it cannot."""
+    from kenning.store import StorageError
+
+    ix_dir = tmp_path / "ix"
+    make_notes(tmp_path / "src", 300, "osprey")
+    proc = start_writer(ix_dir, tmp_path / "src")
+    wait_for_files(proc, 100)
+    with pytest.raises(StorageError, match="being built for the first time"):
+        Index(ix_dir, create=False)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    with Index(ix_dir, create=False) as ix:
+        assert ix.status()["chunks"] == 0
+        assert ix.add([tmp_path / "src"]).files_indexed == 300
+    assert journal_mode(ix_dir) == "wal"
+    conn = sqlite3.connect(ix_dir / "index.db")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
