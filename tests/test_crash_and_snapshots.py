@@ -137,6 +137,10 @@ def test_a_first_build_writes_with_a_rollback_journal_and_leaves_the_wal_on(tmp_
         with ix.store.transaction():
             later = ix.store.conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert (first, later) == ("delete", "wal") and journal_mode(tmp_path / "ix") == "wal"
+    with Index(tmp_path / "ix") as ix:  # left on the rollback journal (a reader held it just then)
+        ix.store.conn.execute("PRAGMA journal_mode=DELETE")
+        with ix.store.transaction():  # the next write takes the WAL back
+            assert ix.store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with Index(tmp_path / "other") as ix, Index(tmp_path / "other") as reader:
         assert reader.status()["chunks"] == 0
         with ix.store.transaction():

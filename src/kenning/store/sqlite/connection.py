@@ -288,6 +288,8 @@ class SqliteConnection(CommitsCommon):
         when no chunk is stored yet and no other connection is open: SQLite refuses otherwise);
         readers that come meanwhile are told the index is being built (`_connect`)."""
         if self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None:
+            if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self._back_to_wal()  # a first write could not switch back: a reader held the index
             return False
         try:
             return self.conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
