@@ -156,7 +156,7 @@ def test_a_killed_first_build_leaves_an_empty_index_and_readers_meanwhile_are_to
     make_notes(tmp_path / "src", 300, "osprey")
     proc = start_writer(ix_dir, tmp_path / "src")
     wait_for_files(proc, 100)
-    with pytest.raises(StorageError, match="being built for the first time"):
+    with pytest.raises(StorageError, match="held whole by another process writing it"):
         Index(ix_dir, create=False)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

@@ -11,8 +11,8 @@ over the values (kenning.store.checksum), so they agree across widths.
 - positions: two bytes each below 65,536, else four;
 - a segment's field lengths (two bytes a chunk): zstd-compressed when that is shorter, which a
   length under two bytes a chunk tells. A new process reads every segment's lengths before its
-  first query; at 1M chunks they were 4 MB, and read from SQLite's page chain in ~9 ms, against
-  ~1.3 MB and ~1 ms of decompression compressed (titles' lengths nearly vanish).
+  first query; at 1M chunks they were 4 MB, read from SQLite's page chain in ~8 ms, and are 1.3 MB
+  compressed (titles' lengths nearly vanish), read in ~3 ms and decompressed in ~2.
 
 Chunk bodies are kept compressed with zstd (level 1: ~1.8x smaller on prose and on the synthetic
 benchmark corpus, written 3-5x faster than zlib at its fastest level for the same size, which was

@@ -160,8 +160,8 @@ class SqliteConnection(CommitsCommon):
         except sqlite3.DatabaseError as exc:
             if "locked" in str(exc):  # a first write holds it (SqliteConnection.transaction)
                 raise StorageError(
-                    f"the index at {self.directory} is being built for the first time by another "
-                    "process; it can be opened when that run ends"
+                    f"the index at {self.directory} is held whole by another process writing it "
+                    "(an index's first build is); it can be opened when that run ends"
                 ) from exc
             raise StorageError(f"cannot open index database {db_path}: {exc}") from exc
 
@@ -251,7 +251,12 @@ class SqliteConnection(CommitsCommon):
         if self.read_only:
             raise StorageError(f"cannot write the index: {self.read_only}; searching it still works")
         first = self._journal_for_first_write()
-        self._begin_writing()
+        try:
+            self._begin_writing()
+        except BaseException:
+            if first:
+                self._back_to_wal()
+            raise
         self._in_txn = True
         self._substrings_on = None  # another process may have turned the substring index on
         changes_before = self.conn.total_changes
