@@ -329,3 +329,52 @@ def test_a_views_deleted_chunks_come_from_gapless_segments_only_when_they_hold_e
     assert _dead_ids([slice(1, 6), slice(6, 9)], BitMap([1, 2, 4, 7, 8])).tolist() == [3, 5, 6]
     assert _dead_ids([slice(1, 6)], BitMap([1, 2, 9])) is None
     assert _dead_ids([slice(1, 6), np.array([7, 9], dtype=np.uint32)], BitMap([1, 7])) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_merge_over_deleted_chunks_by_columns_writes_the_rows_term_by_term_did(seed):
+    """Merging stored rows that lose postings goes through flat columns (spill.merge_columns) and
+    encodes them at once; the rows are byte for byte those of decoding, filtering and encoding each
+    term's parts one by one (the path any other codec takes)."""
+    from kenning.store.compact import decode_posting_row, encode_posting_row
+
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(40)] + ["parseQuery", "東京都"]
+    parts, chunk_id = [], 0
+    for _ in range(int(rng.integers(1, 4))):
+        builder = SegmentBuilder(Analyzer())
+        for _ in range(int(rng.integers(1, 30))):
+            chunk_id += 1
+            title = " ".join(rng.choice(words, int(rng.integers(0, 3))))
+            builder.add(chunk_id, title, " ".join(rng.choice(words, int(rng.integers(0, 25)))))
+        columns = builder.columns()
+        parts.append([row for row, _ in segments.encode_posting_rows(columns)] if columns else [])
+    dead = np.sort(rng.choice(np.arange(1, chunk_id + 1), int(rng.integers(1, chunk_id + 1)), replace=False))
+    by_columns = segments.merge_range(parts, dead, decode_posting_row, encode_posting_row)
+    by_term = segments.merge_range(parts, dead, lambda raw: decode_posting_row(raw), encode_posting_row)
+    assert by_columns == by_term
+    assert all(not np.isin(decode_posting_row(row).ids, dead).any() for row, _ in by_columns)
+
+
+def test_a_segment_whose_chunks_are_all_deleted_is_dropped_not_merged(tmp_path):
+    """When a write leaves none of a segment's chunks live, the segment goes whole (no merge reads
+    it); the index answers as one built from the files as they are."""
+    from kenning import Index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(8):
+        (docs / f"n{n}.md").write_text(f"# Note {n}\n\nharbour castle letter number {n}\n")
+    with Index(tmp_path / "ix") as index:
+        index.add([docs], progress=False)
+        (docs / "late.md").write_text("# Late\n\nharbour at night\n")
+        index.add([docs], progress=False)  # a second segment: the late note's one chunk
+        (late_segment, _) = index.store.segment_sizes()[-1]
+        (docs / "late.md").write_text("# Late\n\nharbour at dawn\n")
+        report = index.add([docs], progress=False)
+        ids = [seg_id for seg_id, _ in index.store.segment_sizes()]
+        assert late_segment not in ids and len(ids) == 2 and not report.merged_segments
+        got = [(h.doc_key, h.score) for h in index.search("harbour dawn", mode="lexical").hits]
+    with Index(tmp_path / "fresh") as fresh:
+        fresh.add([docs], progress=False)
+        assert got == [(h.doc_key, h.score) for h in fresh.search("harbour dawn", mode="lexical").hits]

@@ -231,6 +231,23 @@ def encode_columns(columns: SegmentColumns, encode) -> list[tuple[tuple, bytes]]
     return [encode(*row) for row in columns.rows()]
 
 
+def dead_segments(store, live: BitMap) -> list[int]:
+    """The segments none of whose chunks is live any more. They are dropped whole: merged instead,
+    every one of their rows was read, decoded and filtered to nothing. A second re-index of the same
+    files (its first left a segment of their chunks) merged that segment with its own, 3.1 s of a
+    6.2 s re-index at 1M chunks."""
+    dead = []
+    for seg_id, _ in store.segment_sizes():
+        place = store.load_segment(seg_id).place
+        if isinstance(place, slice):
+            alive = live.range_cardinality(place.start, place.stop)
+        else:
+            alive = live.intersection_cardinality(BitMap(place.tolist()))
+        if not alive:
+            dead.append(seg_id)
+    return dead
+
+
 def merge_plan(store, live: BitMap) -> list[int]:
     """The segments to merge into one after a commit, oldest first ([] when none).
 
@@ -308,9 +325,13 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
     joined in segment order, so its ids stay ascending. When no chunk of the merge was deleted (a
     fresh build) and the store keeps rows in the compact codec, each term's rows are joined from their
     bytes (`join_posting_rows`) without arrays."""
-    carry = join_posting_rows if (decode, encode) == (decode_posting_row, encode_posting_row) else None
-    if len(dead):
-        carry = None  # rows lose postings: decoded, filtered, encoded
+    compact = (decode, encode) == (decode_posting_row, encode_posting_row)
+    if compact and len(dead):
+        # rows lose postings: decoded into flat columns, joined and filtered as spilled segments
+        # are (spill.merge_columns), encoded at once; term by term this was ~15 us a row in Python
+        # (a second 1% re-index at 1M merged ~200k rows in 3.1 s)
+        return encode_posting_rows(merge_columns([_columns_of(rows) for rows in parts], dead))
+    carry = join_posting_rows if compact and not len(dead) else None
     streams = [((raw[0], order, raw) for raw in rows) for order, rows in enumerate(parts)]
     out = []
     for term, group in itertools.groupby(heapq.merge(*streams, key=itemgetter(0, 1)), key=itemgetter(0)):
@@ -324,6 +345,33 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
         elif live:
             out.append(encode(term, *(np.concatenate([p[i] for p in live]) for i in range(2, 7))))
     return out
+
+
+def _columns_of(rows: list[tuple]) -> SegmentColumns:
+    """Stored posting rows (terms ascending, the compact codec's) as one segment's flat columns."""
+    decoded = [decode_posting_row(raw) for raw in rows]
+
+    def column(i: int, dtype) -> np.ndarray:
+        return (
+            np.concatenate([d[i] for d in decoded]).astype(dtype, copy=False)
+            if decoded
+            else np.zeros(0, dtype)
+        )
+
+    def bounds(i: int) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum([len(d[i]) for d in decoded], dtype=np.int64)))
+
+    return SegmentColumns(
+        [d[0] for d in decoded],
+        column(1, np.uint32),
+        column(2, np.uint16),
+        column(3, np.uint16),
+        column(4, np.uint32),
+        column(5, np.uint32),
+        bounds(1),
+        bounds(4),
+        bounds(5),
+    )
 
 
 def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, helpers=None) -> int | None:

@@ -26,7 +26,7 @@ from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.entities.collect import EntityCollector
 from kenning.indexing.analysis import Analysed, ChunkAnalysis
-from kenning.indexing.segments import land_spilled, merge_plan, merge_segments
+from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
 from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.indexing.term_table import chunk_token_counts
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
@@ -258,6 +258,9 @@ class IndexWriter:
         if report.chunks_removed:
             self.store.drop_orphan_vectors()
         self.store.set_live(live)
+        dead = dead_segments(self.store, live)
+        if dead:
+            self.store.drop_segments(dead)
         merging = merge_plan(self.store, live)
         if merging:
             merge_segments(self.store, live, merging, helpers)
