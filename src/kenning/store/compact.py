@@ -297,20 +297,12 @@ def pack_doc_ids(doc_ids: np.ndarray) -> bytes:
     """A segment's chunk ids (ascending uint32): the first and the last when they run without a gap
     (a build's segments and merges with nothing deleted), else every one. A new process reads a
     segment's ids to open it: at 1M chunks the explicit form was 4 MB and a third of the time to read
-    the segment. The two forms are told apart by length (`unpack_doc_ids`); two ids in a row are the
+    the segment. The two forms are told apart by length (`decode_segment`); two ids in a row are the
     same eight bytes in either form."""
     n = len(doc_ids)
     if n > 2 and int(doc_ids[-1]) - int(doc_ids[0]) == n - 1:
         return np.array([doc_ids[0], doc_ids[-1]], dtype="<u4").tobytes()
     return np.asarray(doc_ids, dtype="<u4").tobytes()
-
-
-def unpack_doc_ids(blob: bytes, count: int) -> np.ndarray:
-    """The `count` chunk ids `pack_doc_ids` stored."""
-    first, explicit = _stored_ids(blob, count)
-    if explicit is not None:
-        return explicit
-    return np.arange(first, first + count, dtype=np.uint32)
 
 
 def _stored_ids(blob: bytes, count: int) -> tuple[int, np.ndarray | None]:
