@@ -1,7 +1,8 @@
-"""The one compiled part of kenning: a segment's raw-token table (kenning.indexing._term_table).
+"""kenning's two compiled parts: a segment's raw-token table (kenning.indexing._term_table) and the
+query path's per-posting loops (kenning._kernels).
 
-Optional: where it cannot be compiled, kenning runs the same table in Python
-(kenning.indexing.term_table), only slower to index.
+Both optional: where they cannot be compiled, kenning computes the same in Python and NumPy
+(kenning.indexing.term_table, kenning.kernels), only slower.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,13 @@ setup(
             ["src/kenning/indexing/_term_table.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "kenning._kernels",
+            ["src/kenning/_kernels.c"],
+            # no fused multiply-add: the scores must equal NumPy's to the last bit
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+            optional=True,
+        ),
     ]
 )

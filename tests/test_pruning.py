@@ -8,7 +8,7 @@ import pytest
 from pyroaring import BitMap
 
 import kenning.signals.pruning as pruning
-from kenning import Index
+from kenning import Index, kernels
 from kenning.surfaces.render import funnel_lines
 
 WORDS = [f"w{i}" for i in range(400)]
@@ -51,8 +51,20 @@ def ranking(ix, query, **settings):
     return [(h.id, h.score) for h in response.hits], response.funnel
 
 
+@pytest.fixture(params=["C", "NumPy"])
+def loops(request, monkeypatch):
+    """Pruning as built here (MaxScore in kenning._kernels), and as NumPy runs it where that is not
+    built (block maxima over id blocks)."""
+    if request.param == "C" and not kernels.NATIVE:
+        pytest.skip("kenning._kernels is not built here")
+    if request.param == "NumPy":
+        monkeypatch.setattr(kernels, "_kernels", None)
+        monkeypatch.setattr(kernels, "NATIVE", False)
+    return request.param
+
+
 @pytest.mark.parametrize("share", [1.0, pruning.MAX_SCORED_SHARE])
-def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, share):
+def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, share, loops):
     monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
     monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", share)
     rng = random.Random(11)
@@ -76,7 +88,7 @@ def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, sh
     assert pruned_queries >= (120 if share == 1.0 else 1)
 
 
-def test_pruning_skips_chunks_and_explain_still_reports_every_term(index, monkeypatch):
+def test_pruning_skips_chunks_and_explain_still_reports_every_term(index, monkeypatch, loops):
     monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
     monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", 1.0)
     query = "w0 w1 w2 w300"

@@ -13,6 +13,8 @@ from array import array
 import numpy as np
 from pyroaring import BitMap
 
+from kenning.kernels import roaring_bytes
+
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
     """The distinct values, ascending (what `np.unique(values)` returns for a plain array)."""
@@ -36,9 +38,15 @@ def unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bitmap_of(ids: np.ndarray) -> BitMap:
-    """A roaring bitmap of chunk ids. pyroaring reads a numpy array value by value but an
-    `array.array` in one pass: 2 ms against 15 ms for 300k ids, which made turning a common term's
-    postings into its bitmap the largest cost of a lexical query on 1M chunks."""
-    packed = array("I")
-    packed.frombytes(np.ascontiguousarray(ids, dtype=np.uint32).tobytes())
-    return BitMap(packed)
+    """A roaring bitmap of chunk ids. Ascending distinct ids (a term's postings) are serialized in C
+    and read back with `BitMap.deserialize`, a copy (kenning.kernels): ~0.3 against ~2.2 ms for 320k
+    ids. Otherwise pyroaring reads an `array.array` in one pass (a numpy array value by value: 15 ms),
+    which made turning a common term's postings into its bitmap the largest cost of a lexical query
+    on 1M chunks."""
+    ids = np.ascontiguousarray(ids, dtype=np.uint32)
+    packed = roaring_bytes(ids)
+    if packed is not None:
+        return BitMap.deserialize(packed)
+    values = array("I")
+    values.frombytes(ids.tobytes())
+    return BitMap(values)

@@ -36,7 +36,7 @@ def score(ctx: SearchContext, state: QueryState) -> None:
             state.funnel.channels["pruning"] = {
                 "scored": state.pruned.scored,
                 "skipped": len(survivors) - state.pruned.scored,
-                "blocks_scored": f"{state.pruned.blocks} of {state.pruned.of_blocks}",
+                "how": state.pruned.how,
             }
             return
     state.lexical = view.score(state.scoring, state.found, params, allowed)

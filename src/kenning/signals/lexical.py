@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from pyroaring import BitMap
 
+from kenning import kernels
 from kenning.arrays import bitmap_of, sorted_unique
 from kenning.cache import BoundedCache, IndexCaches
 from kenning.signals.base import Channel
@@ -154,6 +155,18 @@ POSITION_US = 0.017
 POSITION_READ_US = 20.0
 
 
+def block_maxima(ids: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the blocks of 2^BLOCK_BITS ids holding postings, ascending; the largest weighted score in
+    each; where each block's postings start in `ids`, plus the end), for ascending ids."""
+    native = kernels.block_maxima(ids, weighted, BLOCK_BITS)
+    if native is not None:
+        return native
+    block = ids >> BLOCK_BITS
+    first = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1]))) if len(block) else block
+    maxima = np.maximum.reduceat(weighted, first) if len(first) else np.zeros(0)
+    return block[first].astype(np.int64), maxima, np.append(first, len(block)).astype(np.int64)
+
+
 def _last_id(place: slice | np.ndarray) -> int:
     """The largest chunk id at a segment's place (0 for an empty segment)."""
     if isinstance(place, slice):
@@ -263,22 +276,26 @@ class LexicalView:
     def _merge_live(self, parts) -> TermPostings | None:
         if not parts:
             return None
-        # deleted chunks are dropped while the columns are in their stored widths (uint32 ids, one or
-        # two bytes a frequency), then widened: a common term's filtering at 1M chunks took 5-8 ms
-        # on the widened copies
-        ids = np.concatenate([p[0] for p in parts])
-        tft = np.concatenate([p[1] for p in parts])
-        tfb = np.concatenate([p[2] for p in parts])
-        keep = self.live_mask[ids]
-        if not keep.all():
-            ids, tft, tfb = ids[keep], tft[keep], tfb[keep]
+        native = kernels.live_postings(parts, self.live_mask)
+        if native is not None:  # joined, filtered and widened in one pass
+            ids, tft, tfb = native
+        else:
+            # deleted chunks are dropped while the columns are in their stored widths (uint32 ids,
+            # one or two bytes a frequency), then widened: a common term's filtering at 1M chunks
+            # took 5-8 ms on the widened copies
+            ids = np.concatenate([p[0] for p in parts])
+            tft = np.concatenate([p[1] for p in parts])
+            tfb = np.concatenate([p[2] for p in parts])
+            keep = self.live_mask[ids]
+            if not keep.all():
+                ids, tft, tfb = ids[keep], tft[keep], tfb[keep]
+            ids, tft, tfb = ids.astype(np.int64), tft.astype(np.float64), tfb.astype(np.float64)
         if len(ids) == 0:
             return None
         if len(parts) > 1 and not np.all(ids[1:] > ids[:-1]):
             order = np.argsort(ids, kind="stable")
             ids, tft, tfb = ids[order], tft[order], tfb[order]
-        bitmap = bitmap_of(ids)
-        return TermPostings(ids.astype(np.int64), tft.astype(np.float64), tfb.astype(np.float64), bitmap)
+        return TermPostings(ids, tft, tfb, bitmap_of(ids))
 
     # ------------------------------------------------------------------ fields and phrases
     def field_docs(self, term: str, field: str) -> BitMap:
@@ -445,7 +462,13 @@ class LexicalView:
         key = ("gen", self.generation, "weighted", self._params_key(params), term, field)
         out = self.cache.get(key)
         if out is None:
-            out = idf(self.n_docs, postings.df) * self.impacts(postings, params, field)
+            weight = idf(self.n_docs, postings.df)
+            out = kernels.weigh(
+                postings.ids, postings.tf_title, postings.tf_body, self.title_len, self.body_len,
+                self.avg_title_len, self.avg_body_len, params, weight, field,
+            )  # fmt: skip
+            if out is None:  # the same numbers in NumPy
+                out = weight * self.impacts(postings, params, field)
             self.cache.put(key, out, out.nbytes + 96)
         return out
 
@@ -459,12 +482,7 @@ class LexicalView:
         key = ("gen", self.generation, "blocks", self._params_key(params), term, field)
         out = self.cache.get(key)
         if out is None:
-            weighted = self.weighted(term, postings, params, field)
-            block = postings.ids >> BLOCK_BITS
-            first = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1]))) if len(block) else block
-            maxima = np.maximum.reduceat(weighted, first) if len(first) else np.zeros(0)
-            starts = np.append(first, len(block)).astype(np.int64)
-            out = (block[first].astype(np.int64), maxima, starts)
+            out = block_maxima(postings.ids, self.weighted(term, postings, params, field))
             self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
         return out
 

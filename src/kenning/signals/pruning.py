@@ -1,23 +1,32 @@
-"""Exact top-k BM25 without scoring every match: block-max pruning over chunk-id blocks.
+"""Exact top-k BM25 without scoring every match: MaxScore in C, or block-max pruning in NumPy.
 
-The chunk-id space is cut into blocks of 2^`BLOCK_BITS` ids. For every term the index keeps, per block, the
-largest contribution the term makes to any chunk in it (kept beside the term's weighted scores, per
-parameter set). A block's upper bound for a query is the sum of its terms' block maxima, times the
-coordination it would get if one chunk held every term present in the block. The blocks with the
-largest bounds are scored exactly first; the k-th best score among them is a threshold no skipped
-chunk can reach when its block's bound lies below it. Every block at or above the threshold is then
-scored exactly, and the rest are skipped (Ding & Suel 2011 apply the same bound per postings block
-inside block-max WAND; over numpy arrays, whole id blocks are the unit that vectorises).
+Both return exactly the exhaustive top k, ties by chunk id, with the same scores to the last bit:
+contributions are summed clause by clause in the query's order, as the exhaustive bincount sums them,
+and a chunk is skipped only when a bound on its score lies strictly below the k-th best (tests hold
+both paths equal to the exhaustive one on random queries).
 
-The result is exactly the exhaustive top k, ties by chunk id: a skipped chunk scores strictly below
-the k-th best. Contributions are summed clause by clause in the query's order, as the exhaustive
-bincount sums them, so scores agree to the last bit (a test holds both paths equal on random
-queries).
+MaxScore (Turtle & Flood 1995; kenning/_kernels.c), a chunk at a time over the terms' postings, is
+what runs where kenning's C module is built. Terms are ordered by their largest contribution; once
+the k-th best score exceeds what a chunk holding only the weakest few terms could reach (their maxima
+summed, times the coordination that many matches earn), those terms stop supplying candidates and
+are only looked up, by a galloping search, for chunks the other terms bring, while those chunks can
+still reach the k-th best. At 1M chunks a query of common and rare words scored 9,846 chunks instead
+of 146,339, and whole warm queries of the scale benchmark took half the time (p50) and a third (p95).
+
+Block-max pruning (the NumPy path) cuts the chunk-id space into blocks of 2^`BLOCK_BITS` ids. For every
+term the index keeps, per block, the largest contribution the term makes to any chunk in it (kept
+beside the term's weighted scores, per parameter set). A block's upper bound for a query is the sum of
+its terms' block maxima, times the coordination it would get if one chunk held every term present in
+the block. The blocks with the largest bounds are scored exactly first; the k-th best score among them
+is a threshold no skipped chunk can reach when its block's bound lies below it. Every block at or above
+the threshold is then scored exactly, and the rest are skipped (Ding & Suel 2011 apply the same bound
+per postings block inside block-max WAND; over numpy arrays, whole id blocks are the unit that
+vectorises).
 
 Pruning needs plain clauses (one term each, no per-term or per-clause chunk sets: phrases and
-glossary expansions score exhaustively), and pays off only on a large index (`PRUNE_FROM_IDS`) and
-when the blocks left to score hold a small share of the query's postings (`MAX_SCORED_SHARE`);
-otherwise the caller scores exhaustively. Either way the results are the same.
+glossary expansions score exhaustively), and pays off only on a large index (`PRUNE_FROM_IDS`); the
+NumPy path also only when the blocks left to score hold a small share of the query's postings
+(`MAX_SCORED_SHARE`). Otherwise the caller scores exhaustively. Either way the results are the same.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kenning import kernels
 from kenning.topk import top_k
 
 BLOCK_BITS = 4  # blocks of 16 chunk ids
@@ -46,8 +56,7 @@ class PrunedTop:
     ids: np.ndarray  # int64, best first, ties by id
     scores: np.ndarray
     scored: int  # chunks whose score was computed (the others holding a term were skipped)
-    blocks: int  # id blocks scored, of
-    of_blocks: int  # all id blocks
+    how: str  # the method and what it skipped by, for the funnel
 
 
 @dataclass
@@ -80,6 +89,8 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
     or None for all."""
     if k <= 0 or view.max_id + 1 < PRUNE_FROM_IDS or not prunable(clauses):
         return None
+    if kernels.NATIVE:
+        return _maxscore(view, clauses, found, params, allowed, k)
     terms = _terms(view, clauses, found, params, blocks=True)
     present = [t for t in terms if t is not None]
     if not present:
@@ -103,7 +114,28 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
         return None
     ids, scores = _score_blocks(keep, spans, coord, allowed)
     best_ids, best_scores = top_k(ids, scores, k)
-    return PrunedTop(best_ids, best_scores, len(ids), len(keep), len(bounds))
+    return PrunedTop(best_ids, best_scores, len(ids), f"{len(keep)} of {len(bounds)} id blocks scored")
+
+
+def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None:
+    """MaxScore (Turtle & Flood 1995) in C, a chunk at a time: the terms whose largest scores
+    together (with the coordination they would earn) cannot reach the k-th best so far stop
+    supplying candidates, and are looked up only for chunks the others bring, while those can
+    still reach it. Exact; no block maxima needed, so a common term's first query skips them."""
+    present = [t for t in _terms(view, clauses, found, params) if t is not None]
+    if not present:
+        return None
+    use_coord = params.coord_floor < 1.0 and len(clauses) > 1
+    ids, scores, scored, essential = kernels.maxscore(
+        tuple(t.ids for t in present),
+        tuple(np.ascontiguousarray(t.contribution, dtype=np.float64) for t in present),
+        len(clauses),
+        params.coord_floor if use_coord else 1.0,
+        k,
+        allowed,
+    )
+    how = f"MaxScore: candidates from {essential} of {len(present)} terms at the end"
+    return PrunedTop(ids, scores, scored, how)
 
 
 def _spans(terms, blocks: np.ndarray) -> list:

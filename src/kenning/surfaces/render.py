@@ -202,8 +202,8 @@ def funnel_lines(funnel) -> list[str]:
     pruning = funnel.channels.get("pruning")
     if pruning:
         out.append(
-            f"  pruning: {pruning['skipped']} chunks skipped, their id blocks' bounds below the top "
-            f"(scored {pruning['scored']}; {pruning['blocks_scored']} blocks)"
+            f"  pruning: {pruning['skipped']} chunks skipped, their bounds below the top "
+            f"(scored {pruning['scored']}; {pruning['how']})"
         )
     for stage in ("fusion", "feedback"):
         weights = funnel.channels.get(stage, {}).get("weights")

@@ -1,0 +1,95 @@
+"""The query path's per-posting loops in C: a term's weighted BM25 scores, its per-block maxima, and
+its roaring bitmap, each in one pass.
+
+The first query that meets a common term pays all three over every posting (~300k at a million
+chunks): in NumPy ~10 array passes for the scores, a `maximum.reduceat` for the maxima and
+pyroaring's adding of values one container at a time for the bitmap, ~14 ms together. They are
+compiled C (kenning/_kernels.c, built when kenning is installed). Where that could not be built,
+`NATIVE` is False, these return None, and the callers compute the same in NumPy
+(kenning.signals.lexical, kenning.arrays); tests/test_kernels.py holds both ways equal to the last bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+VARIANT_CODES = {"classic": 0, "plus": 1, "l": 2}
+
+try:
+    from kenning import _kernels
+
+    NATIVE = True
+except ImportError:  # not compiled here
+    _kernels = None
+    NATIVE = False
+
+
+def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, params, idf, field=None):
+    """idf x (title_weight x S_title + body_weight x S_body) for each posting (kenning.signals.lexical
+    has the formula); `field` keeps one field's part only. ids int64 and tf float64 per posting,
+    lengths uint16 per chunk id. None without the C module."""
+    if _kernels is None:
+        return None
+    raw = _kernels.weigh(
+        ids, tf_title, tf_body, title_len, body_len, float(avg_title), float(avg_body),
+        VARIANT_CODES[params.variant], params.k1, params.b, params.delta, params.title_weight,
+        params.body_weight, float(idf), field != "body", field != "title",
+    )  # fmt: skip
+    return np.frombuffer(raw, dtype=np.float64)
+
+
+def block_maxima(ids: np.ndarray, weighted: np.ndarray, bits: int):
+    """(the blocks of 2^bits ids holding postings, ascending; the largest score in each; where each
+    block's postings start, plus the end) for ascending int64 ids. None without the C module."""
+    if _kernels is None:
+        return None
+    blocks, maxima, starts = _kernels.block_maxima(ids, weighted, bits)
+    return (
+        np.frombuffer(blocks, dtype=np.int64),
+        np.frombuffer(maxima, dtype=np.float64),
+        np.frombuffer(starts, dtype=np.int64),
+    )
+
+
+def roaring_bytes(ids: np.ndarray) -> bytes | None:
+    """Ascending distinct uint32 ids in roaring's portable serialization, for `BitMap.deserialize`;
+    None when they are not ascending or without the C module."""
+    if _kernels is None:
+        return None
+    return _kernels.roaring_bytes(np.ascontiguousarray(ids, dtype=np.uint32))
+
+
+def maxscore(ids, scores, clauses: int, floor: float, k: int, allowed):
+    """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
+    id, a chunk at a time with MaxScore: (ids, scores, chunks scored, terms still essential at the
+    end). `ids` and `scores` hold one array per present term, in the query's order; `allowed` is a
+    bool mask over chunk ids or None."""
+    if _kernels is None:
+        return None
+    got_ids, got_scores, scored, essential = _kernels.maxscore(
+        tuple(ids), tuple(scores), clauses, float(floor), k, allowed
+    )
+    return (
+        np.frombuffer(got_ids, dtype=np.int64),
+        np.frombuffer(got_scores, dtype=np.float64),
+        scored,
+        essential,
+    )
+
+
+def live_postings(parts, live: np.ndarray):
+    """A term's postings joined from its segments' parts ((uint32 ids, title tf, body tf) each, tf as
+    stored: uint8, uint16, or empty when all zero), in the order given, keeping the chunks `live`
+    marks: (int64 ids, float64 title tf, float64 body tf). None without the C module."""
+    if _kernels is None or not all(_as_stored(p) for p in parts):
+        return None
+    ids, tft, tfb = _kernels.live_postings(tuple((p[0], p[1], p[2]) for p in parts), live)
+    return np.frombuffer(ids, dtype=np.int64), np.frombuffer(tft), np.frombuffer(tfb)
+
+
+def _as_stored(part) -> bool:
+    """Whether a part's columns have the widths the stores give (what the C loop reads)."""
+    ids, tft, tfb = part[0], part[1], part[2]
+    return ids.dtype == np.uint32 and all(
+        len(tf) == 0 or tf.dtype in (np.uint8, np.uint16) for tf in (tft, tfb)
+    )
