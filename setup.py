@@ -2,7 +2,7 @@
 query path's per-posting loops (kenning._kernels).
 
 Both optional: where they cannot be compiled, kenning computes the same in Python and NumPy
-(kenning.indexing.term_table, kenning.kernels), only slower.
+(kenning.indexing.term_table; for the kernels, kenning.kernels says where), only slower.
 """
 
 from setuptools import Extension, setup

@@ -66,6 +66,7 @@ def loops(request, monkeypatch):
 @pytest.mark.parametrize("share", [1.0, pruning.MAX_SCORED_SHARE])
 def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, share, loops):
     monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
+    monkeypatch.setattr(pruning, "MAXSCORE_FROM_IDS", 0)
     monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", share)
     rng = random.Random(11)
     pruned_queries = 0
@@ -90,6 +91,7 @@ def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, sh
 
 def test_pruning_skips_chunks_and_explain_still_reports_every_term(index, monkeypatch, loops):
     monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
+    monkeypatch.setattr(pruning, "MAXSCORE_FROM_IDS", 0)
     monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", 1.0)
     query = "w0 w1 w2 w300"
     response = index.search(query, mode="lexical", limit=5, explain=True)
@@ -108,6 +110,7 @@ def test_phrases_small_indexes_and_other_modes_score_exhaustively(index, monkeyp
     query = "w0 w1 w2 w300"
     assert "pruning" not in index.search(query, mode="lexical", limit=5).funnel.channels  # 3,000 ids
     monkeypatch.setattr(pruning, "PRUNE_FROM_IDS", 0)
+    monkeypatch.setattr(pruning, "MAXSCORE_FROM_IDS", 0)
     monkeypatch.setattr(pruning, "MAX_SCORED_SHARE", 1.0)
     assert "pruning" in index.search(query, mode="lexical", limit=5).funnel.channels
     assert "pruning" not in index.search('"w0 w1" w300', mode="lexical", limit=5).funnel.channels

@@ -24,9 +24,10 @@ per postings block inside block-max WAND; over numpy arrays, whole id blocks are
 vectorises).
 
 Pruning needs plain clauses (one term each, no per-term or per-clause chunk sets: phrases and
-glossary expansions score exhaustively), and pays off only on a large index (`PRUNE_FROM_IDS`); the
-NumPy path also only when the blocks left to score hold a small share of the query's postings
-(`MAX_SCORED_SHARE`). Otherwise the caller scores exhaustively. Either way the results are the same.
+glossary expansions score exhaustively), and pays off only on a large enough index
+(`MAXSCORE_FROM_IDS`, the NumPy path `PRUNE_FROM_IDS`); the NumPy path also only when the blocks
+left to score hold a small share of the query's postings (`MAX_SCORED_SHARE`). Otherwise the
+caller scores exhaustively. Either way the results are the same.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ MAX_SCORED_SHARE = 0.4
 # than pruning's fixed work: timed as whole warm queries (identical results), pruning's p50 wins from
 # 30k chunks and its p95 from 100k (docs/scoring.md has the numbers)
 PRUNE_FROM_IDS = 100_000
+# MaxScore in C pays from far fewer: whole warm queries of the scale benchmark, every query alternating
+# with exhaustive scoring in one process (same results), p50 / p95 ms: at 10k chunks 0.61 / 0.91 against
+# 0.65 / 0.96, at 30k 0.68 / 0.99 against 1.17 / 1.50
+MAXSCORE_FROM_IDS = 10_000
 FIRST_BLOCKS = 16  # blocks, besides k, scored for the threshold
 
 
@@ -87,7 +92,8 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
     """The exact top k by BM25 with coordination, or None when pruning does not apply or would not
     pay (then score exhaustively). `allowed`: a boolean mask over chunk ids (the funnel's survivors)
     or None for all."""
-    if k <= 0 or view.max_id + 1 < PRUNE_FROM_IDS or not prunable(clauses):
+    smallest = MAXSCORE_FROM_IDS if kernels.NATIVE else PRUNE_FROM_IDS
+    if k <= 0 or view.max_id + 1 < smallest or not prunable(clauses):
         return None
     if kernels.NATIVE:
         return _maxscore(view, clauses, found, params, allowed, k)
