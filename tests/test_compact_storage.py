@@ -21,6 +21,7 @@ from kenning.store.compact import (
     pack_positions,
     unpack_frequencies,
     unpack_lengths,
+    unpack_lengths_into,
     unpack_positions,
 )
 from kenning.store.records import SegmentColumns, StorageError
@@ -318,9 +319,16 @@ def test_segment_lengths_are_compressed_only_when_that_is_shorter(kind):
     assert len(blob) < 2 * n if kind == "short titles" else len(blob) == 2 * n
     assert unpack_lengths(blob, n).tolist() == lengths.tolist()
     assert unpack_lengths(lengths.tobytes(), n).tolist() == lengths.tolist()  # the plain form
+    for stored in (blob, lengths.tobytes()):  # decoded into an array given (as a view does)
+        out = np.full(n + 2, 7, dtype=np.uint16)
+        unpack_lengths_into(stored, n, out[1 : n + 1])
+        assert out[1 : n + 1].tolist() == lengths.tolist() and out[0] == out[-1] == 7
     if kind == "short titles":
         with pytest.raises(StorageError, match="hold 5000 chunks, not 4999"):
             unpack_lengths(blob, 4999)
+        for wrong in (4999, 5001):
+            with pytest.raises(StorageError, match=f"do not hold its {wrong} chunks"):
+                unpack_lengths_into(blob, wrong, np.zeros(wrong, dtype=np.uint16))
 
 
 def test_an_index_whose_segment_lengths_older_kenning_wrote_plain_reads_the_same(tmp_path, capsys):

@@ -62,8 +62,8 @@ def test_weighted_scores_equal_numpy_to_the_bit(params, seed, n, field, avg):
     rng = np.random.default_rng(seed)
     chunks = 1000
     ids = np.sort(rng.choice(chunks, n, replace=False)).astype(np.int64)
-    tft = rng.integers(0, 3, n).astype(np.float64)
-    tfb = rng.integers(0, 40, n).astype(np.float64)
+    tft = rng.integers(0, 3, n).astype(np.uint16)
+    tfb = rng.integers(0, 40, n).astype(np.uint16)
     tl = rng.integers(0, 30, chunks).astype(np.uint16)
     bl = rng.integers(0, 65535, chunks).astype(np.uint16)
     weight = float(rng.random() * 9)
@@ -77,7 +77,7 @@ def test_weighted_scores_equal_numpy_to_the_bit(params, seed, n, field, avg):
 def test_weigh_refuses_ids_without_a_length():
     p = Bm25Params()
     ids = np.array([0, 5], dtype=np.int64)
-    tf = np.ones(2)
+    tf = np.ones(2, dtype=np.uint16)
     lengths = np.ones(5, dtype=np.uint16)
     with pytest.raises(IndexError, match="chunk id 5"):
         kernels.weigh(ids, tf, tf, lengths, lengths, 1.0, 1.0, p, 1.0)
@@ -179,7 +179,7 @@ def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, 
 @given(seed=st.integers(0, 2**32 - 1), parts=st.integers(1, 4))
 def test_live_postings_equal_numpy(seed, parts):
     """Segments' parts (frequencies one or two bytes wide, or empty when all zero) joined, deleted
-    chunks dropped, widened: as LexicalView._merge_live does it in NumPy."""
+    chunks dropped, frequencies as uint16: as LexicalView._merge_live does it in NumPy."""
     rng = np.random.default_rng(seed)
     chunks, stored = 3000, []
     for _ in range(parts):
@@ -202,10 +202,10 @@ def test_live_postings_equal_numpy(seed, parts):
     keep = (all_ids < chunks) & live[np.minimum(all_ids, chunks - 1)]
 
     def widened(column, n):
-        return np.zeros(n) if len(column) == 0 else column.astype(np.float64)
+        return np.zeros(n, dtype=np.uint16) if len(column) == 0 else column.astype(np.uint16)
 
     want_t = np.concatenate([widened(p[1], len(p[0])) for p in stored])[keep]
     want_b = np.concatenate([widened(p[2], len(p[0])) for p in stored])[keep]
     assert ids.tolist() == all_ids[keep].astype(np.int64).tolist()
     assert np.array_equal(tft, want_t) and np.array_equal(tfb, want_b)
-    assert ids.dtype == np.int64 and tft.dtype == tfb.dtype == np.float64
+    assert ids.dtype == np.int64 and tft.dtype == tfb.dtype == np.uint16

@@ -128,7 +128,7 @@ PyDoc_STRVAR(weigh_doc,
              "weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, variant, k1, b,\n"
              "      delta, title_weight, body_weight, idf, use_title, use_body) -> bytes\n\n"
              "Each posting's weighted BM25 score as float64 bytes: idf x (title_weight x S_title +\n"
-             "body_weight x S_body), a field left out when its use_ flag is 0. ids: int64; tf_*: float64\n"
+             "body_weight x S_body), a field left out when its use_ flag is 0. ids: int64; tf_*: uint16\n"
              "per posting; *_len: uint16 per chunk id; variant 0 classic, 1 plus, 2 l.");
 
 static PyObject *weigh(PyObject *self, PyObject *args)
@@ -149,10 +149,10 @@ static PyObject *weigh(PyObject *self, PyObject *args)
     if (get_buffer(ids_o, &ids_v, 8, "ids") < 0)
         goto done;
     got = 1;
-    if (get_buffer(tft_o, &tft_v, 8, "tf_title") < 0)
+    if (get_buffer(tft_o, &tft_v, 2, "tf_title") < 0)
         goto done;
     got = 2;
-    if (get_buffer(tfb_o, &tfb_v, 8, "tf_body") < 0)
+    if (get_buffer(tfb_o, &tfb_v, 2, "tf_body") < 0)
         goto done;
     got = 3;
     if (get_buffer(tl_o, &tl_v, 2, "title_len") < 0)
@@ -162,12 +162,12 @@ static PyObject *weigh(PyObject *self, PyObject *args)
         goto done;
     got = 5;
     Py_ssize_t n = ids_v.len / 8, chunks = tl_v.len / 2;
-    if (tft_v.len / 8 != n || tfb_v.len / 8 != n || bl_v.len / 2 != chunks) {
+    if (tft_v.len / 2 != n || tfb_v.len / 2 != n || bl_v.len / 2 != chunks) {
         PyErr_SetString(PyExc_ValueError, "weigh: columns of different lengths");
         goto done;
     }
     const int64_t *ids = (const int64_t *)ids_v.buf;
-    const double *tft = (const double *)tft_v.buf, *tfb = (const double *)tfb_v.buf;
+    const uint16_t *tft = (const uint16_t *)tft_v.buf, *tfb = (const uint16_t *)tfb_v.buf;
     const uint16_t *tl = (const uint16_t *)tl_v.buf, *bl = (const uint16_t *)bl_v.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= chunks) {
@@ -184,9 +184,9 @@ static PyObject *weigh(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n; i++) {
         double acc = 0.0;
         if (use_title && tft[i] > 0)
-            acc += tw * saturate(tft[i], (double)tl[ids[i]], avg_t, variant, k1, b, delta);
+            acc += tw * saturate((double)tft[i], (double)tl[ids[i]], avg_t, variant, k1, b, delta);
         if (use_body && tfb[i] > 0)
-            acc += bw * saturate(tfb[i], (double)bl[ids[i]], avg_b, variant, k1, b, delta);
+            acc += bw * saturate((double)tfb[i], (double)bl[ids[i]], avg_b, variant, k1, b, delta);
         w[i] = idf * acc;
     }
 done:
@@ -286,20 +286,20 @@ done:
 
 /* ---------------------------------------------------------------- live postings */
 
-static double frequency_at(const Py_buffer *v, Py_ssize_t i)
+static uint16_t frequency_at(const Py_buffer *v, Py_ssize_t i)
 {
     if (v->len == 0)
-        return 0.0; /* stored empty: every frequency is zero */
+        return 0; /* stored empty: every frequency is zero */
     if (v->itemsize == 1)
-        return (double)((const uint8_t *)v->buf)[i];
-    return (double)((const uint16_t *)v->buf)[i];
+        return ((const uint8_t *)v->buf)[i];
+    return ((const uint16_t *)v->buf)[i];
 }
 
 PyDoc_STRVAR(live_postings_doc,
              "live_postings(parts, live) -> (ids, tf_title, tf_body)\n\n"
              "One term's postings from its segments' parts, each (uint32 ids, title and body term\n"
              "frequencies as uint8 or uint16, or empty when all zero), in the order given, keeping the\n"
-             "chunks the bool buffer `live` marks: int64 ids, float64 frequencies (bytes).");
+             "chunks the bool buffer `live` marks: int64 ids, uint16 frequencies (bytes).");
 
 static PyObject *live_postings(PyObject *self, PyObject *args)
 {
@@ -339,12 +339,12 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
         total += n;
     }
     ids_out = PyBytes_FromStringAndSize(NULL, total * 8);
-    tft_out = PyBytes_FromStringAndSize(NULL, total * 8);
-    tfb_out = PyBytes_FromStringAndSize(NULL, total * 8);
+    tft_out = PyBytes_FromStringAndSize(NULL, total * 2);
+    tfb_out = PyBytes_FromStringAndSize(NULL, total * 2);
     if (ids_out == NULL || tft_out == NULL || tfb_out == NULL)
         goto done;
     int64_t *oi = (int64_t *)PyBytes_AS_STRING(ids_out);
-    double *ot = (double *)PyBytes_AS_STRING(tft_out), *ob = (double *)PyBytes_AS_STRING(tfb_out);
+    uint16_t *ot = (uint16_t *)PyBytes_AS_STRING(tft_out), *ob = (uint16_t *)PyBytes_AS_STRING(tfb_out);
     Py_ssize_t kept = 0;
     for (Py_ssize_t p = 0; p < n_parts; p++) {
         const Py_buffer *iv = &views[1 + 3 * p], *tv = &views[2 + 3 * p], *bv = &views[3 + 3 * p];
@@ -358,8 +358,8 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
             kept += ids[i] < live_n && live[ids[i]];
         }
     }
-    if (_PyBytes_Resize(&ids_out, kept * 8) < 0 || _PyBytes_Resize(&tft_out, kept * 8) < 0 ||
-        _PyBytes_Resize(&tfb_out, kept * 8) < 0)
+    if (_PyBytes_Resize(&ids_out, kept * 8) < 0 || _PyBytes_Resize(&tft_out, kept * 2) < 0 ||
+        _PyBytes_Resize(&tfb_out, kept * 2) < 0)
         goto done;
     result = PyTuple_Pack(3, ids_out, tft_out, tfb_out);
 done:

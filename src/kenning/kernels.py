@@ -26,7 +26,7 @@ except ImportError:  # not compiled here
 
 def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, params, idf, field=None):
     """idf x (title_weight x S_title + body_weight x S_body) for each posting (kenning.signals.lexical
-    has the formula); `field` keeps one field's part only. ids int64 and tf float64 per posting,
+    has the formula); `field` keeps one field's part only. ids int64 and tf uint16 per posting,
     lengths uint16 per chunk id. None without the C module."""
     if _kernels is None:
         return None
@@ -80,11 +80,11 @@ def maxscore(ids, scores, clauses: int, floor: float, k: int, allowed):
 def live_postings(parts, live: np.ndarray):
     """A term's postings joined from its segments' parts ((uint32 ids, title tf, body tf) each, tf as
     stored: uint8, uint16, or empty when all zero), in the order given, keeping the chunks `live`
-    marks: (int64 ids, float64 title tf, float64 body tf). None without the C module."""
+    marks: (int64 ids, uint16 title tf, uint16 body tf). None without the C module."""
     if _kernels is None or not all(_as_stored(p) for p in parts):
         return None
     ids, tft, tfb = _kernels.live_postings(tuple((p[0], p[1], p[2]) for p in parts), live)
-    return np.frombuffer(ids, dtype=np.int64), np.frombuffer(tft), np.frombuffer(tfb)
+    return np.frombuffer(ids, dtype=np.int64), np.frombuffer(tft, np.uint16), np.frombuffer(tfb, np.uint16)
 
 
 def _as_stored(part) -> bool:

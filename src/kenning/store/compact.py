@@ -331,17 +331,36 @@ def unpack_lengths(blob: bytes, count: int) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.uint16)
 
 
+def unpack_lengths_into(blob: bytes, count: int, out: np.ndarray) -> None:
+    """What `unpack_lengths` returns, written into `out` (a contiguous uint16 array of `count`): zstd
+    decompresses straight into it, with no array of its own to fill and copy."""
+    if len(blob) == 2 * count:
+        out[:] = np.frombuffer(blob, dtype=np.uint16)
+        return
+    target = memoryview(out).cast("B")
+    got = 0
+    with _zstd()[1].stream_reader(blob) as reader:
+        while got < len(target):
+            n = reader.readinto(target[got:])
+            if not n:
+                break
+            got += n
+        extra = reader.read(1)
+    if got != 2 * count or extra:
+        raise StorageError(f"a segment's lengths do not hold its {count} chunks")
+
+
 def decode_segment(segment_id: int, row: tuple | None) -> SegmentData:
-    """A segment's stored columns (its number of chunks, doc ids, title and body lengths) back to
-    arrays."""
+    """A segment's stored columns (its number of chunks, doc ids, title and body lengths); the
+    lengths stay packed until asked for."""
     if row is None:
         raise StorageError(f"segment {segment_id} vanished (index changed during read)")
     count = int(row[0])
     first, explicit = _stored_ids(row[1], count)
     return SegmentData(
         id=segment_id,
-        title_lens=unpack_lengths(row[2], count),
-        body_lens=unpack_lengths(row[3], count),
+        n_docs=count,
+        packed_lengths=(bytes(row[2]), bytes(row[3])),
         stored_ids=explicit,
         first_id=first,
     )
