@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kenning import Index
-from kenning.arrays import sorted_unique, unique_counts
+from kenning.arrays import sorted_unique, stable_argsort, unique_counts
 
 
 @given(st.lists(st.integers(-(2**40), 2**40), max_size=200))
@@ -48,3 +48,16 @@ def test_bitmap_of_holds_exactly_the_ids_whatever_their_dtype():
         assert bitmap_of(ids.astype(dtype)) == BitMap(ids.tolist())
     assert bitmap_of(ids[::-1].astype(np.int64)) == BitMap(ids.tolist())  # order does not matter
     assert bitmap_of(np.zeros(0, dtype=np.int64)) == BitMap()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.integers(0, 2**32 - 1), max_size=300)
+    | st.lists(st.integers(0, 5), max_size=300)
+    | st.lists(st.integers(0, 2**40), max_size=50)
+)
+def test_stable_argsort_is_numpys_stable_argsort(keys):
+    """Ties (many, with few distinct keys) keep their order; keys past 32 bits take numpy's path."""
+    for dtype in (np.int64, np.uint64) + ((np.uint32,) if max(keys, default=0) < 2**32 else ()):
+        array = np.array(keys, dtype=dtype)
+        assert stable_argsort(array).tolist() == np.argsort(array, kind="stable").tolist()

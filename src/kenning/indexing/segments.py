@@ -22,7 +22,7 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
-from kenning.arrays import bitmap_of
+from kenning.arrays import bitmap_of, stable_argsort
 from kenning.indexing.spill import SpilledSegment, SpillRange, merge_columns, spill_ranges
 from kenning.indexing.term_table import SEVERAL, TermTable
 from kenning.store.compact import (
@@ -167,7 +167,7 @@ class SegmentBuilder:
         rank[ids[by_name]] = np.arange(len(names), dtype=np.uint32)
         term = rank[term]
         del rank, every, held
-        order = np.argsort(term, kind="stable")
+        order = stable_argsort(term)
         term, doc = term[order], np.frombuffer(self.token_doc, dtype=np.uint32)[order]
         field = np.frombuffer(self.token_field, dtype=np.uint8)[order]
         pos = np.frombuffer(self.token_pos, dtype=np.uint32)[order]

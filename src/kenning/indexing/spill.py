@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.arrays import stable_argsort
 from kenning.store.records import ROW_MEMORY_BYTES, SegmentColumns, range_bounds
 
 SPILL_MARK_BYTES = 64 << 10  # merge memory between marks: a range reads at most two marks' worth more
@@ -173,7 +174,7 @@ def merge_columns(parts: list[SegmentColumns], dead: np.ndarray) -> SegmentColum
     keys = np.concatenate(
         [np.fromiter((index[t] for t in part.terms), np.int64, len(part.terms)) for part in parts]
     )
-    by_term = np.argsort(keys, kind="stable")
+    by_term = stable_argsort(keys)
 
     def gather(bounds: str, names: tuple[str, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
         """The merged term bounds over one kind of column, and those columns gathered."""
