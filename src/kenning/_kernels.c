@@ -1,14 +1,17 @@
-/* The query path's per-posting loops, in C: what a term costs the first time a process meets it.
+/* The query path's per-posting loops, in C: what a term costs the first time a process meets it,
+ * and the top-k search over the terms' postings.
  *
  * A common term at a million chunks has ~300k postings. In NumPy, its weighted BM25 scores took
  * ~10 array passes (two fields' saturation, the weights, the idf), its per-block maxima a
- * `maximum.reduceat` (3 ms), and its roaring bitmap pyroaring's value-by-value adding (2 ms): ~14 ms
- * before a query over it could start. Here each is one pass.
+ * `maximum.reduceat` (3 ms), its roaring bitmap pyroaring's adding of values (2 ms), and joining
+ * its segments' postings without the deleted chunks a concatenation, a mask and three widenings:
+ * here each is one pass. MaxScore (Turtle & Flood 1995) finds the exact top k a chunk at a time.
  *
  * The arithmetic is NumPy's, operation for operation and in the same order (see
  * kenning.signals.lexical.saturate), so the scores are equal to the last bit: built with
- * -ffp-contract=off, so that no multiply-add is fused. kenning.kernels holds the same three in NumPy,
- * used where this module is not built; tests/test_kernels.py holds the two equal.
+ * -ffp-contract=off, so that no multiply-add is fused. kenning.kernels wraps this module; where it
+ * is not built, the NumPy code beside each caller runs instead (kenning.signals.lexical,
+ * kenning.signals.pruning, kenning.arrays), and tests/test_kernels.py holds the two equal.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,12 +1,13 @@
-"""The query path's per-posting loops in C: a term's weighted BM25 scores, its per-block maxima, and
-its roaring bitmap, each in one pass.
+"""The query path's per-posting loops in C (kenning/_kernels.c, built when kenning is installed):
+a term's weighted BM25 scores, its per-block maxima, its live postings joined from its segments,
+its roaring bitmap, and MaxScore top-k.
 
-The first query that meets a common term pays all three over every posting (~300k at a million
-chunks): in NumPy ~10 array passes for the scores, a `maximum.reduceat` for the maxima and
-pyroaring's adding of values one container at a time for the bitmap, ~14 ms together. They are
-compiled C (kenning/_kernels.c, built when kenning is installed). Where that could not be built,
-`NATIVE` is False, these return None, and the callers compute the same in NumPy
-(kenning.signals.lexical, kenning.arrays); tests/test_kernels.py holds both ways equal to the last bit.
+The first query that meets a common term pays the first four over every posting (~300k at a
+million chunks): in NumPy ~10 array passes for the scores, a `maximum.reduceat` for the maxima, a
+concatenation, mask and widenings for the postings and pyroaring's adding of values for the bitmap.
+Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
+the same in NumPy (kenning.signals.lexical, kenning.signals.pruning, kenning.arrays);
+tests/test_kernels.py holds both ways equal to the last bit.
 """
 
 from __future__ import annotations

@@ -147,13 +147,13 @@ class SegmentData:
         return self._lengths(1)
 
     def _lengths(self, field: int) -> np.ndarray:
-        from kenning.store.compact import unpack_lengths
+        from kenning.store.compact import unpack_lengths  # (compact imports this module)
 
         return unpack_lengths(self.packed_lengths[field], self.n_docs)
 
     def lengths_into(self, title: np.ndarray, body: np.ndarray) -> None:
         """Write the title and body lengths into the given uint16 arrays (of `n_docs` each)."""
-        from kenning.store.compact import unpack_lengths_into
+        from kenning.store.compact import unpack_lengths_into  # (compact imports this module)
 
         for field, out in enumerate((title, body)):
             unpack_lengths_into(self.packed_lengths[field], self.n_docs, out)
