@@ -209,3 +209,43 @@ def test_live_postings_equal_numpy(seed, parts):
     assert ids.tolist() == all_ids[keep].astype(np.int64).tolist()
     assert np.array_equal(tft, want_t) and np.array_equal(tfb, want_b)
     assert ids.dtype == np.int64 and tft.dtype == tfb.dtype == np.uint16
+
+
+@native
+@pytest.mark.parametrize("variant", ["classic", "plus", "l"])
+def test_a_views_weights_are_its_numpy_impacts_to_the_bit(tmp_path, variant):
+    """On a real index (lengths, averages and postings as a view holds them), the C weights equal
+    what LexicalView.impacts gives, times the idf, for every field choice."""
+    import json
+    import random
+
+    from kenning import Index
+    from kenning.signals.lexical import idf
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(60)]
+    lines = [
+        json.dumps({"_id": f"d{n}", "title": " ".join(rng.choices(words, k=rng.randint(0, 4))),
+                    "text": " ".join(rng.choices(words, k=rng.randint(1, 90)))})
+        for n in range(400)
+    ]  # fmt: skip
+    (tmp_path / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    ix = Index(tmp_path / "ix")
+    ix.add([tmp_path / "corpus.jsonl"], progress=False)
+    params = Bm25Params(variant=variant)
+    with ix.store.reading():
+        view = ix.lexical.view()
+        found = view.postings([f"w{i}" for i in range(0, 60, 7)])
+        checked = 0
+        for postings in found.values():
+            weight = idf(view.n_docs, postings.df)
+            for field in (None, "title", "body"):
+                got = kernels.weigh(
+                    postings.ids, postings.tf_title, postings.tf_body, view.title_len, view.body_len,
+                    view.avg_title_len, view.avg_body_len, params, weight, field,
+                )  # fmt: skip
+                want = weight * view.impacts(postings, params, field)
+                assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+                checked += 1
+    ix.close()
+    assert checked == 27

@@ -52,15 +52,18 @@ def ranking(ix, query, **settings):
 
 
 @pytest.fixture(params=["C", "NumPy"])
-def loops(request, monkeypatch):
+def loops(request, monkeypatch, index):
     """Pruning as built here (MaxScore in kenning._kernels), and as NumPy runs it where that is not
-    built (block maxima over id blocks)."""
+    built (block maxima over id blocks). The index forgets what it kept, so that its views, postings
+    and weights are made by the path under test."""
     if request.param == "C" and not kernels.NATIVE:
         pytest.skip("kenning._kernels is not built here")
     if request.param == "NumPy":
         monkeypatch.setattr(kernels, "_kernels", None)
         monkeypatch.setattr(kernels, "NATIVE", False)
-    return request.param
+    index.caches.clear()
+    yield request.param
+    index.caches.clear()
 
 
 @pytest.mark.parametrize("share", [1.0, pruning.MAX_SCORED_SHARE])

@@ -106,6 +106,12 @@ class IndexCaches:
             self.bounded.drop(lambda k: k[0] != "gen" or k[1] == generation)
             self.generation = generation
 
+    def clear(self) -> None:
+        """Forget everything kept (the next search reads and computes it all again)."""
+        self.bounded.clear()
+        self._views.clear()
+        self.generation = None
+
     def view(self, generation: int, key: Hashable, make: Callable[[], object]):
         """A view of one generation (vectors, substring text, speller), made once per generation."""
         self.enter(generation)
