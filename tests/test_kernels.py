@@ -1,5 +1,5 @@
 """The query path's C loops (kenning._kernels) against the NumPy they replace, to the last bit: a
-term's weighted BM25 scores, its per-block maxima, and its roaring bitmap."""
+term's weighted BM25 scores, its live postings, its roaring bitmap, and MaxScore's top k."""
 
 import shutil
 import sysconfig
@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from kenning import arrays, kernels
-from kenning.signals import lexical
 from kenning.signals.lexical import Bm25Params, saturate
 
 native = pytest.mark.skipif(not kernels.NATIVE, reason="kenning._kernels is not built here")
@@ -85,22 +84,6 @@ def test_weigh_refuses_ids_without_a_length():
         kernels.weigh(ids, tf[:1], tf, lengths, lengths, 1.0, 1.0, p, 1.0)
 
 
-@settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 500), spread=st.sampled_from([40, 5000, 10**6]))
-def test_block_maxima_equal_numpy(seed, n, spread):
-    rng = np.random.default_rng(seed)
-    ids = np.sort(rng.choice(spread, min(n, spread), replace=False)).astype(np.int64)
-    weighted = rng.random(len(ids)) * 10
-    got = lexical.block_maxima(ids, weighted)
-    saved, kernels._kernels = kernels._kernels, None
-    try:
-        want = lexical.block_maxima(ids, weighted)
-    finally:
-        kernels._kernels = saved
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and np.array_equal(g, w)
-
-
 def _pyroaring(ids: np.ndarray) -> BitMap:
     values = array("I")
     values.frombytes(ids.astype(np.uint32).tobytes())
@@ -168,7 +151,8 @@ def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, 
         held = held[allowed[held]]
     coord = floor + (1.0 - floor) * (matched[held] / clauses)
     want_ids, want_scores = top_k(held, sums[held] * coord, k)
-    got_ids, got_scores, scored, essential = kernels.maxscore(ids, scores, clauses, floor, k, allowed)
+    maxima = [float(s.max()) if len(s) else 0.0 for s in scores]
+    got_ids, got_scores, scored, essential = kernels.maxscore(ids, scores, maxima, clauses, floor, k, allowed)
     assert got_ids.tolist() == want_ids.tolist()
     assert np.array_equal(got_scores.view(np.uint64), want_scores.view(np.uint64))
     assert len(want_ids) <= scored <= len(held) and 0 <= essential <= terms

@@ -2,10 +2,10 @@
  * and the top-k search over the terms' postings.
  *
  * A common term at a million chunks has ~300k postings. In NumPy, its weighted BM25 scores took
- * ~10 array passes (two fields' saturation, the weights, the idf), its per-block maxima a
- * `maximum.reduceat` (3 ms), its roaring bitmap pyroaring's adding of values (2 ms), and joining
- * its segments' postings without the deleted chunks a concatenation, a mask and three widenings:
- * here each is one pass. MaxScore (Turtle & Flood 1995) finds the exact top k a chunk at a time.
+ * ~10 array passes (two fields' saturation, the weights, the idf), its roaring bitmap pyroaring's
+ * adding of values (2 ms), and joining its segments' postings without the deleted chunks a
+ * concatenation, a mask and three widenings: here each is one pass. MaxScore (Turtle & Flood 1995)
+ * finds the exact top k a chunk at a time.
  *
  * The arithmetic is NumPy's, operation for operation and in the same order (see
  * kenning.signals.lexical.saturate), so the scores are equal to the last bit: built with
@@ -146,24 +146,18 @@ static PyObject *weigh(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "variant: 0, 1 or 2");
         return NULL;
     }
-    Py_buffer ids_v, tft_v, tfb_v, tl_v, bl_v;
+    /* ids (int64), title and body frequencies (uint16 a posting), title and body lengths (uint16 a
+     * chunk id) */
+    PyObject *objects[5] = {ids_o, tft_o, tfb_o, tl_o, bl_o};
+    static const Py_ssize_t itemsizes[5] = {8, 2, 2, 2, 2};
+    static const char *names[5] = {"ids", "tf_title", "tf_body", "title_len", "body_len"};
+    Py_buffer views[5];
     int got = 0;
     PyObject *out = NULL;
-    if (get_buffer(ids_o, &ids_v, 8, "ids") < 0)
-        goto done;
-    got = 1;
-    if (get_buffer(tft_o, &tft_v, 2, "tf_title") < 0)
-        goto done;
-    got = 2;
-    if (get_buffer(tfb_o, &tfb_v, 2, "tf_body") < 0)
-        goto done;
-    got = 3;
-    if (get_buffer(tl_o, &tl_v, 2, "title_len") < 0)
-        goto done;
-    got = 4;
-    if (get_buffer(bl_o, &bl_v, 2, "body_len") < 0)
-        goto done;
-    got = 5;
+    for (; got < 5; got++)
+        if (get_buffer(objects[got], &views[got], itemsizes[got], names[got]) < 0)
+            goto done;
+    Py_buffer ids_v = views[0], tft_v = views[1], tfb_v = views[2], tl_v = views[3], bl_v = views[4];
     Py_ssize_t n = ids_v.len / 8, chunks = tl_v.len / 2;
     if (tft_v.len / 2 != n || tfb_v.len / 2 != n || bl_v.len / 2 != chunks) {
         PyErr_SetString(PyExc_ValueError, "weigh: columns of different lengths");
@@ -193,99 +187,14 @@ static PyObject *weigh(PyObject *self, PyObject *args)
         w[i] = idf * acc;
     }
 done:
-    if (got >= 5)
-        PyBuffer_Release(&bl_v);
-    if (got >= 4)
-        PyBuffer_Release(&tl_v);
-    if (got >= 3)
-        PyBuffer_Release(&tfb_v);
-    if (got >= 2)
-        PyBuffer_Release(&tft_v);
-    if (got >= 1)
-        PyBuffer_Release(&ids_v);
+    while (got > 0)
+        PyBuffer_Release(&views[--got]);
     if (PyErr_Occurred()) {
         Py_XDECREF(out);
         return NULL;
     }
     return out;
 }
-
-PyDoc_STRVAR(block_maxima_doc,
-             "block_maxima(ids, weighted, bits) -> (blocks, maxima, starts)\n\n"
-             "For int64 ids ascending and their float64 scores: the blocks of 2^bits ids that hold\n"
-             "any (int64 bytes), the largest score in each (float64 bytes), and where each block's\n"
-             "postings start (int64 bytes, one more entry: the end).");
-
-static PyObject *block_maxima(PyObject *self, PyObject *args)
-{
-    PyObject *ids_o, *w_o;
-    int bits;
-    if (!PyArg_ParseTuple(args, "OOi", &ids_o, &w_o, &bits))
-        return NULL;
-    if (bits < 0 || bits > 62) {
-        PyErr_SetString(PyExc_ValueError, "bits: 0 to 62");
-        return NULL;
-    }
-    Py_buffer ids_v, w_v;
-    if (get_buffer(ids_o, &ids_v, 8, "ids") < 0)
-        return NULL;
-    if (get_buffer(w_o, &w_v, 8, "weighted") < 0) {
-        PyBuffer_Release(&ids_v);
-        return NULL;
-    }
-    PyObject *blocks = NULL, *maxima = NULL, *starts = NULL, *result = NULL;
-    Py_ssize_t n = ids_v.len / 8;
-    if (w_v.len / 8 != n) {
-        PyErr_SetString(PyExc_ValueError, "block_maxima: ids and scores of different lengths");
-        goto done;
-    }
-    const int64_t *ids = (const int64_t *)ids_v.buf;
-    const double *w = (const double *)w_v.buf;
-    Py_ssize_t m = n > 0;
-    for (Py_ssize_t i = 1; i < n; i++)
-        m += (ids[i] >> bits) != (ids[i - 1] >> bits);
-    blocks = PyBytes_FromStringAndSize(NULL, m * 8);
-    maxima = PyBytes_FromStringAndSize(NULL, m * 8);
-    starts = PyBytes_FromStringAndSize(NULL, (m + 1) * 8);
-    if (blocks == NULL || maxima == NULL || starts == NULL)
-        goto done;
-    int64_t *bk = (int64_t *)PyBytes_AS_STRING(blocks), *st = (int64_t *)PyBytes_AS_STRING(starts);
-    double *mx = (double *)PyBytes_AS_STRING(maxima);
-    /* the running block, its start and its best score stay in registers, and the loop has no
-     * branch (a block holds a few postings, so "does a new block open here" is a coin toss the
-     * processor would mispredict): 320k postings in ~0.4 ms, against ~2 ms when each step read back
-     * what the one before had stored */
-    Py_ssize_t j = 0, start = 0;
-    int64_t current = n ? ids[0] >> bits : 0;
-    double best = n ? w[0] : 0.0;
-    if (n) {
-        bk[0] = current;
-        st[0] = 0;
-    }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        int64_t block = ids[i] >> bits;
-        int opens = block != current;
-        mx[j] = best; /* the block's best so far, final when the next one opens */
-        j += opens;
-        start = opens ? i : start;
-        best = opens ? w[i] : (w[i] > best ? w[i] : best);
-        current = block;
-        bk[j] = block;
-        st[j] = start;
-    }
-    if (n)
-        mx[j] = best;
-    st[m] = n;
-    result = PyTuple_Pack(3, blocks, maxima, starts);
-done:
-    Py_XDECREF(blocks);
-    Py_XDECREF(maxima);
-    Py_XDECREF(starts);
-    PyBuffer_Release(&w_v);
-    PyBuffer_Release(&ids_v);
-    return result;
-}
-
 
 /* ---------------------------------------------------------------- live postings */
 
@@ -453,25 +362,28 @@ static double coordination(double floor, Py_ssize_t matched, Py_ssize_t clauses)
 }
 
 PyDoc_STRVAR(maxscore_doc,
-             "maxscore(ids, scores, clauses, floor, k, allowed) -> (ids, scores, scored, essential)\n\n"
+             "maxscore(ids, scores, maxima, clauses, floor, k, allowed) -> (ids, scores, scored, essential)\n\n"
              "The exact top k by summed scores times coordination, ties by ascending id (Turtle &\n"
              "Flood's MaxScore, document at a time). ids: a tuple of int64 buffers (ascending), one per\n"
-             "term in the query's order; scores: their float64 scores; clauses: the coordination's\n"
+             "term in the query's order; scores: their float64 scores; maxima: each list's largest score\n"
+             "(a bound: no score may exceed it); clauses: the coordination's\n"
              "denominator; floor: its floor (1.0: none); allowed: a bool buffer over chunk ids or None.\n"
              "Returns the top k best first (int64 and float64 bytes), how many chunks were scored, and\n"
              "how many terms were still essential (candidates came from them) at the end.");
 
 static PyObject *maxscore(PyObject *self, PyObject *args)
 {
-    PyObject *ids_t, *scores_t, *allowed_o;
+    PyObject *ids_t, *scores_t, *maxima_t, *allowed_o;
     Py_ssize_t clauses, k;
     double floor;
-    if (!PyArg_ParseTuple(args, "O!O!ndnO", &PyTuple_Type, &ids_t, &PyTuple_Type, &scores_t, &clauses, &floor,
-                          &k, &allowed_o))
+    if (!PyArg_ParseTuple(args, "O!O!O!ndnO", &PyTuple_Type, &ids_t, &PyTuple_Type, &scores_t, &PyTuple_Type,
+                          &maxima_t, &clauses, &floor, &k, &allowed_o))
         return NULL;
     Py_ssize_t terms = PyTuple_GET_SIZE(ids_t);
-    if (PyTuple_GET_SIZE(scores_t) != terms || clauses < 1 || k < 1 || terms > clauses) {
-        PyErr_SetString(PyExc_ValueError, "maxscore: one score list per id list, 1 <= terms <= clauses, k >= 1");
+    if (PyTuple_GET_SIZE(scores_t) != terms || PyTuple_GET_SIZE(maxima_t) != terms || clauses < 1 || k < 1 ||
+        terms > clauses) {
+        PyErr_SetString(PyExc_ValueError,
+                        "maxscore: one score list and maximum per id list, 1 <= terms <= clauses, k >= 1");
         return NULL;
     }
     Py_buffer *views = PyMem_Calloc(2 * terms + 1, sizeof(Py_buffer));
@@ -507,9 +419,9 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "maxscore: ids and scores of different lengths");
             goto done;
         }
-        c->max = 0.0;
-        for (Py_ssize_t i = 0; i < c->n; i++)
-            c->max = c->scores[i] > c->max ? c->scores[i] : c->max;
+        c->max = PyFloat_AsDouble(PyTuple_GET_ITEM(maxima_t, t)); /* kept by the caller's cache */
+        if (c->max == -1.0 && PyErr_Occurred())
+            goto done;
         order[t] = t;
     }
     if (allowed_o != Py_None) {
@@ -648,7 +560,6 @@ done:
 static PyMethodDef kernel_methods[] = {
     {"roaring_bytes", (PyCFunction)roaring_bytes, METH_O, roaring_bytes_doc},
     {"weigh", (PyCFunction)weigh, METH_VARARGS, weigh_doc},
-    {"block_maxima", (PyCFunction)block_maxima, METH_VARARGS, block_maxima_doc},
     {"maxscore", (PyCFunction)maxscore, METH_VARARGS, maxscore_doc},
     {"live_postings", (PyCFunction)live_postings, METH_VARARGS, live_postings_doc},
     {NULL, NULL, 0, NULL},

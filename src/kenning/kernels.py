@@ -1,10 +1,10 @@
 """The query path's per-posting loops in C (kenning/_kernels.c, built when kenning is installed):
-a term's weighted BM25 scores, its per-block maxima, its live postings joined from its segments,
-its roaring bitmap, and MaxScore top-k.
+a term's weighted BM25 scores, its live postings joined from its segments, its roaring bitmap, and
+MaxScore top-k.
 
-The first query that meets a common term pays the first four over every posting (~300k at a
-million chunks): in NumPy ~10 array passes for the scores, a `maximum.reduceat` for the maxima, a
-concatenation, mask and widenings for the postings and pyroaring's adding of values for the bitmap.
+The first query that meets a common term pays the first three over every posting (~300k at a
+million chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for
+the postings and pyroaring's adding of values for the bitmap.
 Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
 the same in NumPy (kenning.signals.lexical, kenning.signals.pruning, kenning.arrays);
 tests/test_kernels.py holds both ways equal to the last bit.
@@ -39,19 +39,6 @@ def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, para
     return np.frombuffer(raw, dtype=np.float64)
 
 
-def block_maxima(ids: np.ndarray, weighted: np.ndarray, bits: int):
-    """(the blocks of 2^bits ids holding postings, ascending; the largest score in each; where each
-    block's postings start, plus the end) for ascending int64 ids. None without the C module."""
-    if _kernels is None:
-        return None
-    blocks, maxima, starts = _kernels.block_maxima(ids, weighted, bits)
-    return (
-        np.frombuffer(blocks, dtype=np.int64),
-        np.frombuffer(maxima, dtype=np.float64),
-        np.frombuffer(starts, dtype=np.int64),
-    )
-
-
 def roaring_bytes(ids: np.ndarray) -> bytes | None:
     """Ascending distinct uint32 ids in roaring's portable serialization, for `BitMap.deserialize`;
     None when they are not ascending or without the C module."""
@@ -60,15 +47,15 @@ def roaring_bytes(ids: np.ndarray) -> bytes | None:
     return _kernels.roaring_bytes(np.ascontiguousarray(ids, dtype=np.uint32))
 
 
-def maxscore(ids, scores, clauses: int, floor: float, k: int, allowed):
+def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed):
     """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
     id, a chunk at a time with MaxScore: (ids, scores, chunks scored, terms still essential at the
-    end). `ids` and `scores` hold one array per present term, in the query's order; `allowed` is a
-    bool mask over chunk ids or None."""
+    end). `ids` and `scores` hold one array per present term, in the query's order, `maxima` each
+    one's largest score; `allowed` is a bool mask over chunk ids or None."""
     if _kernels is None:
         return None
     got_ids, got_scores, scored, essential = _kernels.maxscore(
-        tuple(ids), tuple(scores), clauses, float(floor), k, allowed
+        tuple(ids), tuple(scores), tuple(map(float, maxima)), clauses, float(floor), k, allowed
     )
     return (
         np.frombuffer(got_ids, dtype=np.int64),

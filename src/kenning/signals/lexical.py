@@ -157,18 +157,6 @@ POSITION_US = 0.017
 POSITION_READ_US = 20.0
 
 
-def block_maxima(ids: np.ndarray, weighted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(the blocks of 2^BLOCK_BITS ids holding postings, ascending; the largest weighted score in
-    each; where each block's postings start in `ids`, plus the end), for ascending ids."""
-    native = kernels.block_maxima(ids, weighted, BLOCK_BITS)
-    if native is not None:
-        return native
-    block = ids >> BLOCK_BITS
-    first = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1]))) if len(block) else block
-    maxima = np.maximum.reduceat(weighted, first) if len(first) else np.zeros(0)
-    return block[first].astype(np.int64), maxima, np.append(first, len(block)).astype(np.int64)
-
-
 def _last_id(place: slice | np.ndarray) -> int:
     """The largest chunk id at a segment's place (0 for an empty segment)."""
     if isinstance(place, slice):
@@ -488,8 +476,26 @@ class LexicalView:
         key = ("gen", self.generation, "blocks", self._params_key(params), term, field)
         out = self.cache.get(key)
         if out is None:
-            out = block_maxima(postings.ids, self.weighted(term, postings, params, field))
+            weighted = self.weighted(term, postings, params, field)
+            block = postings.ids >> BLOCK_BITS
+            first = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1]))) if len(block) else block
+            maxima = np.maximum.reduceat(weighted, first) if len(first) else np.zeros(0)
+            starts = np.append(first, len(block)).astype(np.int64)
+            out = (block[first].astype(np.int64), maxima, starts)
             self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
+        return out
+
+    def max_weight(
+        self, term: str, postings: TermPostings, params: Bm25Params, field: str | None = None
+    ) -> float:
+        """A term's largest weighted score (MaxScore's bound for it), kept beside its weighted scores:
+        found anew, it was a pass over every posting on every query."""
+        key = ("gen", self.generation, "max", self._params_key(params), term, field)
+        out = self.cache.get(key)
+        if out is None:
+            weighted = self.weighted(term, postings, params, field)
+            out = float(weighted.max()) if len(weighted) else 0.0
+            self.cache.put(key, out, 96)
         return out
 
     def _params_key(self, params: Bm25Params) -> int:

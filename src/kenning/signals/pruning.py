@@ -47,9 +47,9 @@ MAX_SCORED_SHARE = 0.4
 # than pruning's fixed work: timed as whole warm queries (identical results), pruning's p50 wins from
 # 30k chunks and its p95 from 100k (docs/scoring.md has the numbers)
 PRUNE_FROM_IDS = 100_000
-# MaxScore in C pays from far fewer: whole warm queries of the scale benchmark, every query alternating
-# with exhaustive scoring in one process (same results), p50 / p95 ms: at 10k chunks 0.61 / 0.91 against
-# 0.65 / 0.96, at 30k 0.68 / 0.99 against 1.17 / 1.50
+# MaxScore in C pays from far fewer (`python benchmarks/bench_pruning.py TIER`: whole warm queries of
+# the scale benchmark, every query alternating with exhaustive scoring in one process, same results),
+# p50 / p95 ms: at 10k chunks 0.82 / 1.04 against 0.88 / 1.09, at 30k 0.63 / 0.87 against 1.07 / 1.28
 MAXSCORE_FROM_IDS = 10_000
 FIRST_BLOCKS = 16  # blocks, besides k, scored for the threshold
 
@@ -72,6 +72,7 @@ class _Term:
     blocks: np.ndarray  # the id blocks it occurs in, ascending
     block_max: np.ndarray  # its largest contribution in each of them
     block_start: np.ndarray  # where each one's postings begin in `ids` (one more entry: the end)
+    maximum: float = 0.0  # its largest contribution (asked for by MaxScore)
 
     def ranges(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) in `ids` of its postings in each wanted block (empty where it has none)."""
@@ -128,13 +129,14 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
     together (with the coordination they would earn) cannot reach the k-th best so far stop
     supplying candidates, and are looked up only for chunks the others bring, while those can
     still reach it. Exact; no block maxima needed, so a common term's first query skips them."""
-    present = [t for t in _terms(view, clauses, found, params) if t is not None]
+    present = [t for t in _terms(view, clauses, found, params, maxima=True) if t is not None]
     if not present:
         return None
     use_coord = params.coord_floor < 1.0 and len(clauses) > 1
     ids, scores, scored, essential = kernels.maxscore(
         tuple(t.ids for t in present),
         tuple(np.ascontiguousarray(t.contribution, dtype=np.float64) for t in present),
+        tuple(t.maximum for t in present),
         len(clauses),
         params.coord_floor if use_coord else 1.0,
         k,
@@ -192,9 +194,9 @@ def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
     return _score_ids(np.asarray(ids, dtype=np.int64), terms, _coordination(params, len(clauses)))
 
 
-def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | None]:
-    """Each clause's term with its weighted contributions, and (`blocks`) their block maxima (None: no
-    postings)."""
+def _terms(view, clauses, found, params, blocks: bool = False, maxima: bool = False) -> list[_Term | None]:
+    """Each clause's term with its weighted contributions, and (`blocks`) their block maxima or
+    (`maxima`) their largest (None: no postings)."""
     out: list[_Term | None] = []
     for clause in clauses:
         st = clause.terms[0]
@@ -207,10 +209,15 @@ def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | N
         occupied = block_max = block_start = None
         if blocks:
             occupied, block_max, block_start = view.block_bounds(st.term, postings, params, st.field)
+        maximum = 0.0
         if weight != 1.0:
             contribution = contribution * weight
             block_max = None if block_max is None else block_max * weight
-        out.append(_Term(st.term, postings.ids, contribution, occupied, block_max, block_start))
+            if maxima:  # of the products themselves: a bound no contribution may exceed
+                maximum = float(contribution.max()) if len(contribution) else 0.0
+        elif maxima:
+            maximum = view.max_weight(st.term, postings, params, st.field)
+        out.append(_Term(st.term, postings.ids, contribution, occupied, block_max, block_start, maximum))
     return out
 
 
