@@ -25,6 +25,7 @@ from kenning.store.compact import (
     unpack_positions,
 )
 from kenning.store.records import SegmentColumns, StorageError
+from kenning.store.sqlite import packs
 from kenning.store.sqlite.connection import DB_NAME
 from kenning.surfaces.cli import main
 
@@ -53,8 +54,13 @@ def test_positions_round_trip_in_their_narrowest_width(high):
 QUERIES = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
 
 
-def _two_notes(tmp_path):
-    """A folder of two notes and its index: (folder, index path)."""
+def _two_notes(tmp_path, rows_only: bool = False):
+    """A folder of two notes and its index: (folder, index path). `rows_only`: written as kenning
+    before posting packs wrote it, every term a row of `postings` (later writes pack again)."""
+    if rows_only:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(packs, "PACK_ROW_BYTES", -1)
+            return _two_notes(tmp_path)
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Keys\n\nrotate the signing keys every quarter, keys keys\n")
@@ -71,7 +77,7 @@ def _rankings(path):
 
 
 def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
-    docs, path = _two_notes(tmp_path)
+    docs, path = _two_notes(tmp_path, rows_only=True)
     before = _rankings(path)
     with sqlite3.connect(path / DB_NAME) as conn:
         rows = conn.execute(
@@ -179,7 +185,7 @@ def test_a_segment_encoded_at_once_is_each_row_encoded_alone():
 def test_an_index_with_the_older_without_rowid_postings_table_reads_and_writes_the_same(tmp_path, capsys):
     """New indexes keep postings in a rowid table (faster to append); indexes written before keep
     their WITHOUT ROWID table, and search, take new files, merge and verify as before."""
-    docs, path = _two_notes(tmp_path)
+    docs, path = _two_notes(tmp_path, rows_only=True)
     before = _rankings(path)
     with sqlite3.connect(path / DB_NAME) as conn:
         columns = "segment_id, term, ids, tf_title, tf_body, pos_title, pos_body"

@@ -16,6 +16,7 @@ from kenning import Index
 from kenning.indexing import analysis, segments
 from kenning.integrity.verify import verify
 from kenning.store import StorageError
+from kenning.store.sqlite.packs import Pack
 
 WORDS = "harbour castle letter journey night parseQueryString 東京都 Whitby count professor".split()
 NAMES = ["Jonathan Harker", "Mina Murray", "Abraham Van Helsing", "Lucy Westenra", "Arthur Holmwood"]
@@ -45,7 +46,14 @@ def contents(index_dir: Path) -> dict:
             "entities": "*",
             "vocabulary": "*",
         }
-        return {name: sorted(conn.execute(f"SELECT {cols} FROM {name}")) for name, cols in tables.items()}
+        found = {name: sorted(conn.execute(f"SELECT {cols} FROM {name}")) for name, cols in tables.items()}
+        # every row, whether a row of its own or in a pack (packs are cut where a merge's ranges
+        # are, which differ between the writer and its workers)
+        packed = [
+            row for (blob,) in conn.execute("SELECT data FROM posting_packs") for row in Pack(blob).rows()
+        ]
+        found["postings"] = sorted(found["postings"] + packed)
+        return found
     finally:
         conn.close()
 
@@ -223,7 +231,7 @@ def test_workers_are_out_of_the_terminals_process_group():
     from kenning.analysis.analyzer import AnalyzerConfig
     from kenning.store.compact import decode_posting_row, encode_posting_row
 
-    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row))
+    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row, None))
     try:
         assert os.getsid(worker.process.pid) == worker.process.pid != os.getsid(0)
     finally:
@@ -250,7 +258,7 @@ def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monk
         monkeypatch.delenv(allocator.MMAP_THRESHOLD_ENV, raising=False)
     else:
         monkeypatch.setenv(allocator.MMAP_THRESHOLD_ENV, user_value)
-    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row))
+    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row, None))
     try:
         environ = Path(f"/proc/{worker.process.pid}/environ").read_bytes().split(b"\0")
     finally:

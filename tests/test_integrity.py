@@ -11,6 +11,7 @@ import pytest
 
 from kenning import Index
 from kenning.store import StorageError
+from kenning.store.sqlite import packs
 from kenning.store.sqlite.connection import DB_NAME
 from kenning.store.sqlite.schema import SCHEMA_VERSION
 from kenning.surfaces.cli import main
@@ -127,8 +128,11 @@ def test_an_empty_or_truncated_database_is_an_error_and_repair_needs_the_folders
     assert run(capsys, "verify", "--index", index)[0] == 0
 
 
-def test_an_index_from_before_checksums_is_migrated_and_verifies(built, capsys):
-    _, index = built
+def test_an_index_from_before_checksums_is_migrated_and_verifies(built, capsys, monkeypatch):
+    docs, index = built
+    monkeypatch.setattr(packs, "PACK_ROW_BYTES", -1)  # written as then: every term a row of its own
+    with Index(index) as ix:
+        ix.add([docs], force=True)
     with sqlite3.connect(index / DB_NAME) as conn:
         conn.execute("ALTER TABLE segments DROP COLUMN checksum")
         conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")

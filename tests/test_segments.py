@@ -232,9 +232,11 @@ def test_merge_ranges_cut_from_the_marks_kept_while_writing_are_about_the_budget
 
     from kenning import Index
     from kenning.store.records import ROW_MEMORY_BYTES
+    from kenning.store.sqlite import packs
     from kenning.store.sqlite import postings as sqlite_postings
 
     monkeypatch.setattr(sqlite_postings, "TERM_MARK_BYTES", 3000)
+    monkeypatch.setattr(packs, "PACK_ROW_BYTES", -1)  # every row a row of its own, counted one by one
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(2000)]
     corpus = tmp_path / "corpus"

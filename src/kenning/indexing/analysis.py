@@ -232,15 +232,15 @@ class _Worker:
 
 
 def serve(stdin=None, stdout=None) -> None:
-    """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder and decoder)
-    first, then until the end of input: ("chunks", batch, ends_segment, spill file) answered with
-    Analysed, ("dead", ids) that sets the deleted chunks for the merge ranges to come, and ("merge",
-    job) answered with the range's encoded rows (`merge_job`: stored rows the writer read, or a
-    SpillRange read here). An OSError (a spill file that cannot be written) is answered with
-    WorkerOSError, and the worker ends."""
+    """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder, decoder
+    and bundler) first, then until the end of input: ("chunks", batch, ends_segment, spill file)
+    answered with Analysed, ("dead", ids) that sets the deleted chunks for the merge ranges to come,
+    and ("merge", job) answered with the range's encoded rows (`merge_job`: stored rows the writer
+    read, or a SpillRange read here), bundled by the store's posting_bundler when it has one. An OSError (a
+    spill file that cannot be written) is answered with WorkerOSError, and the worker ends."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    config, matcher, encode, decode = read_message(stdin)
+    config, matcher, encode, decode, bundle = read_message(stdin)
     work = SegmentWork(Analyzer(config), matcher)
     dead = np.zeros(0, dtype=np.uint32)
     while True:
@@ -256,6 +256,8 @@ def serve(stdin=None, stdout=None) -> None:
                 continue
             elif kind == "merge":
                 answer = merge_job(message[0], dead, decode, encode)
+                if bundle is not None:  # the store's own form of a range (posting_bundler)
+                    answer = bundle(answer)
             else:
                 raise ValueError(f"unknown message {kind!r}")
         except OSError as exc:  # a spill file that cannot be written or read (a full disk): the
@@ -283,12 +285,13 @@ class ChunkAnalysis:
         self,
         analyzer: Analyzer,
         matcher: GlossaryMatcher | None,
-        codec: tuple[Callable, Callable],
+        codec: tuple[Callable, Callable, Callable | None],
         deliver: Callable[[Analysed], None],
         spill: SpillFolder,
         workers: int | None = None,
     ):
-        """`codec`: the store's posting_encoder and posting_decoder; `spill`: where segments go."""
+        """`codec`: the store's posting_encoder, posting_decoder and posting_bundler; `spill`: where
+        segments go."""
         self.setup = (analyzer.config, matcher, *codec)
         self.spill = spill
         self.codec = codec
@@ -353,7 +356,7 @@ class ChunkAnalysis:
         through the workers when the run has them or the merge is as large as a segment (MERGE_AHEAD
         ranges in flight a worker), else here. A job is a range's rows from each merged segment, or
         a SpillRange the worker reads them from. Call after `drain`."""
-        encode, decode = self.codec
+        encode, decode, _ = self.codec  # (inline, the writer takes the rows as they are)
         if chunks >= FLUSH_CHUNKS:
             self._start(self.workers)  # every worker (unless there are none to start)
         pool = self.pool

@@ -313,10 +313,14 @@ def _live_part(posting: tuple, order: int, dead: np.ndarray):
 
 
 def _each_then_trim(ranges):
-    """The rows of each merged range in turn; once a range is written, its buffers go back to the OS
-    (kenning.allocator: the writer's heap would otherwise keep them)."""
+    """The rows of each merged range in turn (or the range whole, as the store's posting_bundler made
+    it in a worker); once a range is written, its buffers go back to the OS (kenning.allocator: the
+    writer's heap would otherwise keep them)."""
     for rows in ranges:
-        yield from rows
+        if isinstance(rows, list):
+            yield from rows
+        else:
+            yield rows
         release_freed_memory()
 
 

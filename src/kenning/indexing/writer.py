@@ -244,7 +244,7 @@ class IndexWriter:
             vocab.added.clear()
 
     def _codec(self) -> tuple:
-        return self.store.posting_encoder, self.store.posting_decoder
+        return self.store.posting_encoder, self.store.posting_decoder, self.store.posting_bundler
 
     def _settle(self, live: BitMap, vocab, report: IndexReport, entities=None, helpers=None) -> None:
         """The end of every write (its last segment written): the vocabulary, the entities, the live

@@ -108,6 +108,9 @@ class Postings(Protocol):
     # encodes one posting row (term, ids, tf_title, tf_body, pos_title, pos_body) -> (row, digest);
     # module-level, so an analysis worker process can run it (kenning.indexing.analysis)
     posting_encoder: Callable[..., tuple[tuple, bytes]]
+    # turns a merged term range's (row, digest) pairs into what write_encoded_segment takes of a whole
+    # range, in the worker that merged it (None: the pairs themselves); module-level like the encoder
+    posting_bundler: Callable[[list], object] | None
 
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]

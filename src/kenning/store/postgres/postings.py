@@ -69,6 +69,7 @@ class PostgresPostings:
 
     posting_decoder = staticmethod(decode_posting_row)
     posting_encoder = staticmethod(encode_posting_row)
+    posting_bundler = None  # a server takes rows as they come
 
     def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
         where, args = "segment_id = %s", [segment_id]

@@ -2,7 +2,8 @@
 
 Each commit that adds chunks writes a new segment; deleting a chunk only removes it from the `live`
 bitmap. Because a segment never changes, readers cache its postings by segment id without ever
-invalidating them. Positions are stored per field and read only for phrase queries.
+invalidating them. Positions are stored per field and read only for phrase queries. A term's row is
+in `postings`, or, when it is short, in one of the segment's posting packs (kenning.store.sqlite.packs).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kenning.store.compact import (
 )
 from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
 from kenning.store.sqlite.connection import batches, marks
+from kenning.store.sqlite.packs import Pack, PackedRange, PackWriter, encode_pack, pack_range, row_bytes
 
 # while writing a segment, its term at every this many stored bytes is kept in memory, for
 # `term_bounds` to cut a later merge of segments this process wrote without reading their rows again
@@ -58,19 +60,39 @@ class SqlitePostings:
 
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
         """Postings of each term present in the segment."""
-        out = {}
+        rows = []
         for batch in batches(list(terms)):
-            for term, ids, tft, tfb in self.conn.execute(
+            rows += self.conn.execute(
                 "SELECT term, ids, tf_title, tf_body FROM postings"
                 f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
                 (segment_id, *batch),
-            ):
-                n = len(ids) // 4
-                out[term] = RawPostings(
-                    np.frombuffer(ids, dtype=np.uint32),
-                    unpack_frequencies(tft, n),
-                    unpack_frequencies(tfb, n),
-                )
+            ).fetchall()
+        found = {row[0] for row in rows}
+        rows += [row[:4] for row in self._packed_rows(segment_id, [t for t in terms if t not in found])]
+        out = {}
+        for term, ids, tft, tfb in rows:
+            n = len(ids) // 4
+            out[term] = RawPostings(
+                np.frombuffer(ids, dtype=np.uint32), unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
+            )
+        return out
+
+    def _packed_rows(self, segment_id: int, terms: Sequence[str]) -> list[tuple]:
+        """The stored rows of those of `terms` the segment's packs hold (the rest are in no pack)."""
+        out, packs = [], {}
+        for term in sorted(set(terms)):
+            found = self.conn.execute(
+                "SELECT first_term, data FROM posting_packs WHERE segment_id=? AND first_term<=?"
+                " ORDER BY first_term DESC LIMIT 1",
+                (segment_id, term),
+            ).fetchone()
+            if found is None:
+                continue
+            if found[0] not in packs:
+                packs[found[0]] = Pack(found[1])
+            row = packs[found[0]].find(term)
+            if row is not None:
+                out.append(row)
         return out
 
     def load_postings_of(self, wanted: dict[int, Sequence[str]]) -> dict[int, dict[str, RawPostings]]:
@@ -93,11 +115,29 @@ class SqlitePostings:
             where, args = where + " AND term >= ?", [*args, low]
         if high is not None:
             where, args = where + " AND term < ?", [*args, high]
-        return self.conn.execute(
+        rows = self.conn.execute(
             "SELECT term, ids, tf_title, tf_body, pos_title, pos_body FROM postings"
             f" WHERE {where} ORDER BY term",
             args,
         ).fetchall()
+        # the packs from the one that may hold `low` up to those starting before `high`
+        where, args = "segment_id=?", [segment_id]
+        if low is not None:
+            where += (
+                " AND first_term >= coalesce((SELECT max(first_term) FROM posting_packs"
+                " WHERE segment_id=? AND first_term <= ?), '')"
+            )
+            args += [segment_id, low]
+        if high is not None:
+            where, args = where + " AND first_term < ?", [*args, high]
+        packed = [
+            row
+            for (blob,) in self.conn.execute(f"SELECT data FROM posting_packs WHERE {where}", args)
+            for row in Pack(blob).rows(low, high)
+        ]
+        if packed:
+            rows = sorted(rows + packed, key=lambda row: row[0])
+        return rows
 
     def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
         """Terms that cut the segments' postings into ranges of about `budget` bytes of memory each
@@ -115,7 +155,18 @@ class SqlitePostings:
                 f" FROM postings WHERE segment_id IN ({marks(len(segment_ids))})"
                 " GROUP BY term ORDER BY term",
                 list(segment_ids),
-            )
+            ).fetchall()
+            # a pack counts as its bytes and its rows, at its first term
+            packed = self.conn.execute(
+                "SELECT first_term, length(data), data FROM posting_packs"
+                f" WHERE segment_id IN ({marks(len(segment_ids))})",
+                list(segment_ids),
+            ).fetchall()
+            if packed:
+                more = [
+                    (first, size + len(Pack(blob).terms) * ROW_MEMORY_BYTES) for first, size, blob in packed
+                ]
+                sizes = sorted(sizes + more)
         return range_bounds(sizes, budget)
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
@@ -125,7 +176,11 @@ class SqlitePostings:
             f"SELECT length(ids), {tf}, {pos} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
         ).fetchone()
         if row is None:
-            return None
+            packed = self._packed_rows(segment_id, [term])
+            if not packed:
+                return None
+            _, ids, tft, tfb, pos_title, pos_body = packed[0]
+            row = (len(ids), tft, pos_title) if field == "title" else (len(ids), tfb, pos_body)
         count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
         return unpack_positions(row[2], count)
 
@@ -133,13 +188,17 @@ class SqlitePostings:
     # worker can be handed it and encode a whole segment while the writer goes on
     # (kenning.indexing.analysis); the writer then only inserts the rows
     posting_encoder = staticmethod(encode_posting_row)
+    # what a worker makes of a merged term range's encoded rows before handing them over: short rows
+    # packed there (kenning.store.sqlite.packs), not one by one in the writer
+    posting_bundler = staticmethod(pack_range)
 
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
     ) -> int:
         """Write one immutable segment: `doc_ids` ascending; `encoded` yields (row, digest) pairs from
         `posting_encoder`, terms each once, each row's ids ascending and each field's positions
-        concatenated in posting order (tf positions per posting)."""
+        concatenated in posting order (tf positions per posting), or a term range of them as
+        `posting_bundler` made it (a PackedRange)."""
         self._require_txn()
         doc_ids = np.asarray(doc_ids, dtype=np.uint32)
         title_lens = np.minimum(title_lens, 65535).astype(np.uint16)
@@ -157,18 +216,41 @@ class SqlitePostings:
         seg_id = int(cur.lastrowid)
         digests: list[tuple[str, bytes]] = []
         term_marks = _TermMarks()
+        packs = PackWriter()
 
         def stored_rows():
-            for row, digest in encoded:
+            for item in encoded:
+                if isinstance(item, PackedRange):
+                    yield from bundled_rows(item)
+                    continue
+                row, digest = item
                 digests.append((row[0], digest))
-                held = len(row[1]) + len(row[2]) + len(row[3]) + len(row[4]) + len(row[5])
-                term_marks.add(row[0], held + ROW_MEMORY_BYTES)
+                term_marks.add(row[0], row_bytes(row) + ROW_MEMORY_BYTES)
+                if not packs.take(row, digest):
+                    yield (seg_id, *row)
+
+        def bundled_rows(bundle: PackedRange):
+            for term, held in bundle.marks:
+                term_marks.add(term, held)
+            for packed in bundle.packs:
+                if packs.take_pack(packed):
+                    digests.extend(packed.digest_pairs())
+                else:  # out of order with what came before: its rows go in as rows
+                    bundle.rows.extend(
+                        zip(Pack(packed.blob).rows(), [d for _, d in packed.digest_pairs()], strict=True)
+                    )
+            for row, digest in bundle.rows:
+                digests.append((row[0], digest))
                 yield (seg_id, *row)
 
         self.conn.executemany(
             "INSERT INTO postings(segment_id, term, ids, tf_title, tf_body, pos_title, pos_body)"
             " VALUES (?,?,?,?,?,?,?)",
             stored_rows(),
+        )
+        self.conn.executemany(
+            "INSERT INTO posting_packs(segment_id, first_term, last_term, data) VALUES (?,?,?,?)",
+            [(seg_id, p.first, p.last, p.blob) for p in packs.done()],
         )
         checksum = segment_checksum(doc_ids, title_lens, body_lens, digests)
         self.conn.execute("UPDATE segments SET checksum=? WHERE id=?", (checksum, seg_id))
@@ -185,6 +267,31 @@ class SqlitePostings:
         if high is not None:
             where, args = where + " AND term < ?", [*args, high]
         self.conn.execute(f"DELETE FROM postings WHERE {where}", args)
+        self._drop_packed_range(segment_ids, low, high)
+
+    def _drop_packed_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None:
+        """The packs' rows of terms in [low, high): a pack inside the range goes, one reaching past
+        either end is written again with its rows outside it."""
+        where, args = f"segment_id IN ({marks(len(segment_ids))})", list(segment_ids)
+        if low is not None:
+            where, args = where + " AND last_term >= ?", [*args, low]
+        if high is not None:
+            where, args = where + " AND first_term < ?", [*args, high]
+        overlapping = self.conn.execute(
+            f"SELECT segment_id, first_term, last_term, data FROM posting_packs WHERE {where}", args
+        ).fetchall()
+        for seg, first, last, blob in overlapping:
+            self.conn.execute("DELETE FROM posting_packs WHERE segment_id=? AND first_term=?", (seg, first))
+            if (low is None or first >= low) and (high is None or last < high):
+                continue
+            pack = Pack(blob)
+            kept = pack.rows(None, low) if low is not None else []
+            kept += pack.rows(high, None) if high is not None else []
+            if kept:
+                self.conn.execute(
+                    "INSERT INTO posting_packs(segment_id, first_term, last_term, data) VALUES (?,?,?,?)",
+                    (seg, kept[0][0], kept[-1][0], encode_pack(kept)),
+                )
 
     def segment_checksums(self) -> dict[int, str]:
         """Each segment's checksum as written at its commit ('' if it was never recorded)."""
@@ -195,10 +302,18 @@ class SqlitePostings:
         for seg in segment_ids:
             self._term_marks.pop(seg, None)
             self.conn.execute("DELETE FROM postings WHERE segment_id=?", (seg,))
+            self.conn.execute("DELETE FROM posting_packs WHERE segment_id=?", (seg,))
             self.conn.execute("DELETE FROM segments WHERE id=?", (seg,))
 
     def count_terms(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(DISTINCT term) FROM postings").fetchone()[0])
+        packed = {
+            term
+            for (blob,) in self.conn.execute("SELECT data FROM posting_packs")
+            for term in Pack(blob).terms
+        }
+        if not packed:
+            return int(self.conn.execute("SELECT COUNT(DISTINCT term) FROM postings").fetchone()[0])
+        return len(packed.union(term for (term,) in self.conn.execute("SELECT DISTINCT term FROM postings")))
 
     def apply_vocabulary(self, delta: dict[str, int]) -> None:
         self._require_txn()

@@ -11,6 +11,8 @@ Tables:
   appends such rows to a rowid table at about three times the rate of a WITHOUT ROWID one, whose
   every page split rebalances its neighbours, and looks them up faster too (8.7 against 13.8 us a
   row on a 20k-chunk segment). Indexes written with the older WITHOUT ROWID table read the same.
+  A segment's short rows are kept many to a row of `posting_packs` instead, keyed by their first
+  term (kenning.store.sqlite.packs): a term is in one or the other.
 - `embeddings`: one vector per (hash of the embedded text, embedder fingerprint).
 - `vocabulary`: folded surface words with document frequencies, for spelling suggestions.
 - `glossary_groups` + `glossary_terms`: the curated alias groups.
@@ -29,7 +31,7 @@ import numpy as np
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.compact import decode_segment, unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -88,6 +90,13 @@ CREATE TABLE IF NOT EXISTS postings (
     pos_title BLOB NOT NULL,
     pos_body BLOB NOT NULL,
     PRIMARY KEY (segment_id, term)
+);
+CREATE TABLE IF NOT EXISTS posting_packs (
+    segment_id INTEGER NOT NULL,
+    first_term TEXT NOT NULL,
+    last_term TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (segment_id, first_term)
 );
 """
     + """
@@ -176,6 +185,15 @@ def _v8_to_v9(execute) -> None:
     changes in an older index (explicit ids still read), but the version moves on."""
 
 
+def _v9_to_v10(execute) -> None:
+    """Version 10 packs a segment's short posting rows (kenning.store.sqlite.packs), which an older
+    kenning would not find: the older segments keep their rows (they read the same), the table is
+    created, and the version moves on."""
+    for statement in statements(TABLES):
+        if "posting_packs" in statement:
+            execute(statement)
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -190,4 +208,12 @@ def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
 
 
 # from version -> a step to the next version
-MIGRATIONS = {3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9}
+MIGRATIONS = {
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+    5: _v5_to_v6,
+    6: _v6_to_v7,
+    7: _v7_to_v8,
+    8: _v8_to_v9,
+    9: _v9_to_v10,
+}

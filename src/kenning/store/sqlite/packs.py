@@ -1,0 +1,190 @@
+"""Posting packs: a segment's short posting rows kept many to a row of the `posting_packs` table.
+
+SQLite spends about 4-5 us inserting a row whatever it holds, and a small segment is mostly rare
+words a few bytes long: the 10k-chunk segment a 1% re-index writes at the scale benchmark's 1M tier
+has 103k terms, 98k of them under 40 bytes of postings, and inserting them was a third of the
+re-index. Rows of at most PACK_ROW_BYTES go, in term order, into packs of about PACK_BYTES; longer
+rows stay one to a row of `postings`. A term of a segment lives in exactly one of the two.
+
+A pack holds a run of terms (its first one keys it, with its last beside it) and no other pack of its
+segment overlaps that run, so the pack that may hold a term is the one with the greatest first term
+not after it. Rows of a run that came out of term order stay in `postings` (`PackWriter.take`).
+
+Layout of a pack (little-endian): the number of rows n and the byte length of the terms (two
+uint32), the terms as UTF-8 joined by NUL (a term holding a NUL is never packed), n x 5 uint32 lengths
+(ids, title and body frequencies, title and body positions: each row's columns as
+kenning.store.compact encodes them), then the columns, row after row.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass
+from itertools import accumulate
+
+import numpy as np
+
+from kenning.store.records import ROW_MEMORY_BYTES, StorageError
+
+PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed
+PACK_BYTES = 16 << 10  # a pack is closed once its columns reach this many bytes
+
+DIGEST_BYTES = 16  # a row's digest (kenning.store.checksum.digest_of_columns)
+
+_HEAD = struct.Struct("<II")
+
+
+def row_bytes(row: tuple) -> int:
+    """A row's stored bytes (its five columns; `row` = (term, ids, tft, tfb, pos_title, pos_body))."""
+    return len(row[1]) + len(row[2]) + len(row[3]) + len(row[4]) + len(row[5])
+
+
+def encode_pack(rows: list[tuple]) -> bytes:
+    """Rows (terms ascending, none holding a NUL) as one pack."""
+    terms = "\0".join(row[0] for row in rows).encode("utf-8")
+    lengths = np.array([[len(column) for column in row[1:]] for row in rows], dtype="<u4")
+    return b"".join(
+        [_HEAD.pack(len(rows), len(terms)), terms, lengths.tobytes(), *(c for row in rows for c in row[1:])]
+    )
+
+
+class Pack:
+    """A decoded pack: its terms, and each row's columns as slices of the stored bytes."""
+
+    def __init__(self, blob: bytes):
+        try:
+            n, terms_len = _HEAD.unpack_from(blob, 0)
+            start = _HEAD.size
+            self.terms = bytes(blob[start : start + terms_len]).decode("utf-8").split("\0") if n else []
+            start += terms_len
+            lengths = np.frombuffer(blob, dtype="<u4", count=5 * n, offset=start).tolist()
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise StorageError(f"a posting pack is damaged: {exc}") from exc
+        self.blob = blob
+        self.bounds = list(accumulate(lengths, initial=start + 20 * n))
+        if len(self.terms) != n or (n and self.bounds[-1] != len(blob)):
+            raise StorageError("a posting pack is damaged: its lengths do not match its bytes")
+
+    def find(self, term: str) -> tuple | None:
+        """The row of `term` (None when the pack does not hold it)."""
+        at = bisect.bisect_left(self.terms, term)
+        if at == len(self.terms) or self.terms[at] != term:
+            return None
+        return self.row(at)
+
+    def row(self, at: int) -> tuple:
+        b, blob = self.bounds, self.blob
+        i = 5 * at
+        return (
+            self.terms[at],
+            bytes(blob[b[i] : b[i + 1]]),
+            bytes(blob[b[i + 1] : b[i + 2]]),
+            bytes(blob[b[i + 2] : b[i + 3]]),
+            bytes(blob[b[i + 3] : b[i + 4]]),
+            bytes(blob[b[i + 4] : b[i + 5]]),
+        )
+
+    def rows(self, low: str | None = None, high: str | None = None) -> list[tuple]:
+        """Its rows of terms in [low, high) (None: open), terms ascending."""
+        first = 0 if low is None else bisect.bisect_left(self.terms, low)
+        last = len(self.terms) if high is None else bisect.bisect_left(self.terms, high)
+        return [self.row(at) for at in range(first, last)]
+
+
+class PackWriter:
+    """Packs a segment's short rows as they come; what it does not take goes to `postings`. Each
+    pack keeps its rows' digests (kenning.store.checksum, DIGEST_BYTES each, in term order) and
+    their bytes held in a merge (the rows' stored bytes and ROW_MEMORY_BYTES a row)."""
+
+    def __init__(self):
+        self.packs: list[Packed] = []
+        self.rows: list[tuple] = []
+        self.digests: list[bytes] = []
+        self.size = 0
+        self.last: str | None = None  # the last term packed (a pack's run never goes back)
+
+    def take(self, row: tuple, digest: bytes = b"") -> Packed | bool:
+        """Pack `row` if it is short and comes after every row packed so far (False: store it as a
+        row of its own). Returns the pack it closed, if it closed one (else True)."""
+        term = row[0]
+        size = row_bytes(row)
+        if size > PACK_ROW_BYTES or "\0" in term or (self.last is not None and term <= self.last):
+            return False
+        self.rows.append(row)
+        self.digests.append(digest)
+        self.last, self.size = term, self.size + size
+        return self.close() or True if self.size >= PACK_BYTES else True
+
+    def take_pack(self, packed: Packed) -> bool:
+        """Keep a pack made elsewhere (a worker's, `pack_range`) if its run comes after every row
+        packed so far (False: store its rows as rows)."""
+        if self.last is not None and packed.first <= self.last:
+            return False
+        self.close()
+        self.packs.append(packed)
+        self.last = packed.last
+        return True
+
+    def close(self) -> Packed | None:
+        """Close the pack in the making (None when it holds nothing)."""
+        if not self.rows:
+            return None
+        held = self.size + len(self.rows) * ROW_MEMORY_BYTES
+        packed = Packed(
+            self.rows[0][0], self.rows[-1][0], encode_pack(self.rows), b"".join(self.digests), held
+        )
+        self.packs.append(packed)
+        self.rows, self.digests, self.size = [], [], 0
+        return packed
+
+    def done(self) -> list[Packed]:
+        """Every pack."""
+        self.close()
+        return self.packs
+
+
+@dataclass
+class Packed:
+    """A pack and what the writer keeps of it besides: its first and last terms, its rows' digests
+    (DIGEST_BYTES each, in term order) and the bytes its rows hold in a merge."""
+
+    first: str
+    last: str
+    blob: bytes
+    digests: bytes
+    held: int
+
+    def digest_pairs(self) -> list[tuple[str, bytes]]:
+        """(term, digest) of each of its rows."""
+        terms = Pack(self.blob).terms
+        d = DIGEST_BYTES
+        return [(term, self.digests[i * d : (i + 1) * d]) for i, term in enumerate(terms)]
+
+
+@dataclass
+class PackedRange:
+    """A term range of a new segment's encoded rows as a worker hands it to the writer
+    (`pack_range`): its long rows with their digests, its short rows already packed, and the marks a
+    merge cuts ranges by ((term, bytes held) in term order: a row, or a pack at its last term). Packed
+    in the worker, the writer neither packs nor unpickles the short rows one by one."""
+
+    rows: list[tuple[tuple, bytes]]
+    packs: list[Packed]
+    marks: list[tuple[str, int]]
+
+
+def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
+    """A merged range's (row, digest) pairs, terms ascending, as a PackedRange."""
+    writer, rows, marks = PackWriter(), [], []
+    for row, digest in encoded:
+        closed = writer.take(row, digest)
+        if closed is False:
+            rows.append((row, digest))
+            marks.append((row[0], row_bytes(row) + ROW_MEMORY_BYTES))
+        elif closed is not True:
+            marks.append((closed.last, closed.held))
+    last = writer.close()
+    if last is not None:
+        marks.append((last.last, last.held))
+    return PackedRange(rows, writer.packs, marks)
