@@ -175,3 +175,23 @@ def test_vocabulary_follows_deletions(tmp_path):
     ix.add([tmp_path])
     assert "zeppelin" not in ix.store.vocabulary()
     assert ix.search("zepelin").suggestions == []
+
+
+def test_vocabulary_after_changes_is_the_vocabulary_of_a_fresh_build(tmp_path):
+    """A run counts changed files' old words while its workers finish, and removed files' at its end:
+    either way the counts are those a fresh build of what is there now makes."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write(docs / "a.md", "# A\n\nzeppelin hangar Zeppelin\n")
+    write(docs / "b.md", "# B\n\nhangar doors open\n")
+    write(docs / "c.md", "# C\n\nclosed doors\n")
+    with Index(tmp_path / "ix") as ix:
+        ix.add([docs])
+        write(docs / "a.md", "# A\n\nairship hangar\n")  # changed
+        (docs / "c.md").unlink()  # removed
+        write(docs / "d.md", "# D\n\nzeppelin museum\n")  # added
+        ix.add([docs])
+        with Index(tmp_path / "fresh") as fresh:
+            fresh.add([docs])
+            assert ix.store.vocabulary() == fresh.store.vocabulary()
+            assert ix.store.vocabulary()["zeppelin"] == 1 and "closed" not in ix.store.vocabulary()

@@ -1,5 +1,6 @@
-"""The query path's C loops (kenning._kernels) against the NumPy they replace, to the last bit: a
-term's weighted BM25 scores, its live postings, its roaring bitmap, and MaxScore's top k."""
+"""The C loops (kenning._kernels) against the Python and NumPy they replace, to the last bit: a term's
+weighted BM25 scores, its live postings, its roaring bitmap, MaxScore's top k, and a segment's rows
+as the store encodes them."""
 
 import shutil
 import sysconfig
@@ -233,3 +234,89 @@ def test_a_views_weights_are_its_numpy_impacts_to_the_bit(tmp_path, variant):
                 checked += 1
     ix.close()
     assert checked == 27
+
+
+@native
+def test_the_rows_digest_is_hashlib_s_blake2b_at_every_length_around_its_blocks():
+    import hashlib
+
+    from kenning import _kernels
+
+    data = np.random.default_rng(0).integers(0, 256, 700, dtype=np.uint8).tobytes()
+    for n in [*range(0, 300), *range(380, 390), 511, 512, 513, 640, 700]:
+        assert _kernels.blake2b_16(data[:n]) == hashlib.blake2b(data[:n], digest_size=16).digest(), n
+
+
+ANY_CHARACTER = st.characters(blacklist_categories=())  # lone surrogates too
+
+
+def _segment_columns(rng, terms: list[str]):
+    """Flat columns of a segment of `terms` (kenning.store.records.SegmentColumns), every width a
+    column can take somewhere: no title occurrence, frequencies past a byte, positions past 65535."""
+    from kenning.store.records import SegmentColumns
+
+    parts = []
+    for i in range(len(terms)):
+        n = int(rng.integers(0, 6)) if i % 5 else 0
+        ids = np.sort(rng.choice(10**6, n, replace=False)).astype(np.uint32)
+        tft = rng.integers(0, 300 if i % 3 == 0 else 2, n).astype(np.uint16)
+        tfb = rng.integers(1, 3, n).astype(np.uint16)
+        far = 70_000 if i % 4 == 0 else 100
+        pt = rng.integers(0, far, int(tft.sum())).astype(np.uint32)
+        pb = rng.integers(0, far, int(tfb.sum())).astype(np.uint32)
+        parts.append((ids, tft, tfb, pt, pb))
+
+    def bounds(column: int) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum([len(p[column]) for p in parts]))).astype(np.int64)
+
+    joined = [np.concatenate([p[c] for p in parts]) if parts else np.zeros(0, np.uint32) for c in range(5)]
+    return SegmentColumns(terms, *joined, bounds(0), bounds(3), bounds(4))
+
+
+@native
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(ANY_CHARACTER, min_size=1, max_size=6), max_size=40, unique=True),
+    st.integers(0, 2**32 - 1),
+)
+def test_a_segment_s_rows_encode_in_c_as_in_python(terms, seed):
+    """encode_posting_rows' C loop gives the rows and digests its Python loop gives, for any terms
+    (lone surrogates included: digested as the store digests them, surrogatepass)."""
+    from kenning.store import compact
+
+    columns = _segment_columns(np.random.default_rng(seed), sorted(terms))
+    in_c = compact.encode_posting_rows(columns)
+    kernels.NATIVE = False
+    try:
+        in_python = compact.encode_posting_rows(columns)
+    finally:
+        kernels.NATIVE = True
+    assert in_c == in_python
+
+
+@native
+def test_encoding_rows_refuses_columns_that_do_not_match_their_bounds():
+    from kenning.store import compact
+
+    columns = _segment_columns(np.random.default_rng(1), ["a", "b", "c"])
+    good = compact.encode_posting_rows(columns)
+    assert [row[0] for row, _ in good] == ["a", "b", "c"]
+    bounds = (columns.posting_bounds, columns.title_bounds, columns.body_bounds)
+    c = columns
+    stored = [c.ids.astype("<u4").tobytes()]
+    for tf in (c.tf_title, c.tf_body):
+        stored += [tf.astype("<u2").tobytes(), tf.astype(np.uint8).tobytes()]
+    for pos in (c.pos_title, c.pos_body):
+        stored += [pos.astype("<u4").tobytes(), pos.astype("<u2").tobytes()]
+    kinds = (np.full(3, 2, np.uint8),) * 4
+    assert [row[0] for row, _ in kernels.encode_rows(["a", "b", "c"], bounds, stored, kinds)] == [
+        "a",
+        "b",
+        "c",
+    ]
+    with pytest.raises(ValueError):  # an ids column one posting short
+        kernels.encode_rows(["a", "b", "c"], bounds, (stored[0][:-4], *stored[1:]), kinds)
+    with pytest.raises(ValueError):  # a kind missing
+        kernels.encode_rows(["a", "b", "c"], bounds, stored, tuple(k[:2] for k in kinds))
+    with pytest.raises(TypeError):
+        kernels.encode_rows([1, 2, 3], bounds, stored, kinds)

@@ -1,6 +1,6 @@
-"""The query path's per-posting loops in C (kenning/_kernels.c, built when kenning is installed):
-a term's weighted BM25 scores, its live postings joined from its segments, its roaring bitmap, and
-MaxScore top-k.
+"""Per-posting and per-row loops in C (kenning/_kernels.c, built when kenning is installed): on the
+query path a term's weighted BM25 scores, its live postings joined from its segments, its roaring
+bitmap, and MaxScore top-k; on the write path the encoding of a segment's rows.
 
 The first query that meets a common term pays the first three over every posting (~300k at a
 million chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for
@@ -81,3 +81,11 @@ def _as_stored(part) -> bool:
     return ids.dtype == np.uint32 and all(
         len(tf) == 0 or tf.dtype in (np.uint8, np.uint16) for tf in (tft, tfb)
     )
+
+
+def encode_rows(terms: list[str], bounds, columns, kinds) -> list[tuple[tuple, bytes]]:
+    """kenning.store.compact.encode_posting_rows' per-term loop (its caller prepares the columns and
+    kinds, and runs the loop itself without the C module): each row and its blake2b digest."""
+    bounds = tuple(np.ascontiguousarray(b, dtype=np.int64) for b in bounds)
+    kinds = tuple(np.ascontiguousarray(k, dtype=np.uint8) for k in kinds)
+    return _kernels.encode_rows(terms, bounds, tuple(columns), kinds)

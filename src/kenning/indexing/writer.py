@@ -119,10 +119,21 @@ class EmbedReport:
 
 @dataclass
 class _VocabularyChanges:
-    """Texts of chunks added and removed in one run, to keep the spelling vocabulary exact."""
+    """Raw words of chunks added and removed in one run, to keep the spelling vocabulary exact: the
+    added chunks' as their analysis counts them, the removed chunks' texts until `count_removed`."""
 
     added: Counter = field(default_factory=Counter)
     removed: list[str] = field(default_factory=list)
+    removed_counts: Counter = field(default_factory=Counter)
+
+    def count_removed(self) -> Counter:
+        """Each raw token's number of removed chunks, the texts removed so far counted now. A run
+        counts them while its workers finish analysing (the writer only waits then): a 1% re-index
+        at 1M chunks spent 0.25 s of its 0.3 s settling on them."""
+        if self.removed:
+            self.removed_counts.update(chunk_token_counts(self.removed))
+            self.removed.clear()
+        return self.removed_counts
 
 
 VOCABULARY_FLUSH_WORDS = 1_000_000  # distinct raw words buffered before they go to the store
@@ -215,6 +226,7 @@ class IndexWriter:
                 seen.add(path_key(found.path))
                 report.files_seen += 1
                 self._index_file(found.path, shown, force, options, live, analysis, vocab, report, collection)
+            vocab.count_removed()  # while the workers finish the last segment
             analysis.drain()
             land_spilled(self.store, spilled, live, analysis)
             spill.close()
@@ -252,9 +264,7 @@ class IndexWriter:
         ChunkAnalysis, whose workers merge)."""
         if entities is not None:
             entities.flush()
-        self.store.apply_vocabulary(
-            vocabulary_delta(self.analyzer, vocab.added, chunk_token_counts(vocab.removed))
-        )
+        self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.count_removed()))
         if report.chunks_removed:
             self.store.drop_orphan_vectors()
         self.store.set_live(live)
