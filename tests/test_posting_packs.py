@@ -59,6 +59,12 @@ def test_the_writer_packs_short_rows_in_term_order_and_leaves_the_rest_to_rows(m
     assert all(a[1] < b[0] for a, b in zip(runs, runs[1:], strict=False))  # runs never overlap
     assert [row for p in made for row in Pack(p.blob).rows()] == short
     assert [pair for p in made for pair in p.digest_pairs()] == [(row[0], bytes(16)) for row in short]
+    monkeypatch.setattr(packs, "PACK_BYTES", 1 << 20)
+    monkeypatch.setattr(packs, "PACK_ROWS", 3)  # closed by its count of rows too
+    by_count = PackWriter()
+    for row in short[:10]:
+        by_count.take(row)
+    assert [len(Pack(p.blob).terms) for p in by_count.done()] == [3, 3, 3, 1]
 
 
 def test_a_range_packed_in_a_worker_is_what_the_writer_packs_itself(monkeypatch):

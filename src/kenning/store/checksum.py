@@ -42,6 +42,13 @@ def segment_checksum(doc_ids, title_lens, body_lens, posting_digests: Iterable[t
         data = np.ascontiguousarray(array, dtype=dtype)
         h.update(len(data).to_bytes(8, "little"))
         h.update(data.tobytes())
-    for term, digest in sorted(posting_digests):
-        h.update(term.encode("utf-8", "surrogatepass") + b"\x00" + digest)
+    # one update of the rows joined: the same hash as one update a row, without ~100k calls
+    h.update(
+        b"".join(
+            [
+                term.encode("utf-8", "surrogatepass") + b"\x00" + digest
+                for term, digest in sorted(posting_digests)
+            ]
+        )
+    )
     return h.hexdigest()

@@ -3,15 +3,16 @@
 SQLite spends about 4-5 us inserting a row whatever it holds, and a small segment is mostly rare
 words a few bytes long: the 10k-chunk segment a 1% re-index writes at the scale benchmark's 1M tier
 has 103k terms, 98k of them under 40 bytes of postings, and inserting them was a third of the
-re-index. Rows of at most PACK_ROW_BYTES go, in term order, into packs of about PACK_BYTES; longer
-rows stay one to a row of `postings`. A term of a segment lives in exactly one of the two.
+re-index. Rows of at most PACK_ROW_BYTES go, in term order, into packs of up to PACK_ROWS rows or
+about PACK_BYTES; longer rows stay one to a row of `postings`. A term of a segment lives in exactly
+one of the two. Packs are kept small because a query's rare word reads and parses one whole.
 
 A pack holds a run of terms (its first one keys it, with its last beside it) and no other pack of its
 segment overlaps that run, so the pack that may hold a term is the one with the greatest first term
 not after it. Rows of a run that came out of term order stay in `postings` (`PackWriter.take`).
 
 Layout of a pack (little-endian): the number of rows n and the byte length of the terms (two
-uint32), the terms as UTF-8 joined by NUL (a term holding a NUL is never packed), n x 5 uint32 lengths
+uint32), the terms as UTF-8 joined by NUL (a term holding a NUL is never packed), n x 5 uint16 lengths
 (ids, title and body frequencies, title and body positions: each row's columns as
 kenning.store.compact encodes them), then the columns, row after row.
 """
@@ -27,8 +28,9 @@ import numpy as np
 
 from kenning.store.records import ROW_MEMORY_BYTES, StorageError
 
-PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed
-PACK_BYTES = 16 << 10  # a pack is closed once its columns reach this many bytes
+PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed (so each length fits two bytes)
+PACK_ROWS = 128  # a pack is closed at this many rows
+PACK_BYTES = 4096  # or once its columns reach this many bytes
 
 DIGEST_BYTES = 16  # a row's digest (kenning.store.checksum.digest_of_columns)
 
@@ -43,14 +45,15 @@ def row_bytes(row: tuple) -> int:
 def encode_pack(rows: list[tuple]) -> bytes:
     """Rows (terms ascending, none holding a NUL) as one pack."""
     terms = "\0".join(row[0] for row in rows).encode("utf-8")
-    lengths = np.array([[len(column) for column in row[1:]] for row in rows], dtype="<u4")
+    lengths = np.array([[len(column) for column in row[1:]] for row in rows], dtype="<u2")
     return b"".join(
         [_HEAD.pack(len(rows), len(terms)), terms, lengths.tobytes(), *(c for row in rows for c in row[1:])]
     )
 
 
 class Pack:
-    """A decoded pack: its terms, and each row's columns as slices of the stored bytes."""
+    """A decoded pack: its terms, and each row's columns as slices of the stored bytes (found from
+    the lengths when a row is asked for: a query reads one row of a pack)."""
 
     def __init__(self, blob: bytes):
         try:
@@ -58,12 +61,12 @@ class Pack:
             start = _HEAD.size
             self.terms = bytes(blob[start : start + terms_len]).decode("utf-8").split("\0") if n else []
             start += terms_len
-            lengths = np.frombuffer(blob, dtype="<u4", count=5 * n, offset=start).tolist()
+            self.lengths = np.frombuffer(blob, dtype="<u2", count=5 * n, offset=start)
         except (struct.error, ValueError, UnicodeDecodeError) as exc:
             raise StorageError(f"a posting pack is damaged: {exc}") from exc
         self.blob = blob
-        self.bounds = list(accumulate(lengths, initial=start + 20 * n))
-        if len(self.terms) != n or (n and self.bounds[-1] != len(blob)):
+        self.data = start + 10 * n  # where the columns start
+        if len(self.terms) != n or self.data + int(self.lengths.sum(dtype=np.int64)) != len(blob):
             raise StorageError("a posting pack is damaged: its lengths do not match its bytes")
 
     def find(self, term: str) -> tuple | None:
@@ -74,22 +77,27 @@ class Pack:
         return self.row(at)
 
     def row(self, at: int) -> tuple:
-        b, blob = self.bounds, self.blob
-        i = 5 * at
+        i, blob = 5 * at, self.blob
+        start = self.data + int(self.lengths[:i].sum(dtype=np.int64))
+        b = list(accumulate(self.lengths[i : i + 5].tolist(), initial=start))
         return (
             self.terms[at],
-            bytes(blob[b[i] : b[i + 1]]),
-            bytes(blob[b[i + 1] : b[i + 2]]),
-            bytes(blob[b[i + 2] : b[i + 3]]),
-            bytes(blob[b[i + 3] : b[i + 4]]),
-            bytes(blob[b[i + 4] : b[i + 5]]),
+            bytes(blob[b[0] : b[1]]),
+            bytes(blob[b[1] : b[2]]),
+            bytes(blob[b[2] : b[3]]),
+            bytes(blob[b[3] : b[4]]),
+            bytes(blob[b[4] : b[5]]),
         )
 
     def rows(self, low: str | None = None, high: str | None = None) -> list[tuple]:
         """Its rows of terms in [low, high) (None: open), terms ascending."""
         first = 0 if low is None else bisect.bisect_left(self.terms, low)
         last = len(self.terms) if high is None else bisect.bisect_left(self.terms, high)
-        return [self.row(at) for at in range(first, last)]
+        b, blob, terms = list(accumulate(self.lengths.tolist(), initial=self.data)), self.blob, self.terms
+        return [
+            (terms[at], *(bytes(blob[b[i] : b[i + 1]]) for i in range(5 * at, 5 * at + 5)))
+            for at in range(first, last)
+        ]
 
 
 class PackWriter:
@@ -114,7 +122,7 @@ class PackWriter:
         self.rows.append(row)
         self.digests.append(digest)
         self.last, self.size = term, self.size + size
-        return self.close() or True if self.size >= PACK_BYTES else True
+        return self.close() or True if self.size >= PACK_BYTES or len(self.rows) >= PACK_ROWS else True
 
     def take_pack(self, packed: Packed) -> bool:
         """Keep a pack made elsewhere (a worker's, `pack_range`) if its run comes after every row
