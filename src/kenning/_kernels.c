@@ -1,5 +1,6 @@
 /* The query path's per-posting loops, in C: what a term costs the first time a process meets it,
- * and the top-k search over the terms' postings.
+ * and the top-k search over the terms' postings; and on the write path, the encoding of a new
+ * segment's rows with their digests (encode_rows, BLAKE2b).
  *
  * A common term at a million chunks has ~300k postings. In NumPy, its weighted BM25 scores took
  * ~10 array passes (two fields' saturation, the weights, the idf), its roaring bitmap pyroaring's
@@ -668,8 +669,8 @@ PyDoc_STRVAR(encode_rows_doc,
              "kenning.store.compact.encode_posting_rows' loop: each term's row as slices of its columns\n"
              "in the narrowest width its kind says, and its digest, blake2b (16 bytes) of the term's\n"
              "UTF-8 (surrogatepass), then per column its count (8 bytes little-endian) and its wide\n"
-             "bytes. bounds: int64\n"
-             "posting, title-position and body-position bounds (terms + 1 each); columns: bytes of ids\n"
+             "bytes. bounds: int64 posting, title-position and body-position bounds (terms + 1 each);\n"
+             "columns: bytes of ids\n"
              "(4), title tf wide (2) and byte (1), body tf wide and byte, title positions wide (4) and\n"
              "short (2), body positions wide and short; kinds: uint8 per term, tf 0 (none) / 1 / 2 bytes,\n"
              "positions 2 / 4 bytes.");
@@ -827,7 +828,7 @@ static PyMethodDef kernel_methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_kernels",
-    .m_doc = "The query path's per-posting loops in C (see kenning.kernels).",
+    .m_doc = "Per-posting and per-row loops in C (see kenning.kernels).",
     .m_size = -1,
     .m_methods = kernel_methods,
 };
