@@ -183,6 +183,7 @@ class _Worker:
             threading.Thread(target=self._write, daemon=True),
             threading.Thread(target=self._read, daemon=True),
         ]
+        self.stopping = False
         for thread in self.threads:
             thread.start()
         self.send(setup)
@@ -220,11 +221,18 @@ class _Worker:
             return "still running"
         return f"exit status {code}"
 
-    def close(self, abort: bool = False) -> None:
-        """End the worker: after the batches sent (abort: at once)."""
+    def stop(self, abort: bool = False) -> None:
+        """Tell the worker to end: after the batches sent (abort: at once)."""
+        if self.stopping:
+            return
+        self.stopping = True
         if abort:
             self.process.kill()
         self.outbox.put(None)
+
+    def close(self, abort: bool = False) -> None:
+        """End the worker (`stop`) and wait until it has."""
+        self.stop(abort)
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -327,6 +335,10 @@ class ChunkAnalysis:
             self._receive()
 
     def close(self, abort: bool = False) -> None:
+        """End every worker: all are told first, then each is waited for, so they exit together
+        (each takes ~60 ms to)."""
+        for worker in self.pool:
+            worker.stop(abort)
         for worker in self.pool:
             worker.close(abort)
         self.pool.clear()
