@@ -51,7 +51,7 @@ def test_the_writer_packs_short_rows_in_term_order_and_leaves_the_rest_to_rows(m
     late = ("s", b"\x00" * 4, b"", b"", b"", b"")  # after t-terms were packed: out of order
     nul = ("t100\0", b"", b"", b"", b"", b"")
     writer = PackWriter()
-    taken = [writer.take(row, bytes(16)) is not False for row in [*short[:6], long, *short[6:], late, nul]]
+    taken = [writer.take(row, bytes(16)) for row in [*short[:6], long, *short[6:], late, nul]]
     assert taken == [True] * 6 + [False] + [True] * 34 + [False, False]
     made = writer.done()
     assert len(made) > 1

@@ -112,9 +112,9 @@ class PackWriter:
         self.size = 0
         self.last: str | None = None  # the last term packed (a pack's run never goes back)
 
-    def take(self, row: tuple, digest: bytes = b"") -> Packed | bool:
+    def take(self, row: tuple, digest: bytes = b"") -> bool:
         """Pack `row` if it is short and comes after every row packed so far (False: store it as a
-        row of its own). Returns the pack it closed, if it closed one (else True)."""
+        row of its own)."""
         term = row[0]
         size = row_bytes(row)
         if size > PACK_ROW_BYTES or "\0" in term or (self.last is not None and term <= self.last):
@@ -122,7 +122,9 @@ class PackWriter:
         self.rows.append(row)
         self.digests.append(digest)
         self.last, self.size = term, self.size + size
-        return self.close() or True if self.size >= PACK_BYTES or len(self.rows) >= PACK_ROWS else True
+        if self.size >= PACK_BYTES or len(self.rows) >= PACK_ROWS:
+            self.close()
+        return True
 
     def take_pack(self, packed: Packed) -> bool:
         """Keep a pack made elsewhere (a worker's, `pack_range`) if its run comes after every row
@@ -186,12 +188,12 @@ def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
     """A merged range's (row, digest) pairs, terms ascending, as a PackedRange."""
     writer, rows, marks = PackWriter(), [], []
     for row, digest in encoded:
-        closed = writer.take(row, digest)
-        if closed is False:
+        closed = len(writer.packs)
+        if not writer.take(row, digest):
             rows.append((row, digest))
             marks.append((row[0], row_bytes(row) + ROW_MEMORY_BYTES))
-        elif closed is not True:
-            marks.append((closed.last, closed.held))
+        elif len(writer.packs) > closed:  # this row closed a pack: marked at its last term
+            marks.append((writer.packs[-1].last, writer.packs[-1].held))
     last = writer.close()
     if last is not None:
         marks.append((last.last, last.held))
