@@ -188,11 +188,11 @@ def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
     """A merged range's (row, digest) pairs, terms ascending, as a PackedRange."""
     writer, rows, marks = PackWriter(), [], []
     for row, digest in encoded:
-        closed = len(writer.packs)
+        packs_before = len(writer.packs)
         if not writer.take(row, digest):
             rows.append((row, digest))
             marks.append((row[0], row_bytes(row) + ROW_MEMORY_BYTES))
-        elif len(writer.packs) > closed:  # this row closed a pack: marked at its last term
+        elif len(writer.packs) > packs_before:  # this row closed a pack: marked at its last term
             marks.append((writer.packs[-1].last, writer.packs[-1].held))
     last = writer.close()
     if last is not None:
