@@ -238,6 +238,41 @@ static const char *token_key(TermTable *self, int kind, const void *data, Py_ssi
     return self->narrow;
 }
 
+/* The next token at or after *pos: its start in *start and its end in *pos; 0 when there is none. */
+static inline int next_token(int kind, const void *data, Py_ssize_t n, Py_ssize_t *pos, Py_ssize_t *start)
+{
+    Py_ssize_t i = *pos;
+    while (i < n && !is_word(kind, data, i))
+        i++;
+    if (i >= n) {
+        *pos = i;
+        return 0;
+    }
+    *start = i;
+    while (i < n && is_word(kind, data, i))
+        i++;
+    for (;;) { /* inner underscores join word runs: snake_case is one token */
+        Py_ssize_t j = i;
+        while (j < n && PyUnicode_READ(kind, data, j) == '_')
+            j++;
+        if (j == i || j >= n || !is_word(kind, data, j))
+            break;
+        i = j;
+        while (i < n && is_word(kind, data, i))
+            i++;
+    }
+    *pos = i;
+    return 1;
+}
+
+/* The entry of the token text[start:end], made as UNKNOWN when absent; NULL on memory error. */
+static Entry *token_entry(TermTable *self, int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
+{
+    int key_kind;
+    const char *key = token_key(self, kind, data, start, end - start, &key_kind);
+    return key == NULL ? NULL : entry_for(self, key, end - start, key_kind);
+}
+
 PyDoc_STRVAR(scan_doc,
 "scan(text, chunk_id) -> bytes | list[str] | None\n\n"
 "The term ids of a text's tokens as uint32 bytes (native order), when every token is known and makes\n"
@@ -257,28 +292,9 @@ static PyObject *scan(TermTable *self, PyObject *args)
     PyObject *unknown = NULL;
     size_t found = 0;
     int several = 0;
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (!is_word(kind, data, i)) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        while (i < n && is_word(kind, data, i))
-            i++;
-        for (;;) { /* inner underscores join word runs: snake_case is one token */
-            Py_ssize_t j = i;
-            while (j < n && PyUnicode_READ(kind, data, j) == '_')
-                j++;
-            if (j == i || j >= n || !is_word(kind, data, j))
-                break;
-            i = j;
-            while (i < n && is_word(kind, data, i))
-                i++;
-        }
-        int key_kind;
-        const char *key = token_key(self, kind, data, start, i - start, &key_kind);
-        Entry *e = key == NULL ? NULL : entry_for(self, key, i - start, key_kind);
+    Py_ssize_t i = 0, start;
+    while (next_token(kind, data, n, &i, &start)) {
+        Entry *e = token_entry(self, kind, data, start, i);
         if (e == NULL)
             goto fail;
         if (e->term == UNKNOWN) {
@@ -407,6 +423,31 @@ static PyObject *count(TermTable *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(tally_doc,
+"tally(text, chunk_id)\n\n"
+"Count a chunk once for each raw token of an NFC text, tokens not known yet included (they stay\n"
+"without a term): for a table that only counts, such as the removed chunks' words.");
+
+static PyObject *tally(TermTable *self, PyObject *args)
+{
+    PyObject *text;
+    PyObject *chunk_arg;
+    uint64_t stamp;
+    if (!PyArg_ParseTuple(args, "UO:tally", &text, &chunk_arg) || chunk_id(chunk_arg, &stamp) < 0)
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t i = 0, start;
+    while (next_token(kind, data, n, &i, &start)) {
+        Entry *e = token_entry(self, kind, data, start, i);
+        if (e == NULL)
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        count_in(e, stamp);
+    }
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(chunk_counts_doc, "chunk_counts() -> dict[str, int]\n\nEach counted raw token and how many chunks hold it.");
 PyDoc_STRVAR(take_counts_doc,
 "take_counts() -> dict[str, int]\n\n"
@@ -474,6 +515,7 @@ static PyMethodDef table_methods[] = {
     {"learn", (PyCFunction)learn, METH_VARARGS, learn_doc},
     {"get", (PyCFunction)get, METH_O, get_doc},
     {"count", (PyCFunction)count, METH_VARARGS, count_doc},
+    {"tally", (PyCFunction)tally, METH_VARARGS, tally_doc},
     {"chunk_counts", (PyCFunction)chunk_counts, METH_NOARGS, chunk_counts_doc},
     {"take_counts", (PyCFunction)take_counts, METH_NOARGS, take_counts_doc},
     {NULL, NULL, 0, NULL},

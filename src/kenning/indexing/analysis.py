@@ -327,10 +327,15 @@ class ChunkAnalysis:
         elif len(self.batch) >= BATCH:
             self._send(ends_segment=False)
 
-    def drain(self) -> None:
-        """End the segment in the making and deliver everything taken so far."""
+    def end_segment(self) -> None:
+        """Send the segment in the making on its way without waiting for it, so a worker finishes
+        the run's last batch while the writer does its own work (the removed chunks' words)."""
         if self.batch or self.started:
             self._send(ends_segment=True)
+
+    def drain(self) -> None:
+        """End the segment in the making and deliver everything taken so far."""
+        self.end_segment()
         while self.sent:
             self._receive()
 

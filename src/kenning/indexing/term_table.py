@@ -13,6 +13,8 @@ The interface, for one segment (kenning.indexing.segments.SegmentBuilder):
 - `learn(raws, terms)`: raw tokens' term ids (-1: several terms, an identifier or a CJK run);
 - `get(raw)`: a raw token's one term id, or None;
 - `count(raws, chunk_id)`: count a chunk for raw tokens the slow path read;
+- `tally(text, chunk_id)`: count a chunk for an NFC text's raw tokens, unknown ones too (a table that
+  only counts);
 - `chunk_counts()`: {raw token: chunks that hold it};
 - `take_counts()`: the same, each count then starting again from zero (a table kept from one
   segment to the next).
@@ -72,6 +74,9 @@ class PythonTermTable:
                 stamps[raw] = chunk_id
                 chunks[raw] = chunks.get(raw, 0) + 1
 
+    def tally(self, text: str, chunk_id: int) -> None:
+        self.count(raw_tokens(text), chunk_id)
+
     def chunk_counts(self) -> dict[str, int]:
         return dict(self._chunks)
 
@@ -91,15 +96,12 @@ except ImportError:  # not compiled here: the same table in Python
 
 def chunk_token_counts(texts: Iterable[str]) -> dict[str, int]:
     """How many of the texts hold each raw token, counted as a segment counts its chunks' tokens
-    (NFC, each text once per token). Every token is learned as one term, since only the counts
-    matter. For the chunks a re-index removes: a regular expression and a Counter over 10k removed
-    chunks took ~0.5 s of a 4 s re-index at 1M chunks."""
+    (NFC, each text once per token), in one pass a text (`tally`). For the chunks a re-index
+    removes: a regular expression and a Counter over 10k removed chunks took ~0.5 s of a 4 s
+    re-index at 1M chunks, scanning then learning each text's new tokens 0.18 s, one pass 0.10 s."""
     table = TermTable()
     for number, text in enumerate(texts):
         if not text.isascii():
             text = unicodedata.normalize("NFC", text)
-        new = table.scan(text, number)
-        if isinstance(new, list):
-            table.learn(new, [0] * len(new))
-            table.scan(text, number)
+        table.tally(text, number)
     return table.chunk_counts()

@@ -226,7 +226,8 @@ class IndexWriter:
                 seen.add(path_key(found.path))
                 report.files_seen += 1
                 self._index_file(found.path, shown, force, options, live, analysis, vocab, report, collection)
-            vocab.count_removed()  # while the workers finish the last segment
+            analysis.end_segment()  # the last batch out first: a worker analyses it
+            vocab.count_removed()  # while the writer counts the removed chunks' words
             analysis.drain()
             land_spilled(self.store, spilled, live, analysis)
             spill.close()
