@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kenning import Index
+from kenning.store.checksum import segment_checksum
 from kenning.store.records import StorageError
 from kenning.store.sqlite import packs
 from kenning.store.sqlite.packs import Pack, PackWriter, encode_pack
@@ -200,3 +201,27 @@ def test_an_index_written_with_packs_searches_merges_and_verifies_as_one_without
     assert build_and_rank("packed") == build_and_rank("rows")
     for name in ("packed", "rows"):
         assert main(["verify", "--index", str(tmp_path / name), "--full"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_a_segment_of_worker_ranges_has_the_checksum_of_its_rows(tmp_path, monkeypatch, in_order):
+    """The checksum the writer joins from the ranges' own lines (a worker makes them) is the one
+    segment_checksum gives over every row's (term, digest) sorted, also when the ranges come out of
+    term order (then it falls back to the pairs), loose rows among them."""
+    rng = np.random.default_rng(5)
+    rows = _random_rows(rng, 150)
+    monkeypatch.setattr(packs, "PACK_BYTES", 200)
+    ids = np.array(sorted({int(i) for row in rows for i in row[1]}))
+    title_lens, body_lens = np.ones(len(ids), dtype=np.uint16), np.full(len(ids), 9, dtype=np.uint16)
+    with Index(tmp_path / "ix") as index:
+        store = index.store
+        encoded = [store.posting_encoder(*row) for row in rows]
+        ranges = [encoded[i : i + 40] for i in range(0, len(encoded), 40)]
+        if not in_order:
+            ranges = ranges[2:3] + ranges[:2] + ranges[3:]
+        items = [packs.pack_range(r) for r in ranges[:-1]] + ranges[-1]
+        with store.transaction():
+            seg = store.write_encoded_segment(ids, title_lens, body_lens, iter(items))
+        pairs = [(row[0], digest) for row, digest in encoded]
+        assert store.segment_checksums()[seg] == segment_checksum(ids, title_lens, body_lens, pairs)
+        assert store.count_terms() == len(rows)

@@ -26,6 +26,7 @@ from itertools import accumulate
 
 import numpy as np
 
+from kenning.store.checksum import digest_lines
 from kenning.store.records import ROW_MEMORY_BYTES, StorageError
 
 PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed (so each length fits two bytes)
@@ -176,12 +177,23 @@ class Packed:
 class PackedRange:
     """A term range of a new segment's encoded rows as a worker hands it to the writer
     (`pack_range`): its long rows with their digests, its short rows already packed, and the marks a
-    merge cuts ranges by ((term, bytes held) in term order: a row, or a pack at its last term). Packed
-    in the worker, the writer neither packs nor unpickles the short rows one by one."""
+    merge cuts ranges by ((term, bytes held) in term order: a row, or a pack at its last term), and
+    every row's line of the segment checksum (kenning.store.checksum.digest_lines), in term order
+    from `first` to `last`. Packed in the worker, the writer neither packs nor unpickles the short
+    rows one by one, nor makes a (term, digest) pair of each for the checksum."""
 
     rows: list[tuple[tuple, bytes]]
     packs: list[Packed]
     marks: list[tuple[str, int]]
+    first: str | None = None
+    last: str | None = None
+    lines: bytes = b""
+
+    def digest_pairs(self) -> list[tuple[str, bytes]]:
+        """(term, digest) of each of its rows, packed or not, terms ascending."""
+        pairs = [(row[0], digest) for row, digest in self.rows]
+        pairs += [pair for packed in self.packs for pair in packed.digest_pairs()]
+        return sorted(pairs)
 
 
 def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
@@ -197,4 +209,7 @@ def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
     last = writer.close()
     if last is not None:
         marks.append((last.last, last.held))
-    return PackedRange(rows, writer.packs, marks)
+    if not encoded:
+        return PackedRange(rows, writer.packs, marks)
+    lines = digest_lines([(row[0], digest) for row, digest in encoded])
+    return PackedRange(rows, writer.packs, marks, encoded[0][0][0], encoded[-1][0][0], lines)

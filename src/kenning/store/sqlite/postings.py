@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kenning.store.checksum import segment_checksum
+from kenning.store.checksum import SegmentDigests
 from kenning.store.compact import (
     decode_posting_row,
     decode_segment,
@@ -214,7 +214,7 @@ class SqlitePostings:
             ),
         )
         seg_id = int(cur.lastrowid)
-        digests: list[tuple[str, bytes]] = []
+        digests = SegmentDigests()
         term_marks = _TermMarks()
         packs = PackWriter()
 
@@ -224,7 +224,7 @@ class SqlitePostings:
                     yield from bundled_rows(item)
                     continue
                 row, digest = item
-                digests.append((row[0], digest))
+                digests.add(row[0], digest)
                 term_marks.add(row[0], row_bytes(row) + ROW_MEMORY_BYTES)
                 if not packs.take(row, digest):
                     yield (seg_id, *row)
@@ -232,15 +232,12 @@ class SqlitePostings:
         def bundled_rows(bundle: PackedRange):
             for term, held in bundle.marks:
                 term_marks.add(term, held)
+            if bundle.lines:
+                digests.add_run(bundle.first, bundle.last, bundle.lines, bundle.digest_pairs)
             for packed in bundle.packs:
-                if packs.take_pack(packed):
-                    digests.extend(packed.digest_pairs())
-                else:  # out of order with what came before: its rows go in as rows
-                    bundle.rows.extend(
-                        zip(Pack(packed.blob).rows(), [d for _, d in packed.digest_pairs()], strict=True)
-                    )
-            for row, digest in bundle.rows:
-                digests.append((row[0], digest))
+                if not packs.take_pack(packed):  # out of order with what came before: rows of their own
+                    yield from ((seg_id, *row) for row in Pack(packed.blob).rows())
+            for row, _ in bundle.rows:
                 yield (seg_id, *row)
 
         self.conn.executemany(
@@ -252,7 +249,7 @@ class SqlitePostings:
             "INSERT INTO posting_packs(segment_id, first_term, last_term, data) VALUES (?,?,?,?)",
             [(seg_id, p.first, p.last, p.blob) for p in packs.done()],
         )
-        checksum = segment_checksum(doc_ids, title_lens, body_lens, digests)
+        checksum = digests.checksum(doc_ids, title_lens, body_lens)
         self.conn.execute("UPDATE segments SET checksum=? WHERE id=?", (checksum, seg_id))
         self._term_marks[seg_id] = term_marks.done()
         return seg_id
