@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import bisect
 import struct
-from dataclasses import dataclass
 from itertools import accumulate
+from typing import NamedTuple
 
 import numpy as np
 
@@ -155,8 +155,7 @@ class PackWriter:
         return self.packs
 
 
-@dataclass
-class Packed:
+class Packed(NamedTuple):
     """A pack and what the writer keeps of it besides: its first and last terms, its rows' digests
     (DIGEST_BYTES each, in term order) and the bytes its rows hold in a merge."""
 
@@ -173,8 +172,7 @@ class Packed:
         return [(term, self.digests[i * d : (i + 1) * d]) for i, term in enumerate(terms)]
 
 
-@dataclass
-class PackedRange:
+class PackedRange(NamedTuple):
     """A term range of a new segment's encoded rows as a worker hands it to the writer
     (`pack_range`): its long rows with their digests, its short rows already packed, and the marks a
     merge cuts ranges by ((term, bytes held) in term order: a row, or a pack at its last term), and
@@ -188,12 +186,6 @@ class PackedRange:
     first: str | None = None
     last: str | None = None
     lines: bytes = b""
-
-    def digest_pairs(self) -> list[tuple[str, bytes]]:
-        """(term, digest) of each of its rows, packed or not, terms ascending."""
-        pairs = [(row[0], digest) for row, digest in self.rows]
-        pairs += [pair for packed in self.packs for pair in packed.digest_pairs()]
-        return sorted(pairs)
 
 
 def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:

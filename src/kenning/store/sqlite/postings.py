@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kenning.store.checksum import SegmentDigests
+from kenning.store.checksum import SegmentDigests, posting_digest, segment_checksum
 from kenning.store.compact import (
     decode_posting_row,
     decode_segment,
@@ -214,7 +214,7 @@ class SqlitePostings:
             ),
         )
         seg_id = int(cur.lastrowid)
-        digests = SegmentDigests()
+        digests = SegmentDigests(doc_ids, title_lens, body_lens)
         term_marks = _TermMarks()
         packs = PackWriter()
 
@@ -233,7 +233,7 @@ class SqlitePostings:
             for term, held in bundle.marks:
                 term_marks.add(term, held)
             if bundle.lines:
-                digests.add_run(bundle.first, bundle.last, bundle.lines, bundle.digest_pairs)
+                digests.add_run(bundle.first, bundle.last, bundle.lines)
             for packed in bundle.packs:
                 if not packs.take_pack(packed):  # out of order with what came before: rows of their own
                     yield from ((seg_id, *row) for row in Pack(packed.blob).rows())
@@ -249,7 +249,10 @@ class SqlitePostings:
             "INSERT INTO posting_packs(segment_id, first_term, last_term, data) VALUES (?,?,?,?)",
             [(seg_id, p.first, p.last, p.blob) for p in packs.done()],
         )
-        checksum = digests.checksum(doc_ids, title_lens, body_lens)
+        checksum = digests.checksum()
+        if checksum is None:  # rows out of term order: from the rows as stored
+            pairs = [(r.term, posting_digest(r.term, *r[1:])) for r in self.iter_segment_postings(seg_id)]
+            checksum = segment_checksum(doc_ids, title_lens, body_lens, pairs)
         self.conn.execute("UPDATE segments SET checksum=? WHERE id=?", (checksum, seg_id))
         self._term_marks[seg_id] = term_marks.done()
         return seg_id
