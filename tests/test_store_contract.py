@@ -93,6 +93,9 @@ def test_sources_and_chunks(store):
     )
     assert [s.path for s in store.sources()] == ["/notes/a.md"] and store.sources()[0].n_chunks == 2
     assert store.source_by_path("/notes/a.md").id == sid and store.source_by_path("/nope") is None
+    assert store.sources_by_paths(["/nope", "/notes/a.md"]) == {
+        "/notes/a.md": store.source_by_path("/notes/a.md")
+    }
     assert store.collections() == {"notes": 1}
     rows = store.chunks_by_ids(ids)
     assert rows[ids[0]].body == "first body" and rows[ids[0]].meta == {"front_matter": {"k": "v"}}

@@ -49,6 +49,11 @@ class PostgresDocuments:
         row = self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources WHERE path = %s", (path,)).fetchone()
         return SourceRow(*row) if row else None
 
+    def sources_by_paths(self, paths: Sequence[str]) -> dict[str, SourceRow]:
+        """The sources of those paths that have one, by path (one round trip, not one a path)."""
+        rows = self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources WHERE path = ANY(%s)", (list(paths),))
+        return {row[1]: SourceRow(*row) for row in rows}
+
     def sources(self) -> list[SourceRow]:
         rows = self.conn.execute(f'SELECT {_SOURCE_COLS} FROM sources ORDER BY path COLLATE "C"')
         return [SourceRow(*r) for r in rows]

@@ -36,6 +36,14 @@ class SqliteDocuments:
         row = self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources WHERE path=?", (path,)).fetchone()
         return SourceRow(*row) if row else None
 
+    def sources_by_paths(self, paths: Sequence[str]) -> dict[str, SourceRow]:
+        """The sources of those paths that have one, by path (one query a batch, not one a path)."""
+        found = {}
+        for batch in batches(list(paths)):
+            sql = f"SELECT {_SOURCE_COLS} FROM sources WHERE path IN ({marks(len(batch))})"
+            found.update((row[1], SourceRow(*row)) for row in self.conn.execute(sql, batch))
+        return found
+
     def sources(self) -> list[SourceRow]:
         return [SourceRow(*r) for r in self.conn.execute(f"SELECT {_SOURCE_COLS} FROM sources ORDER BY path")]
 
