@@ -203,11 +203,11 @@ def test_an_index_written_with_packs_searches_merges_and_verifies_as_one_without
         assert main(["verify", "--index", str(tmp_path / name), "--full"]) == 0, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("in_order", [True, False])
-def test_a_segment_of_worker_ranges_has_the_checksum_of_its_rows(tmp_path, monkeypatch, in_order):
+@pytest.mark.parametrize("order", ["ascending", "ranges out of order", "rows out of order in a range"])
+def test_a_segment_of_worker_ranges_has_the_checksum_of_its_rows(tmp_path, monkeypatch, order):
     """The checksum the writer joins from the ranges' own lines (a worker makes them) is the one
     segment_checksum gives over every row's (term, digest) sorted, also when the ranges come out of
-    term order (then it falls back to the pairs), loose rows among them."""
+    term order (then it checksums the rows it stored) or a range's rows do, loose rows among them."""
     rng = np.random.default_rng(5)
     rows = _random_rows(rng, 150)
     monkeypatch.setattr(packs, "PACK_BYTES", 200)
@@ -217,8 +217,10 @@ def test_a_segment_of_worker_ranges_has_the_checksum_of_its_rows(tmp_path, monke
         store = index.store
         encoded = [store.posting_encoder(*row) for row in rows]
         ranges = [encoded[i : i + 40] for i in range(0, len(encoded), 40)]
-        if not in_order:
+        if order == "ranges out of order":
             ranges = ranges[2:3] + ranges[:2] + ranges[3:]
+        elif order == "rows out of order in a range":
+            ranges[1] = ranges[1][::-1]
         items = [packs.pack_range(r) for r in ranges[:-1]] + ranges[-1]
         with store.transaction():
             seg = store.write_encoded_segment(ids, title_lens, body_lens, iter(items))

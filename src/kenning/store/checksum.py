@@ -76,6 +76,7 @@ class SegmentDigests:
         self.hash.update(lines)
 
     def checksum(self) -> str | None:
+        """The segment's checksum, or None when its rows came out of term order."""
         if not self.ordered:
             return None
         self._flush()
