@@ -227,3 +227,19 @@ def test_a_segment_of_worker_ranges_has_the_checksum_of_its_rows(tmp_path, monke
         pairs = [(row[0], digest) for row, digest in encoded]
         assert store.segment_checksums()[seg] == segment_checksum(ids, title_lens, body_lens, pairs)
         assert store.count_terms() == len(rows)
+
+
+def test_a_forced_rebuild_leaves_no_pack_of_a_segment_it_dropped(tmp_path):
+    """`kenning index --force` empties the index: its posting packs go with its segments (they were
+    left behind, a pack of every segment the index ever had, in the file for good)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nword{i} alpha beta unique{i * 7} term{i % 5}\n")
+    with Index(tmp_path / "ix") as index:
+        index.add([docs], progress=False)
+        index.add([docs], progress=False, force=True)
+        conn = index.store.conn
+        assert conn.execute("SELECT count(*) FROM posting_packs").fetchone()[0] > 0
+        orphans = "SELECT count(*) FROM posting_packs WHERE segment_id NOT IN (SELECT id FROM segments)"
+        assert conn.execute(orphans).fetchone()[0] == 0

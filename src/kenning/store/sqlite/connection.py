@@ -365,7 +365,8 @@ class SqliteConnection(CommitsCommon):
         """Empty every indexed file, chunk, segment, word and entity (a forced rebuild); vectors and
         the glossary stay."""
         self._require_txn()
-        for table in ("postings", "segments", "chunks", "sources", "vocabulary", "entities"):
+        tables = ("postings", "posting_packs", "segments", "chunks", "sources", "vocabulary", "entities")
+        for table in tables:
             self.conn.execute(f"DELETE FROM {table}")
         self._clear_substrings()
         self.set_live(BitMap())
