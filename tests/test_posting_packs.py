@@ -243,3 +243,23 @@ def test_a_forced_rebuild_leaves_no_pack_of_a_segment_it_dropped(tmp_path):
         assert conn.execute("SELECT count(*) FROM posting_packs").fetchone()[0] > 0
         orphans = "SELECT count(*) FROM posting_packs WHERE segment_id NOT IN (SELECT id FROM segments)"
         assert conn.execute(orphans).fetchone()[0] == 0
+
+
+def test_packs_an_older_forced_rebuild_left_go_at_the_next_drop(tmp_path):
+    """An index rebuilt with --force before packs went with their segments still holds the old
+    segments' packs; the next write that drops a segment deletes them."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nword{i} alpha beta unique{i * 7} term{i % 5}\n")
+    with Index(tmp_path / "ix") as index:
+        index.add([docs], progress=False)
+        conn = index.store.conn
+        orphans = "SELECT count(*) FROM posting_packs WHERE segment_id NOT IN (SELECT id FROM segments)"
+        with index.store.transaction():  # what a forced rebuild used to leave: a pack of no segment
+            conn.execute("INSERT INTO posting_packs SELECT 0, first_term, last_term, data FROM posting_packs")
+        assert conn.execute(orphans).fetchone()[0] > 0
+        for i in range(30):  # every file changes: the first segment is dropped
+            (docs / f"n{i}.md").write_text(f"# Note {i}\n\nother{i} words\n")
+        index.add([docs], progress=False)
+        assert conn.execute(orphans).fetchone()[0] == 0

@@ -304,6 +304,9 @@ class SqlitePostings:
             self.conn.execute("DELETE FROM postings WHERE segment_id=?", (seg,))
             self.conn.execute("DELETE FROM posting_packs WHERE segment_id=?", (seg,))
             self.conn.execute("DELETE FROM segments WHERE id=?", (seg,))
+        # packs older than every segment: a forced rebuild before d40b7de left its old segments'
+        # (ids only grow, so they lie below the oldest segment; an index range, empty as a rule)
+        self.conn.execute("DELETE FROM posting_packs WHERE segment_id < (SELECT min(id) FROM segments)")
 
     def count_terms(self) -> int:
         packed = {
