@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kenning import Index
-from kenning.store.checksum import segment_checksum
+from kenning.store.checksum import digest_lines, segment_checksum
 from kenning.store.records import StorageError
 from kenning.store.sqlite import packs
 from kenning.store.sqlite.packs import Pack, PackWriter, encode_pack
@@ -52,14 +52,13 @@ def test_the_writer_packs_short_rows_in_term_order_and_leaves_the_rest_to_rows(m
     late = ("s", b"\x00" * 4, b"", b"", b"", b"")  # after t-terms were packed: out of order
     nul = ("t100\0", b"", b"", b"", b"", b"")
     writer = PackWriter()
-    taken = [writer.take(row, bytes(16)) for row in [*short[:6], long, *short[6:], late, nul]]
+    taken = [writer.take(row) for row in [*short[:6], long, *short[6:], late, nul]]
     assert taken == [True] * 6 + [False] + [True] * 34 + [False, False]
     made = writer.done()
     assert len(made) > 1
     runs = [(p.first, p.last) for p in made]
     assert all(a[1] < b[0] for a, b in zip(runs, runs[1:], strict=False))  # runs never overlap
     assert [row for p in made for row in Pack(p.blob).rows()] == short
-    assert [pair for p in made for pair in p.digest_pairs()] == [(row[0], bytes(16)) for row in short]
     monkeypatch.setattr(packs, "PACK_BYTES", 1 << 20)
     monkeypatch.setattr(packs, "PACK_ROWS", 3)  # closed by its count of rows too
     by_count = PackWriter()
@@ -69,15 +68,17 @@ def test_the_writer_packs_short_rows_in_term_order_and_leaves_the_rest_to_rows(m
 
 
 def test_a_range_packed_in_a_worker_is_what_the_writer_packs_itself(monkeypatch):
-    """pack_range (a worker's) keeps the long rows, packs the short ones with their digests, and marks
-    the range in term order, each row or pack with the bytes it holds in a merge."""
+    """pack_range (a worker's) keeps the long rows, packs the short ones, joins every row's checksum
+    line in term order, and marks the range in term order, each row or pack with the bytes it holds
+    in a merge."""
     monkeypatch.setattr(packs, "PACK_BYTES", 64)
     rows = [(f"t{i:03d}", b"\x00" * (300 if i % 9 == 4 else 8), b"", b"", b"", b"") for i in range(40)]
     encoded = [(row, bytes([i]) * 16) for i, row in enumerate(rows)]
     bundle = packs.pack_range(encoded)
-    assert bundle.rows == [pair for pair in encoded if len(pair[0][1]) == 300]
-    packed = sorted(pair for p in bundle.packs for pair in p.digest_pairs())
-    assert packed == [(row[0], digest) for row, digest in encoded if len(row[1]) == 8]
+    assert bundle.rows == [row for row in rows if len(row[1]) == 300]
+    assert [row for p in bundle.packs for row in Pack(p.blob).rows()] == [r for r in rows if len(r[1]) == 8]
+    assert bundle.lines == digest_lines([(row[0], digest) for row, digest in encoded])
+    assert (bundle.first, bundle.last) == (rows[0][0], rows[-1][0])
     assert [m[0] for m in bundle.marks] == sorted(m[0] for m in bundle.marks)
     held = sum(packs.row_bytes(row) + packs.ROW_MEMORY_BYTES for row in rows)
     assert sum(m[1] for m in bundle.marks) == held
@@ -229,37 +230,40 @@ def test_a_segment_of_worker_ranges_has_the_checksum_of_its_rows(tmp_path, monke
         assert store.count_terms() == len(rows)
 
 
+ORPHAN_PACKS = "SELECT count(*) FROM posting_packs WHERE segment_id NOT IN (SELECT id FROM segments)"
+
+
+def _notes(folder, body="word{i} alpha beta unique{j} term{k}"):
+    """Thirty small notes (short rows: packed), each body `body` with i, j = 7i and k = i mod 5."""
+    folder.mkdir(exist_ok=True)
+    for i in range(30):
+        text = body.format(i=i, j=i * 7, k=i % 5)
+        (folder / f"n{i}.md").write_text(f"# Note {i}\n\n{text}\n")
+    return folder
+
+
 def test_a_forced_rebuild_leaves_no_pack_of_a_segment_it_dropped(tmp_path):
     """`kenning index --force` empties the index: its posting packs go with its segments (they were
     left behind, a pack of every segment the index ever had, in the file for good)."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i in range(30):
-        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nword{i} alpha beta unique{i * 7} term{i % 5}\n")
+    docs = _notes(tmp_path / "docs")
     with Index(tmp_path / "ix") as index:
         index.add([docs], progress=False)
         index.add([docs], progress=False, force=True)
         conn = index.store.conn
         assert conn.execute("SELECT count(*) FROM posting_packs").fetchone()[0] > 0
-        orphans = "SELECT count(*) FROM posting_packs WHERE segment_id NOT IN (SELECT id FROM segments)"
-        assert conn.execute(orphans).fetchone()[0] == 0
+        assert conn.execute(ORPHAN_PACKS).fetchone()[0] == 0
 
 
 def test_packs_an_older_forced_rebuild_left_go_at_the_next_drop(tmp_path):
     """An index rebuilt with --force before packs went with their segments still holds the old
     segments' packs; the next write that drops a segment deletes them."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i in range(30):
-        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nword{i} alpha beta unique{i * 7} term{i % 5}\n")
+    docs = _notes(tmp_path / "docs")
     with Index(tmp_path / "ix") as index:
         index.add([docs], progress=False)
         conn = index.store.conn
-        orphans = "SELECT count(*) FROM posting_packs WHERE segment_id NOT IN (SELECT id FROM segments)"
         with index.store.transaction():  # what a forced rebuild used to leave: a pack of no segment
             conn.execute("INSERT INTO posting_packs SELECT 0, first_term, last_term, data FROM posting_packs")
-        assert conn.execute(orphans).fetchone()[0] > 0
-        for i in range(30):  # every file changes: the first segment is dropped
-            (docs / f"n{i}.md").write_text(f"# Note {i}\n\nother{i} words\n")
+        assert conn.execute(ORPHAN_PACKS).fetchone()[0] > 0
+        _notes(docs, "other{i} words")  # every file changes: the first segment is dropped
         index.add([docs], progress=False)
-        assert conn.execute(orphans).fetchone()[0] == 0
+        assert conn.execute(ORPHAN_PACKS).fetchone()[0] == 0

@@ -33,7 +33,6 @@ PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed (so each l
 PACK_ROWS = 128  # a pack is closed at this many rows
 PACK_BYTES = 4096  # or once its columns reach this many bytes
 
-DIGEST_BYTES = 16  # a row's digest (kenning.store.checksum.digest_of_columns)
 
 _HEAD = struct.Struct("<II")
 
@@ -104,17 +103,15 @@ class Pack:
 
 class PackWriter:
     """Packs a segment's short rows as they come; what it does not take goes to `postings`. Each
-    pack keeps its rows' digests (kenning.store.checksum, DIGEST_BYTES each, in term order) and
-    their bytes held in a merge (the rows' stored bytes and ROW_MEMORY_BYTES a row)."""
+    pack keeps the bytes its rows hold in a merge (their stored bytes and ROW_MEMORY_BYTES a row)."""
 
     def __init__(self):
         self.packs: list[Packed] = []
         self.rows: list[tuple] = []
-        self.digests: list[bytes] = []
         self.size = 0
         self.last: str | None = None  # the last term packed (a pack's run never goes back)
 
-    def take(self, row: tuple, digest: bytes = b"") -> bool:
+    def take(self, row: tuple) -> bool:
         """Pack `row` if it is short and comes after every row packed so far (False: store it as a
         row of its own)."""
         term = row[0]
@@ -122,7 +119,6 @@ class PackWriter:
         if size > PACK_ROW_BYTES or "\0" in term or (self.last is not None and term <= self.last):
             return False
         self.rows.append(row)
-        self.digests.append(digest)
         self.last, self.size = term, self.size + size
         if self.size >= PACK_BYTES or len(self.rows) >= PACK_ROWS:
             self.close()
@@ -143,11 +139,9 @@ class PackWriter:
         if not self.rows:
             return None
         held = self.size + len(self.rows) * ROW_MEMORY_BYTES
-        packed = Packed(
-            self.rows[0][0], self.rows[-1][0], encode_pack(self.rows), b"".join(self.digests), held
-        )
+        packed = Packed(self.rows[0][0], self.rows[-1][0], encode_pack(self.rows), held)
         self.packs.append(packed)
-        self.rows, self.digests, self.size = [], [], 0
+        self.rows, self.size = [], 0
         return packed
 
     def done(self) -> list[Packed]:
@@ -157,31 +151,24 @@ class PackWriter:
 
 
 class Packed(NamedTuple):
-    """A pack and what the writer keeps of it besides: its first and last terms, its rows' digests
-    (DIGEST_BYTES each, in term order) and the bytes its rows hold in a merge."""
+    """A pack and what the writer keeps of it besides: its first and last terms and the bytes its
+    rows hold in a merge."""
 
     first: str
     last: str
     blob: bytes
-    digests: bytes
     held: int
-
-    def digest_pairs(self) -> list[tuple[str, bytes]]:
-        """(term, digest) of each of its rows."""
-        terms = Pack(self.blob).terms
-        d = DIGEST_BYTES
-        return [(term, self.digests[i * d : (i + 1) * d]) for i, term in enumerate(terms)]
 
 
 class PackedRange(NamedTuple):
     """A term range of a new segment's encoded rows as a worker hands it to the writer
-    (`pack_range`): its long rows with their digests, its short rows already packed, and the marks a
+    (`pack_range`): its long rows, its short rows already packed, and the marks a
     merge cuts ranges by ((term, bytes held) in term order: a row, or a pack at its last term), and
     every row's line of the segment checksum (kenning.store.checksum.digest_lines), in term order
     from `first` to `last`. Packed in the worker, the writer neither packs nor unpickles the short
     rows one by one, nor makes a (term, digest) pair of each for the checksum."""
 
-    rows: list[tuple[tuple, bytes]]
+    rows: list[tuple]
     packs: list[Packed]
     marks: list[tuple[str, int]]
     first: str | None = None
@@ -192,10 +179,10 @@ class PackedRange(NamedTuple):
 def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
     """A merged range's (row, digest) pairs, terms ascending, as a PackedRange."""
     writer, rows, marks = PackWriter(), [], []
-    for row, digest in encoded:
+    for row, _ in encoded:
         packs_before = len(writer.packs)
-        if not writer.take(row, digest):
-            rows.append((row, digest))
+        if not writer.take(row):
+            rows.append(row)
             marks.append((row[0], row_bytes(row) + ROW_MEMORY_BYTES))
         elif len(writer.packs) > packs_before:  # this row closed a pack: marked at its last term
             marks.append((writer.packs[-1].last, writer.packs[-1].held))

@@ -226,7 +226,7 @@ class SqlitePostings:
                 row, digest = item
                 digests.add(row[0], digest)
                 term_marks.add(row[0], row_bytes(row) + ROW_MEMORY_BYTES)
-                if not packs.take(row, digest):
+                if not packs.take(row):
                     yield (seg_id, *row)
 
         def bundled_rows(bundle: PackedRange):
@@ -237,7 +237,7 @@ class SqlitePostings:
             for packed in bundle.packs:
                 if not packs.take_pack(packed):  # out of order with what came before: rows of their own
                     yield from ((seg_id, *row) for row in Pack(packed.blob).rows())
-            for row, _ in bundle.rows:
+            for row in bundle.rows:
                 yield (seg_id, *row)
 
         self.conn.executemany(
