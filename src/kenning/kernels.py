@@ -49,7 +49,7 @@ def roaring_bytes(ids: np.ndarray) -> bytes | None:
 
 def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed):
     """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
-    id, a chunk at a time with MaxScore: (ids, scores, chunks scored, terms still essential at the
+    id, with MaxScore by windows of chunk ids: (ids, scores, chunks scored, terms still essential at the
     end). `ids` and `scores` hold one array per present term, in the query's order, `maxima` each
     one's largest score; `allowed` is a bool mask over chunk ids or None."""
     if _kernels is None:

@@ -5,8 +5,9 @@ contributions are summed clause by clause in the query's order, as the exhaustiv
 and a chunk is skipped only when a bound on its score lies strictly below the k-th best (tests hold
 both paths equal to the exhaustive one on random queries).
 
-MaxScore (Turtle & Flood 1995; kenning/_kernels.c), a chunk at a time over the terms' postings, is
-what runs where kenning's C module is built. Terms are ordered by their largest contribution; once
+MaxScore (Turtle & Flood 1995; kenning/_kernels.c), over the terms' postings by windows of 1,024
+chunk ids (the candidates of a window are gathered term by term, then visited in id order), is what
+runs where kenning's C module is built. Terms are ordered by their largest contribution; once
 the k-th best score exceeds what a chunk holding only the weakest few terms could reach (their maxima
 summed, times the coordination that many matches earn), those terms stop supplying candidates and
 are only looked up, by a galloping search, for chunks the other terms bring, while those chunks can
@@ -125,7 +126,7 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
 
 
 def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None:
-    """MaxScore (Turtle & Flood 1995) in C, a chunk at a time: the terms whose largest scores
+    """MaxScore (Turtle & Flood 1995) in C, by windows of chunk ids: the terms whose largest scores
     together (with the coordination they would earn) cannot reach the k-th best so far stop
     supplying candidates, and are looked up only for chunks the others bring, while those can
     still reach it. Exact; no block maxima needed, so a common term's first query skips them."""
