@@ -20,9 +20,16 @@ query in a new process are the real thing:
 - first query: opening the index and answering one query in a fresh process, p50/p95 (the import of
   the package is timed apart: it does not grow with the index);
 - warm: one process answers half the queries to warm up, then the other half, each timed, p50/p95
-  (common terms recur, rare ones are new: a steady state, not a replay);
+  (common terms recur, rare ones are new: a steady state, not a replay); the medians of --rounds
+  such processes;
 - soak: RSS of one process after 10%, 50% and 100% of --soak queries;
-- re-index after 1% of the shards change (kenning; tantivy has no incremental file indexing);
+- re-index after 1% of the shards change (kenning; tantivy has no incremental file indexing), the
+  median of --reindex-runs, each on a copy of the built index;
+- warm growth (two tiers or more): warm p50 on the largest tier over the next, the two tiers'
+  warm processes alternating.
+After both systems have built a tier, their first-query and warm processes alternate, and so do the
+tiers' for the growth: this machine's speed drifts by tens of percent over minutes, and a ratio of
+two measurements made minutes apart moved with it.
 - dense (--dense N, kenning only, tiers up to N chunks): embedding seconds and chunks/s, time to the
   first hybrid query in a fresh process, ANN recall@10 against exact search over the same vectors.
 Latencies are wall time of each system's own query call (its query parsing included), top 10.
@@ -393,12 +400,12 @@ def parse_size(text: str) -> int:
     return int(float(text.rstrip("km")) * scale)
 
 
-def measure(system: str, tier: Path, queries: list[str], args) -> dict:
-    """Index, disk, first query (fresh processes), warm queries and soak for one system."""
+def build(system: str, tier: Path) -> dict:
+    """Index the tier's corpus afresh: seconds, peak memory, disk."""
     index_dir = tier / f"index-{system}"
     shutil.rmtree(index_dir, ignore_errors=True)
     built = run_worker("index", system, index_dir, tier / "corpus")
-    out = {
+    return {
         "index_s": built["seconds"],
         "index_peak_mb": built["peak_mb"],
         "index_workers_peak_mb": built.get("workers_mb", 0.0),
@@ -406,35 +413,77 @@ def measure(system: str, tier: Path, queries: list[str], args) -> dict:
         "chunks": built["chunks"],
         "disk_mb": disk_mb(index_dir),
     }
-    firsts, imports = [], []
+
+
+def measure_queries(tier: Path, queries: list[str], args) -> dict[str, dict]:
+    """First queries (fresh processes) and warm rounds, the systems alternating run by run, so that a
+    slow stretch of the machine falls on both and their ratio holds (this machine's speed moves by
+    tens of percent over minutes); then the soak. Warm p50 and p95 are the medians of the rounds'."""
+    systems = args.systems
+    firsts = {s: [] for s in systems}
+    imports = {s: [] for s in systems}
+    one = tier / "first-query.json"
     for i in range(args.first):
-        one = tier / "first-query.json"
         one.write_text(json.dumps([queries[i % len(queries)]]))
-        first = run_worker("first", system, index_dir, one)
-        firsts.append(first["seconds"])
-        imports.append(first["import_s"])
-    out |= {
-        "import_ms": 1000 * statistics.median(imports),
-        "first_p50_ms": 1000 * statistics.median(firsts),
-        "first_p95_ms": 1000 * percentile(firsts, 0.95),
-    }
-    warm = run_worker("warm", system, index_dir, tier / "queries.json")
-    out |= {
-        "warm_p50_ms": 1000 * statistics.median(warm["times"]),
-        "warm_p95_ms": 1000 * percentile(warm["times"], 0.95),
-    }
+        for system in systems:
+            first = run_worker("first", system, tier / f"index-{system}", one)
+            firsts[system].append(first["seconds"])
+            imports[system].append(first["import_s"])
+    warm = {s: warm_rounds(system=s, tier=tier, rounds=args.rounds) for s in systems}
+    out = {}
+    for system in systems:
+        out[system] = {
+            "import_ms": 1000 * statistics.median(imports[system]),
+            "first_p50_ms": 1000 * statistics.median(firsts[system]),
+            "first_p95_ms": 1000 * percentile(firsts[system], 0.95),
+        } | warm[system]
     if args.soak:
-        out["soak_rss_mb"] = run_worker("soak", system, index_dir, tier / "queries.json", args.soak)["rss_mb"]
+        for system in systems:
+            soak = run_worker("soak", system, tier / f"index-{system}", tier / "queries.json", args.soak)
+            out[system]["soak_rss_mb"] = soak["rss_mb"]
     return out
 
 
-def reindex_one_percent(tier: Path, seconds_full: float) -> dict:
-    """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally; the corpus is
-    restored afterwards so later runs see the original."""
+def warm_rounds(system: str, tier: Path, rounds: int) -> dict:
+    """One system's warm p50 / p95 on one tier: the medians over `rounds` warm processes."""
+    p50s, p95s = [], []
+    for _ in range(rounds):
+        times = run_worker("warm", system, tier / f"index-{system}", tier / "queries.json")["times"]
+        p50s.append(1000 * statistics.median(times))
+        p95s.append(1000 * percentile(times, 0.95))
+    return {"warm_p50_ms": statistics.median(p50s), "warm_p95_ms": statistics.median(p95s)}
+
+
+def warm_growth(small: Path, large: Path, systems: list[str], rounds: int) -> dict:
+    """Warm p50 on the largest tier over the next one, each system's warm processes alternating
+    between the two tiers, so that the two are measured in the same stretch of the machine's speed
+    (measured tier after tier, minutes apart, the ratio moved from 2.4x to 4.0x in one session)."""
+    p50s = {(s, t): [] for s in systems for t in (small, large)}
+    for _ in range(rounds):
+        for system in systems:
+            for tier in (small, large):
+                times = run_worker("warm", system, tier / f"index-{system}", tier / "queries.json")["times"]
+                p50s[(system, tier)].append(1000 * statistics.median(times))
+    return {
+        system: {
+            "small_p50_ms": statistics.median(p50s[(system, small)]),
+            "large_p50_ms": statistics.median(p50s[(system, large)]),
+            "growth": statistics.median(p50s[(system, large)]) / statistics.median(p50s[(system, small)]),
+        }
+        for system in systems
+    }
+
+
+def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1) -> dict:
+    """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally, `runs` times,
+    each on a fresh copy of the built index (flushed to disk first); the median counts. The corpus
+    is restored afterwards so later runs see the original."""
     shards = sorted((tier / "corpus").glob("part-*.jsonl"))
     changed = shards[::100][: max(1, len(shards) // 100)]
     saved = {p: p.read_text(encoding="utf-8") for p in changed}
     rng = np.random.default_rng(SEED + 2)
+    built, copy = tier / "index-kenning", tier / "index-kenning-reindexed"
+    seconds, peaks = [], []
     try:
         for path in changed:
             lines = saved[path].splitlines()
@@ -444,14 +493,22 @@ def reindex_one_percent(tier: Path, seconds_full: float) -> dict:
                 rng.shuffle(words)
                 doc["text"] = " ".join(words)
             path.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
-        again = run_worker("index", "kenning", tier / "index-kenning", tier / "corpus")
+        for _ in range(runs):
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(built, copy)
+            os.sync()
+            again = run_worker("index", "kenning", copy, tier / "corpus")
+            seconds.append(again["seconds"])
+            peaks.append(again["peak_mb"])
     finally:
         for path, text in saved.items():
             path.write_text(text, encoding="utf-8")
+        shutil.rmtree(copy, ignore_errors=True)
     return {
-        "reindex_1pct_s": again["seconds"],
-        "reindex_1pct_share": again["seconds"] / seconds_full,
-        "reindex_1pct_peak_mb": again["peak_mb"],
+        "reindex_1pct_s": statistics.median(seconds),
+        "reindex_1pct_runs_s": seconds,
+        "reindex_1pct_share": statistics.median(seconds) / seconds_full,
+        "reindex_1pct_peak_mb": max(peaks),
         "shards_changed": len(changed),
     }
 
@@ -465,10 +522,12 @@ def run_tier(n: int, stats: dict, args) -> dict:
     print(f"[{n:,} chunks] corpus ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     result = {"chunks_requested": n, "queries": len(queries)}
     for system in args.systems:
-        result[system] = measure(system, tier, queries, args)
+        result[system] = build(system, tier)
+    for system, measured in measure_queries(tier, queries, args).items():
+        result[system] |= measured
         print(f"[{n:,} chunks] {system}: {json.dumps(result[system])}", file=sys.stderr)
     if "kenning" in args.systems and args.reindex:
-        result["kenning"] |= reindex_one_percent(tier, result["kenning"]["index_s"])
+        result["kenning"] |= reindex_one_percent(tier, result["kenning"]["index_s"], args.reindex_runs)
     if "kenning" in args.systems and args.dense and n <= args.dense:
         result["kenning"] |= measure_dense(tier, queries, result["kenning"]["chunks"])
     return result
@@ -527,10 +586,11 @@ def table(results: list[dict], systems: list[str]) -> str:
                 lines.append(f"  {s} query-process RSS MB over the soak: {soak}")
         k = res.get("kenning", {})
         if "reindex_1pct_s" in k:
+            runs = ", ".join(f"{t:.1f}" for t in k["reindex_1pct_runs_s"])
             lines.append(
                 f"  kenning re-index after {k['shards_changed']} shard(s) (1%) changed: "
-                f"{k['reindex_1pct_s']:.1f} s = {100 * k['reindex_1pct_share']:.1f}% of the full build, "
-                f"peak RSS {k['reindex_1pct_peak_mb']:.0f} MB"
+                f"{k['reindex_1pct_s']:.1f} s (median of {runs}) = {100 * k['reindex_1pct_share']:.1f}% of "
+                f"the full build, peak RSS {k['reindex_1pct_peak_mb']:.0f} MB"
             )
         if "ann_recall_at_10" in k:
             lines.append(
@@ -539,6 +599,17 @@ def table(results: list[dict], systems: list[str]) -> str:
                 f"{k['ann_recall_at_10']:.3f} (graph {k['ann_graph']} in {k['ann_graph_s']:.2f} s)"
             )
     return "\n".join(lines)
+
+
+def growth_line(growth: dict, systems: list[str]) -> str:
+    parts = []
+    for s in systems:
+        g = growth[s]
+        parts.append(f"{s} {g['small_p50_ms']:.2f} -> {g['large_p50_ms']:.2f} ms = {g['growth']:.2f}x")
+    return (
+        f"warm p50 from {growth['from']:,} to {growth['to']:,} chunks ({growth['rounds']} rounds, the tiers "
+        f"alternating): " + "; ".join(parts)
+    )
 
 
 def main() -> None:
@@ -551,7 +622,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=400, help="distinct queries per tier (half warm up)")
     ap.add_argument("--first", type=int, default=10, help="fresh processes for the first-query latency")
     ap.add_argument("--soak", type=int, default=10_000, help="queries in the soak process (0: skip)")
+    ap.add_argument("--rounds", type=int, default=3, help="warm processes per system and tier (medians)")
     ap.add_argument("--no-reindex", dest="reindex", action="store_false")
+    ap.add_argument("--reindex-runs", type=int, default=3, help="1%% re-indexes, each on a copy (median)")
     ap.add_argument(
         "--dense", type=parse_size, default=0, help="embed (kenning) tiers up to this many chunks, e.g. 10k"
     )
@@ -566,13 +639,21 @@ def main() -> None:
     if args.hnsw_threshold is not None:  # the workers inherit it
         os.environ["KENNING_HNSW_THRESHOLD"] = str(args.hnsw_threshold)
     stats = dev_statistics(args.data)
-    results = [run_tier(parse_size(t), stats, args) for t in args.chunks.split(",")]
+    sizes = sorted(parse_size(t) for t in args.chunks.split(","))
+    results = [run_tier(n, stats, args) for n in sizes]
+    growth = None
+    if len(sizes) > 1 and args.rounds:
+        small, large = (args.work / f"chunks-{n}" for n in sizes[-2:])
+        growth = {"from": sizes[-2], "to": sizes[-1], "rounds": args.rounds}
+        growth |= warm_growth(small, large, args.systems, args.rounds)
     machine = {"cores": os.cpu_count(), "python": sys.version.split()[0]}
     if args.json:
-        print(json.dumps({"machine": machine, "tiers": results}, indent=2))
+        print(json.dumps({"machine": machine, "tiers": results, "warm_growth": growth}, indent=2))
     else:
         print(f"machine: {machine['cores']} cores, Python {machine['python']}")
         print(table(results, args.systems))
+        if growth:
+            print(growth_line(growth, args.systems))
 
 
 if __name__ == "__main__":

@@ -65,10 +65,14 @@ def test_ten_thousand_chunk_tier_runs_against_tantivy(tmp_path):
             sys.executable,
             str(ROOT / "benchmarks" / "scale.py"),
             "--chunks",
-            "10k",
+            "2k,10k",
             "--queries",
             "40",
             "--first",
+            "2",
+            "--rounds",
+            "2",
+            "--reindex-runs",
             "2",
             "--soak",
             "400",
@@ -81,12 +85,17 @@ def test_ten_thousand_chunk_tier_runs_against_tantivy(tmp_path):
         timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    tier = json.loads(proc.stdout)["tiers"][0]
+    report = json.loads(proc.stdout)
+    tier = report["tiers"][1]
     for system in ("kenning", "tantivy"):
         row = tier[system]
         assert row["chunks"] == 10_000
         assert row["disk_mb"] > 0 and row["index_peak_mb"] > 0
         assert 0 < row["warm_p50_ms"] <= row["warm_p95_ms"]
         assert set(row["soak_rss_mb"]) == {"10%", "50%", "100%"}
+        growth = report["warm_growth"][system]  # 2k -> 10k, the tiers alternating
+        assert growth["growth"] == pytest.approx(growth["large_p50_ms"] / growth["small_p50_ms"])
     assert tier["kenning"]["shards_changed"] == 1
-    assert 0 < tier["kenning"]["reindex_1pct_share"]
+    assert len(tier["kenning"]["reindex_1pct_runs_s"]) == 2 and 0 < tier["kenning"]["reindex_1pct_share"]
+    assert (report["warm_growth"]["from"], report["warm_growth"]["to"]) == (2_000, 10_000)
+    assert not (tmp_path / "chunks-10000" / "index-kenning-reindexed").exists()  # the copies are gone
