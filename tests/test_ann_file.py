@@ -97,43 +97,85 @@ def test_the_writer_keeps_the_graph_and_readers_open_it(tmp_path, small_threshol
         response = index.search("harbour lanterns", mode="dense", limit=3)
         assert response.funnel.channels["dense"]["graph"] == "file"
         assert response.funnel.channels["dense"]["vectors"] == 11
+    shown = _explain(tmp_path / "ix", "harbour")
+    assert "dense: HNSW over 11 vectors, the saved graph" in shown and "newer" not in shown
     for stamp in (tmp_path / "ix" / "ann").glob("*.json"):
-        stamp.unlink()  # as if a write died before saving: readers build, and still answer
+        stamp.unlink()  # no saved graph the reader can trust: it searches exactly, it never builds one
     with Index(tmp_path / "ix") as index:
         response = index.search("harbour lanterns", mode="dense", limit=3)
-        assert response.funnel.channels["dense"]["graph"] == "built" and response.hits
+        dense = response.funnel.channels["dense"]
+        assert dense["method"] == "exact" and "graph" not in dense and response.hits
+
+
+def _explain(index_dir, query: str) -> str:
     shown = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kenning.surfaces.entry",
-            "search",
-            "harbour",
-            "--mode",
-            "dense",
-            "--explain",
-            "--index",
-            str(tmp_path / "ix"),
-        ],
+        [sys.executable, "-m", "kenning.surfaces.entry", "search", query, "--mode", "dense", "--explain"]
+        + ["--index", str(index_dir)],
         capture_output=True,
         text=True,
         env={**os.environ, "KENNING_HNSW_THRESHOLD": "4", "KENNING_NO_SERVER": "1"},
     )
-    assert "dense: HNSW over 11 vectors, a graph built in memory" in shown.stdout, shown.stderr
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
 
 
-def test_a_commit_that_changes_vectors_makes_readers_distrust_the_saved_graph(tmp_path, small_threshold):
+def test_a_commit_after_the_graph_was_saved_leaves_readers_on_it_with_the_rest_exact(
+    tmp_path, small_threshold, monkeypatch
+):
+    """Between a commit and the graph's save (an embed run commits every 512 vectors and saves the
+    graph at its end), readers use the last saved graph for the chunks it holds that are still live,
+    and search the chunks it lacks exactly: they never build a graph, and miss nothing."""
+    from kenning.indexing.writer import IndexWriter
+
     root, index = _embedded_notes(tmp_path, 10)
     with index:
         assert index.store.get_meta(VECTOR_GRAPH_META)
-        with index.store.transaction():  # as if a write committed and died before saving the graph
-            index.store.set_live(index.store.read_snapshot().live)
+        save = IndexWriter.sync_graph
+        monkeypatch.setattr(IndexWriter, "sync_graph", lambda self: None)  # the save has not come yet
+        (root / "note0.md").unlink()  # a harbour note goes
+        (root / "extra.md").write_text("# Extra\n\nThe lighthouse keeper counts gulls on the pier.\n")
+        index.add([root])
+        index.embed()
         assert index.store.get_meta(VECTOR_GRAPH_META) is None
-        response = index.search("forge lanterns", mode="dense", limit=3)
-        assert response.funnel.channels["dense"]["graph"] == "built" and response.hits
-        assert index.writer().sync_graph()["action"] == "current"  # the next write records it again
-        response = index.search("forge lanterns", mode="dense", limit=3)
+        response = index.search("lighthouse keeper gulls", mode="dense", limit=3)
+        dense = response.funnel.channels["dense"]
+        assert dense["graph"] == "file" and dense["newer"] == 1 and dense["vectors"] == 10
+        assert response.hits[0].title == "Extra"  # found though the graph lacks it
+        # the deleted note is in the graph, not in the answers
+        everything = index.search("harbour lanterns", mode="dense", limit=20)
+        assert "Note 0" not in {h.title for h in everything.hits}
+        assert "1 newer chunk(s) it lacks searched exactly" in _explain(tmp_path / "ix", "lighthouse")
+        monkeypatch.setattr(IndexWriter, "sync_graph", save)
+        assert index.writer().sync_graph()["action"] == "updated"  # the next save catches up
+        response = index.search("lighthouse keeper gulls", mode="dense", limit=3)
         assert response.funnel.channels["dense"]["graph"] == "file"
+        assert "newer" not in response.funnel.channels["dense"]
+
+
+def test_a_stale_graph_with_the_newer_chunks_answers_as_exact_search(tmp_path, small_threshold):
+    """The saved graph lacks some chunks and holds deleted ones; its answers with the newer chunks
+    searched beside it are those of exact search over the live vectors (a small graph is exact)."""
+    root, index = _embedded_notes(tmp_path, 12)
+    with index:
+        fingerprint = index.embedder().fingerprint()
+        with index.store.reading():
+            live = index.lexical.view().live_mask.copy()
+            ids = index.store.vector_chunk_ids(fingerprint)
+            stale = GraphFile(tmp_path / "ix", fingerprint)
+            stale.sync(
+                ids[:8], lambda wanted: np.stack(list(index.store.vectors_of(fingerprint, wanted).values()))
+            )
+            live[ids[2]] = False  # a chunk of the graph deleted since
+            mapped = DenseView(index.store, fingerprint, live, graph_file=stale)
+            exact = DenseView(index.store, fingerprint, live)
+        assert mapped.graph_source == "file" and mapped.newer_ids.tolist() == ids[8:].tolist()
+        assert mapped.ids.tolist() == exact.ids.tolist() and int(ids[2]) not in mapped.ids
+        for text in ("orchard gate", "harbour lanterns", "chapel tower"):
+            query = index.embedder().embed([text], kind="query")[0]
+            got, want = mapped.search(query, 5), exact.search(query, 5)
+            assert got[0].tolist() == want[0].tolist() and np.allclose(got[1], want[1], atol=1e-5)
+            some = [int(ids[0]), int(ids[2]), int(ids[-1])]
+            assert np.allclose(mapped.similarity(query, some), exact.similarity(query, some), atol=1e-5)
 
 
 def test_a_view_over_the_saved_graph_reads_the_same_vectors_as_the_store(tmp_path, small_threshold):
@@ -158,3 +200,31 @@ def test_a_view_over_the_saved_graph_reads_the_same_vectors_as_the_store(tmp_pat
         allowed[mapped.ids[::2]] = True  # a filter: exact search over the allowed chunks
         a, b = mapped._search_exact(query, 3, allowed), loaded._search_exact(query, 3, allowed)
         assert a[0].tolist() == b[0].tolist() and np.allclose(a[1], b[1], atol=1e-5)
+
+
+def test_a_long_embed_run_saves_the_graph_as_it_goes(tmp_path, small_threshold, monkeypatch):
+    """Not only at its end: a reader meanwhile finds the graph at most GRAPH_SAVE_EVERY vectors
+    behind, and searches only those exactly."""
+    from kenning.indexing import writer as writer_module
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, 10)
+    saves = []
+    save = writer_module.IndexWriter.sync_graph
+
+    def counted(self):
+        recorded = writer_module.recorded_embedder(self.store)
+        saves.append(self.store.count_vectors(recorded["fingerprint"]) if recorded else 0)
+        return save(self)
+
+    monkeypatch.setattr(writer_module, "GRAPH_SAVE_EVERY", 4)
+    monkeypatch.setattr(writer_module.IndexWriter, "sync_graph", counted)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        saves.clear()
+        report = index.embed(commit_every=2)
+        assert report.embedded == 10
+        assert saves == [4, 8, 10]  # every 4 vectors, and once at the end
+        dense = index.search("orchard lanterns", mode="dense", limit=3).funnel.channels["dense"]
+        assert dense["graph"] == "file" and "newer" not in dense

@@ -377,23 +377,36 @@ def test_bad_fusion_params():
 
 
 class _Vectors:
-    def __init__(self, ids, matrix):
-        self.ids, self.matrix = ids, matrix
+    """A store's vectors, and the record of the graph its writer saved (meta VECTOR_GRAPH_META)."""
+
+    def __init__(self, ids, matrix, graph_record=None):
+        self.ids, self.matrix, self.graph_record = ids, matrix, graph_record
 
     def chunk_vectors(self, fingerprint):
         return self.ids, self.matrix
 
+    def get_meta(self, key, default=None):
+        return self.graph_record
 
-def test_hnsw_recall_against_exact():
+
+def test_hnsw_recall_against_exact(tmp_path):
+    """The graph the writer saves (kenning.signals.ann), opened by a reader, against exact search."""
+    import json
+
+    from kenning.signals.ann import GraphFile
+
     rng = np.random.default_rng(7)
     n, dim = 4000, 32
     matrix = rng.normal(size=(n, dim)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     ids = np.arange(1, n + 1, dtype=np.int64)
     live = np.ones(n + 1, dtype=bool)
-    exact = DenseView(_Vectors(ids, matrix), "f", live, hnsw_threshold=10**9)
-    graph = DenseView(_Vectors(ids, matrix), "f", live, hnsw_threshold=1000)
-    assert exact.method == "exact" and graph.method == "hnsw"
+    saved = GraphFile(tmp_path, "f")
+    saved.sync(ids, lambda wanted: matrix[wanted - 1], threshold=1000)
+    store = _Vectors(ids, matrix, json.dumps(saved.stamp_for(ids)))
+    exact = DenseView(_Vectors(ids, matrix), "f", live, hnsw_threshold=1000)  # no saved graph: exact
+    graph = DenseView(store, "f", live, hnsw_threshold=1000, graph_file=saved)
+    assert exact.method == "exact" and graph.method == "hnsw" and graph.graph_source == "file"
     recall = []
     for _ in range(50):
         q = rng.normal(size=dim).astype(np.float32)

@@ -204,6 +204,10 @@ def test_vectors(store):
     got_ids, matrix = store.chunk_vectors("fp")
     assert got_ids.tolist() == ids and matrix.shape == (3, 3) and matrix.dtype == np.float32
     assert store.count_vectors("fp") == 3 and store.chunks_missing_vectors("fp") == []
+    # by id, without reading every vector (a reader beside a saved graph that lacks the newest)
+    assert store.vector_chunk_ids("fp").tolist() == ids and store.vector_chunk_ids("other").tolist() != ids
+    some = store.vectors_of("fp", [ids[2], ids[1], 10**9])
+    assert sorted(some) == [ids[1], ids[2]] and np.array_equal(some[ids[2]], matrix[2])
     with store.transaction():
         store.keep_only_vectors_of("fp")
     assert store.count_vectors("other") == 0

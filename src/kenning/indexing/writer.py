@@ -139,6 +139,9 @@ class _VocabularyChanges:
 # files whose sources one query looks up: a re-index of 10,000 files made 10,000 queries (and a
 # PostgreSQL store as many round trips) to learn that 9,900 had not changed
 SOURCE_LOOKUP = 1_000
+# a long embed run saves the HNSW graph every this many vectors, not only at its end: a reader meanwhile
+# reads the vectors the saved graph lacks from the store and searches them exactly (kenning.signals.dense)
+GRAPH_SAVE_EVERY = 50_000
 VOCABULARY_FLUSH_WORDS = 1_000_000  # distinct raw words buffered before they go to the store
 
 
@@ -455,6 +458,7 @@ class IndexWriter:
         if not missing and (recorded is None or replace) and recorded != description:
             with self.store.transaction():
                 self._record_embedder(description, replace)
+        unsaved = 0  # vectors committed since the graph was last saved
         for start in range(0, len(missing), commit_every):
             block = missing[start : start + commit_every]
             vectors = []
@@ -470,6 +474,10 @@ class IndexWriter:
                     self._record_embedder(description, replace)
                 self.store.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
             report.embedded += len(block)
+            unsaved += len(block)
+            if unsaved >= GRAPH_SAVE_EVERY and start + commit_every < len(missing):
+                self.sync_graph()  # readers meanwhile search the vectors the graph lacks exactly
+                unsaved = 0
         if report.embedded or replace:
             self.sync_graph()
         report.remaining = report.total - report.embedded
@@ -487,17 +495,27 @@ class IndexWriter:
             return self._sync_server_index(recorded)
         if not recorded or not getattr(self.store, "directory", None):
             return None
-        graph = ann.GraphFile(self.directory, recorded["fingerprint"])
+        fingerprint = recorded["fingerprint"]
+        graph = ann.GraphFile(self.directory, fingerprint)
         graph.remove_others()
+
+        def vectors_for(wanted: np.ndarray) -> np.ndarray:
+            """Only the vectors the graph lacks (a few of a million, after a small write), unless
+            it is rebuilt from most of them."""
+            if len(wanted) > len(ids) // 2:
+                every, matrix = self.store.chunk_vectors(fingerprint)
+                return matrix[np.searchsorted(every, wanted)]
+            found = self.store.vectors_of(fingerprint, wanted)
+            return np.stack([found[int(i)] for i in wanted])
+
         with self.store.reading():
             snapshot = self.store.read_snapshot()
             if len(snapshot.live) < ann.HNSW_THRESHOLD:  # fewer live chunks than the threshold: no graph
                 graph.remove()
                 return {"action": "none", "count": len(snapshot.live)}
-            ids, matrix = self.store.chunk_vectors(recorded["fingerprint"])
-        keep = np.isin(ids, np.frombuffer(snapshot.live.to_array(), dtype=np.uint32).astype(np.int64))
-        ids, matrix = ids[keep], matrix[keep]
-        done = graph.sync(ids, lambda wanted: matrix[np.searchsorted(ids, wanted)])
+            ids = self.store.vector_chunk_ids(fingerprint)
+            ids = ids[np.isin(ids, np.frombuffer(snapshot.live.to_array(), dtype=np.uint32).astype(np.int64))]
+            done = graph.sync(ids, vectors_for)
         if done["action"] != "none":
             with self.store.transaction():
                 if self.store.generation() == snapshot.generation:  # what this writer saved, not the file

@@ -2,7 +2,8 @@
 
 Exact search (one matrix product) is fast and perfect up to tens of thousands of chunks; above
 `ann.HNSW_THRESHOLD` live vectors an HNSW graph (usearch) answers instead, opened memory-mapped from
-the file the writer keeps (kenning.signals.ann). The method used is reported in
+the file the writer keeps (kenning.signals.ann), with the chunks committed since it was saved
+searched exactly beside it; with no saved graph, exact search answers. The method used is reported in
 every search. HNSW cannot filter while it walks, so it over-fetches and filters afterwards, falling back
 to exact search over the allowed chunks when too few survive.
 """
@@ -23,11 +24,19 @@ from kenning.topk import top_k
 class DenseView:
     """The vectors of one committed generation for one embedder fingerprint.
 
-    Two sources. When the index records a saved graph that matches its committed vectors
-    (kenning.signals.ann), the view is that file, memory-mapped: the chunk ids are its keys and a
-    chunk's vector is read from it, so opening costs no load of the corpus's vectors. Otherwise the
-    vectors are read from the store into one matrix, and the graph (above the threshold) is built
-    in memory on the first search that needs it."""
+    Two sources. When the writer has saved an HNSW graph (kenning.signals.ann), the view is that
+    file, memory-mapped: a chunk's vector is read from it, so opening costs no load of the corpus's
+    vectors. If the index records that the graph holds exactly its committed vectors, that is all;
+    if not (a commit since the graph was saved), the graph still answers for the chunks it holds
+    that are live and have a vector, and the newer chunks it lacks are read into a small matrix and
+    searched exactly beside it. Without a saved graph the vectors are read from the store into one
+    matrix and searched exactly: a graph is never built at query time (ann)."""
+
+    # the chunks a saved graph lacks (searched exactly beside it), and how many of its own are not
+    # this view's (deleted, or without a vector now)
+    newer_ids = np.zeros(0, dtype=np.int64)
+    newer_matrix: np.ndarray | None = None
+    _foreign = 0
 
     def __init__(
         self,
@@ -43,40 +52,51 @@ class DenseView:
         self._sample = None
         self.matrix: np.ndarray | None = None
         self.graph_file = graph_file
-        self.graph_source = ""  # "file" (memory-mapped) or "built" (in memory), once the graph is used
-        saved = None
+        self.graph_source = ""  # "file" when a saved graph answers
+        saved = committed = None
         if graph_file is not None:
             record = store.get_meta(VECTOR_GRAPH_META)
             saved = graph_file.open_recorded(json.loads(record)) if record else None
+            if saved is None:
+                saved = graph_file.open_latest()
+                committed = store.vector_chunk_ids(fingerprint) if saved is not None else None
         if saved is not None:
             keys = np.sort(np.asarray(saved.keys, dtype=np.int64))
-            self.ids = keys[_alive(keys, live_mask)]
+            if committed is None:  # the graph holds exactly the committed vectors
+                self.ids = keys[_alive(keys, live_mask)]
+                self._foreign = len(keys) - len(self.ids)
+            else:
+                self.ids = committed[_alive(committed, live_mask)]
+                self.newer_ids = np.setdiff1d(self.ids, keys, assume_unique=True)
+                self._foreign = len(keys) - (len(self.ids) - len(self.newer_ids))
+                if len(self.newer_ids):
+                    found = store.vectors_of(fingerprint, self.newer_ids)
+                    self.newer_matrix = np.vstack([found[int(i)] for i in self.newer_ids]).astype(np.float32)
             self._hnsw, self.graph_source = saved, "file"
         else:
             ids, matrix = store.chunk_vectors(fingerprint)
             keep = _alive(ids, live_mask)
             self.ids = ids[keep]
             self.matrix = np.ascontiguousarray(matrix[keep]) if len(ids) else matrix
-        self.method = "hnsw" if len(self.ids) >= hnsw_threshold else "exact"
+        self.method = "hnsw" if saved is not None and len(self.ids) >= hnsw_threshold else "exact"
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _graph(self):
-        if self._hnsw is None:
-            self.graph_source = "built"
-            graph = ann.new_graph(self.matrix.shape[1])
-            graph.add(self.ids, self.matrix, threads=0)
-            self._hnsw = graph
-        return self._hnsw
-
     def _rows(self, positions: np.ndarray) -> np.ndarray:
-        """The vectors at these positions of `ids`: from the matrix, or read from the saved graph."""
+        """The vectors at these positions of `ids`: from the matrix, or from the saved graph and the
+        newer chunks' matrix."""
         if self.matrix is not None:
             return self.matrix[positions]
-        if not len(positions):
-            return np.zeros((0, self._hnsw.ndim), dtype=np.float32)
-        return np.asarray(self._hnsw.get(self.ids[positions]), dtype=np.float32).reshape(len(positions), -1)
+        wanted = self.ids[positions]
+        out = np.zeros((len(wanted), self._hnsw.ndim), dtype=np.float32)
+        newer = _members(wanted, self.newer_ids)
+        if newer.any():
+            out[newer] = self.newer_matrix[np.searchsorted(self.newer_ids, wanted[newer])]
+        if (~newer).any():
+            old = wanted[~newer]
+            out[~newer] = np.asarray(self._hnsw.get(old), dtype=np.float32).reshape(len(old), -1)
+        return out
 
     def _positions(self, chunk_ids) -> tuple[np.ndarray, np.ndarray]:
         """(which of `chunk_ids` have a vector, their positions in `ids`)."""
@@ -107,10 +127,17 @@ class DenseView:
         return top_k(ids, sims, k)
 
     def _search_hnsw(self, query, k, allowed):
-        fetch = min(len(self.ids), k * 4 if allowed is not None else k)
-        matches = self._graph().search(query.astype(np.float32), fetch)
+        # the graph's chunks that are not ours (deleted, or without a vector now) may come back first
+        fetch = min(len(self._hnsw), (k * 4 if allowed is not None else k) + self._foreign)
+        matches = self._hnsw.search(query.astype(np.float32), fetch)
         ids = np.asarray(matches.keys, dtype=np.int64)
         sims = 1.0 - np.asarray(matches.distances, dtype=np.float64)
+        if self._foreign:
+            ours = _members(ids, self.ids)
+            ids, sims = ids[ours], sims[ours]
+        if len(self.newer_ids):  # the chunks the graph lacks, exactly
+            newer_ids, newer_sims = self.newer_ids, self.newer_matrix @ query.astype(np.float32)
+            ids, sims = np.concatenate([ids, newer_ids]), np.concatenate([sims, newer_sims])
         if allowed is not None:
             keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
             ids, sims = ids[keep], sims[keep]
@@ -145,6 +172,14 @@ class DenseView:
         return self._rows(positions)[0] if len(positions) else None
 
 
+def _members(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Which of `ids` are in `sorted_ids` (ascending)."""
+    if not len(sorted_ids):
+        return np.zeros(len(ids), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+    return sorted_ids[at] == ids
+
+
 def _alive(ids: np.ndarray, live_mask: np.ndarray) -> np.ndarray:
     if not len(ids):
         return np.zeros(0, dtype=bool)
@@ -172,7 +207,8 @@ class DenseSignal:
         close = query.found(ids, known=sims)
         info = {
             "method": ctx.dense.method,
-            **({"graph": ctx.dense.graph_source} if ctx.dense.graph_source else {}),  # "file" or "built"
+            **({"graph": ctx.dense.graph_source} if ctx.dense.graph_source else {}),  # "file"
+            **({"newer": len(ctx.dense.newer_ids)} if len(ctx.dense.newer_ids) else {}),
             "vectors": len(ctx.dense),
             "returned": int(close.sum()),
             "below_min_similarity": int(len(close) - close.sum()),

@@ -219,8 +219,9 @@ def funnel_lines(funnel) -> list[str]:
         out.append(f"  graph: query entities {seeds}; neighbours {near or 'none'}")
     dense = funnel.channels.get("dense")
     if dense and dense.get("method") == "hnsw":
-        source = "the saved graph" if dense.get("graph") == "file" else "a graph built in memory (none saved)"
-        out.append(f"  dense: HNSW over {dense['vectors']} vectors, {source}")
+        newer = dense.get("newer", 0)
+        beside = f", and {newer} newer chunk(s) it lacks searched exactly" if newer else ""
+        out.append(f"  dense: HNSW over {dense['vectors']} vectors, the saved graph{beside}")
     if "verbatim" in funnel.channels:
         held = funnel.channels["verbatim"]["chunks"]
         out.append(f"  verbatim: {held} chunk(s) hold the query word for word; they come first")

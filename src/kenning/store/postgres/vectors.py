@@ -82,6 +82,25 @@ class PostgresVectors:
             )
         )
 
+    def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
+        """Ids of every chunk that has a vector from this embedder, ascending."""
+        rows = self.conn.execute(
+            "SELECT c.id FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = %s"
+            " ORDER BY c.id",
+            (fingerprint,),
+        ).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]:
+        """The vectors of these chunks (those that have one)."""
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(
+                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
+                " ON e.text_hash = c.text_hash AND e.fingerprint = %s WHERE c.id = ANY(%s)",
+                (fingerprint, [int(i) for i in chunk_ids]),
+            )
+            return {cid: as_array(v) for cid, v in cur}
+
 
 # ---------------------------------------------------------------------------------------- vector search
 HNSW_M = 16
@@ -159,25 +178,6 @@ class PostgresVectorSearch:
         ).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         return ids, 1.0 - np.array([r[1] for r in rows], dtype=np.float64)
-
-    def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
-        """Ids of every chunk that has a vector from this embedder, ascending."""
-        rows = self.conn.execute(
-            "SELECT c.id FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = %s"
-            " ORDER BY c.id",
-            (fingerprint,),
-        ).fetchall()
-        return np.array([r[0] for r in rows], dtype=np.int64)
-
-    def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]:
-        """The vectors of these chunks (those that have one)."""
-        with self.conn.cursor(binary=True) as cur:
-            cur.execute(
-                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
-                " ON e.text_hash = c.text_hash AND e.fingerprint = %s WHERE c.id = ANY(%s)",
-                (fingerprint, [int(i) for i in chunk_ids]),
-            )
-            return {cid: as_array(v) for cid, v in cur}
 
     def cosines_of(self, fingerprint: str, query: np.ndarray, chunk_ids) -> dict[int, float]:
         """The query's cosine with each of these chunks' vectors, computed by the server: a few bytes
