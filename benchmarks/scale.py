@@ -359,18 +359,19 @@ def ann_recall(index, queries: list[str], k: int = 10) -> dict:
         live = np.ones(int(ids.max()) + 1, dtype=bool)
         graph_file = ann.GraphFile(index.store.directory, fingerprint)
         view = DenseView(index.store, fingerprint, live, hnsw_threshold=0, graph_file=graph_file)
+        exact = DenseView(index.store, fingerprint, live)  # every vector in one matrix, searched exactly
     started = time.perf_counter()
     source = f"file (+{len(view.newer_ids)} newer searched exactly)" if view.graph_source else "built here"
     if not view.graph_source:
-        graph = ann.new_graph(view.matrix.shape[1])
-        graph.add(view.ids, view.matrix, threads=0)
+        graph = ann.new_graph(exact.matrix.shape[1])
+        graph.add(exact.ids, exact.matrix, threads=0)
         view._hnsw, view.method = graph, "hnsw"
     build = time.perf_counter() - started
     vectors = embedder.embed(queries, kind="query")
     found = []
     for v in vectors:
         approximate = set(view._search_hnsw(v, k, None)[0].tolist())
-        found.append(len(approximate & set(view._search_exact(v, k, None)[0].tolist())) / k)
+        found.append(len(approximate & set(exact.search(v, k)[0].tolist())) / k)
     recall = float(np.mean(found))
     return {"recall": recall, "graph_s": build, "graph": source, "vectors": len(ids)}
 
