@@ -194,3 +194,21 @@ def test_known_item_eval(tmp_path, capsys):
     assert code == 0, err
     report = json.loads(out)
     assert report["queries"] == 8 and report["hit_at_1"] == 1.0 and report["mode"] == "hybrid"
+
+
+def test_get_by_path_shows_every_record_of_a_corpus_file(tmp_path, capsys):
+    """A JSONL corpus file keys its chunks by each record's id, not by its path: asked for by path, it
+    is shown whole, record after record (before, 'nothing indexed under' a file the index holds)."""
+    corpus = tmp_path / "corpus.jsonl"
+    records = [
+        {"_id": "d1", "title": "Kilns", "text": "The kiln fires pots."},
+        {"_id": "d2", "title": "Looms"},
+    ]
+    records[1]["text"] = "The loom weaves cloth."
+    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    ix = str(tmp_path / "ix")
+    assert run(capsys, "index", str(corpus), "--index", ix, "-q")[0] == 0
+    code, out, _ = run(capsys, "get", str(corpus), "--json", "--index", ix)
+    assert code == 0 and [s["title"] for s in json.loads(out)["sections"]] == ["Kilns", "Looms"]
+    code, out, _ = run(capsys, "get", "d2", "--json", "--index", ix)  # one record by its id, as before
+    assert code == 0 and [s["title"] for s in json.loads(out)["sections"]] == ["Looms"]

@@ -351,9 +351,9 @@ class Index:
             elif text.startswith(("#", "chunk:")):
                 chunk_ref = text.split(":", 1)[1] if text.startswith("chunk:") else text[1:]
             if chunk_ref is None:
-                rows = self.store.chunks_of_doc(text) or self.store.chunks_of_doc(
-                    path_key(Path(text).resolve())
-                )
+                path = path_key(Path(text).resolve())
+                rows = self.store.chunks_of_doc(text) or self.store.chunks_of_doc(path)
+                rows = rows or self._file_chunks(path)
                 if rows or not text.isdigit():
                     return rows
                 chunk_ref = text
@@ -361,6 +361,16 @@ class Index:
                 return []
             row = self.store.chunks_by_ids([int(chunk_ref)]).get(int(chunk_ref))
             return [row] if row else []
+
+    def _file_chunks(self, path: str) -> list[ChunkRow]:
+        """Every chunk of a file that holds several documents (a BEIR or JSONL corpus file keys its
+        chunks by each record's id, not by the path), in file order; [] for no such file."""
+        source = self.store.source_by_path(path)
+        if source is None:
+            return []
+        ids = [chunk_id for chunk_id, _ in self.store.chunk_hashes(source.id)]
+        found = self.store.chunks_by_ids(ids)
+        return [found[i] for i in ids if i in found]
 
     def read(self, ref: str | int) -> Document | None:
         """A document (or one chunk, or a line range of a document) as it reads, each line once and
