@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -498,16 +499,6 @@ class IndexWriter:
         fingerprint = recorded["fingerprint"]
         graph = ann.GraphFile(self.directory, fingerprint)
         graph.remove_others()
-
-        def vectors_for(wanted: np.ndarray) -> np.ndarray:
-            """Only the vectors the graph lacks (a few of a million, after a small write), unless
-            it is rebuilt from most of them."""
-            if len(wanted) > len(ids) // 2:
-                every, matrix = self.store.chunk_vectors(fingerprint)
-                return matrix[np.searchsorted(every, wanted)]
-            found = self.store.vectors_of(fingerprint, wanted)
-            return np.stack([found[int(i)] for i in wanted])
-
         with self.store.reading():
             snapshot = self.store.read_snapshot()
             if len(snapshot.live) < ann.HNSW_THRESHOLD:  # fewer live chunks than the threshold: no graph
@@ -515,12 +506,21 @@ class IndexWriter:
                 return {"action": "none", "count": len(snapshot.live)}
             ids = self.store.vector_chunk_ids(fingerprint)
             ids = ids[np.isin(ids, np.frombuffer(snapshot.live.to_array(), dtype=np.uint32).astype(np.int64))]
-            done = graph.sync(ids, vectors_for)
+            done = graph.sync(ids, partial(self._vectors_for, fingerprint, len(ids)))
         if done["action"] != "none":
             with self.store.transaction():
                 if self.store.generation() == snapshot.generation:  # what this writer saved, not the file
                     self.store.set_meta(VECTOR_GRAPH_META, json.dumps(graph.stamp_for(ids)))
         return done
+
+    def _vectors_for(self, fingerprint: str, of: int, wanted: np.ndarray) -> np.ndarray:
+        """The vectors of `wanted` chunks (of `of` with vectors), read by id: a graph's update needs
+        only those it lacks, a few of a million after a small write; a rebuild reads them all."""
+        if len(wanted) > of // 2:
+            every, matrix = self.store.chunk_vectors(fingerprint)
+            return matrix[np.searchsorted(every, wanted)]
+        found = self.store.vectors_of(fingerprint, wanted)
+        return np.stack([found[int(i)] for i in wanted])
 
     def _sync_server_index(self, recorded: dict) -> dict:
         """A store with its own vector index (pgvector) builds it once the index is large enough for
