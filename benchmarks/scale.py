@@ -25,6 +25,7 @@ query in a new process are the real thing:
 - soak: RSS of one process after 10%, 50% and 100% of --soak queries;
 - re-index after 1% of the shards change (kenning; tantivy has no incremental file indexing), the
   median of --reindex-runs, each on a copy of the built index;
+- with --build-rounds N, each system builds each tier N times, the systems in turn: the median time;
 - warm growth (two tiers or more): warm p50 on the largest tier over the next, the two tiers'
   warm processes alternating.
 After both systems have built a tier, their first-query and warm processes alternate, and so do the
@@ -423,6 +424,17 @@ def build(system: str, tier: Path) -> dict:
     }
 
 
+def median_build(rounds: list[dict]) -> dict:
+    """One system's builds of a tier: the median time, the largest memory, the last one's disk."""
+    return rounds[-1] | {
+        "index_s": statistics.median(r["index_s"] for r in rounds),
+        "index_runs_s": [r["index_s"] for r in rounds],
+        "index_peak_mb": max(r["index_peak_mb"] for r in rounds),
+        "index_workers_peak_mb": max(r["index_workers_peak_mb"] for r in rounds),
+        "index_tree_peak_mb": max(r["index_tree_peak_mb"] for r in rounds),
+    }
+
+
 def measure_queries(tier: Path, queries: list[str], args) -> dict[str, dict]:
     """First queries (fresh processes) and warm rounds, the systems alternating run by run, so that a
     slow stretch of the machine falls on both and their ratio holds (this machine's speed moves by
@@ -529,8 +541,12 @@ def run_tier(n: int, stats: dict, args) -> dict:
     (tier / "queries.json").write_text(json.dumps(queries))
     print(f"[{n:,} chunks] corpus ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     result = {"chunks_requested": n, "queries": len(queries)}
-    for system in args.systems:
-        result[system] = build(system, tier)
+    builds = {system: [] for system in args.systems}
+    for _ in range(args.build_rounds):  # the systems in turn, round after round
+        for system in args.systems:
+            builds[system].append(build(system, tier))
+    for system, rounds in builds.items():
+        result[system] = median_build(rounds)
     for system, measured in measure_queries(tier, queries, args).items():
         result[system] |= measured
         print(f"[{n:,} chunks] {system}: {json.dumps(result[system])}", file=sys.stderr)
@@ -588,6 +604,9 @@ def table(results: list[dict], systems: list[str]) -> str:
             if "tantivy" in systems and "kenning" in systems and res["tantivy"][key]:
                 row += f"{res['kenning'][key] / res['tantivy'][key]:>9.2f}x"
             lines.append(row)
+        if len(res[systems[0]].get("index_runs_s", [])) > 1:
+            runs = "; ".join(f"{s} " + ", ".join(f"{t:.1f}" for t in res[s]["index_runs_s"]) for s in systems)
+            lines.append(f"  builds in turn (index s is their median): {runs}")
         for s in systems:
             if "soak_rss_mb" in res[s]:
                 soak = "  ".join(f"{k} {v:.0f}" for k, v in res[s]["soak_rss_mb"].items())
@@ -631,6 +650,9 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=10, help="fresh processes for the first-query latency")
     ap.add_argument("--soak", type=int, default=10_000, help="queries in the soak process (0: skip)")
     ap.add_argument("--rounds", type=int, default=3, help="warm processes per system and tier (medians)")
+    ap.add_argument(
+        "--build-rounds", type=int, default=1, help="builds per system and tier, the systems in turn (median)"
+    )
     ap.add_argument("--no-reindex", dest="reindex", action="store_false")
     ap.add_argument("--reindex-runs", type=int, default=3, help="1%% re-indexes, each on a copy (median)")
     ap.add_argument(

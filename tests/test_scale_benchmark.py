@@ -74,6 +74,8 @@ def test_ten_thousand_chunk_tier_runs_against_tantivy(tmp_path):
             "2",
             "--reindex-runs",
             "2",
+            "--build-rounds",
+            "2",
             "--soak",
             "400",
             "--work",
@@ -91,6 +93,7 @@ def test_ten_thousand_chunk_tier_runs_against_tantivy(tmp_path):
         row = tier[system]
         assert row["chunks"] == 10_000
         assert row["disk_mb"] > 0 and row["index_peak_mb"] > 0
+        assert len(row["index_runs_s"]) == 2 and row["index_s"] == pytest.approx(sum(row["index_runs_s"]) / 2)
         assert 0 < row["warm_p50_ms"] <= row["warm_p95_ms"]
         assert set(row["soak_rss_mb"]) == {"10%", "50%", "100%"}
         growth = report["warm_growth"][system]  # 2k -> 10k, the tiers alternating
