@@ -152,9 +152,17 @@ def test_a_commit_after_the_graph_was_saved_leaves_readers_on_it_with_the_rest_e
         assert "newer" not in response.funnel.channels["dense"]
 
 
-def test_a_stale_graph_with_the_newer_chunks_answers_as_exact_search(tmp_path, small_threshold):
+@pytest.mark.parametrize("by_id", [5_000, 0])
+def test_a_stale_graph_with_the_newer_chunks_answers_as_exact_search(
+    tmp_path, small_threshold, monkeypatch, by_id
+):
     """The saved graph lacks some chunks and holds deleted ones; its answers with the newer chunks
-    searched beside it are those of exact search over the live vectors (a small graph is exact)."""
+    searched beside it are those of exact search over the live vectors (a small graph is exact).
+    The chunks it lacks are looked up by id, or (more than NEWER_BY_ID of them) found by listing
+    every chunk with a vector."""
+    from kenning.signals import dense
+
+    monkeypatch.setattr(dense, "NEWER_BY_ID", by_id)
     root, index = _embedded_notes(tmp_path, 12)
     with index:
         fingerprint = index.embedder().fingerprint()
