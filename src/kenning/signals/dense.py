@@ -101,6 +101,10 @@ class DenseView:
         if self.matrix is not None:
             return self.matrix[positions]
         wanted = self.ids[positions]
+        if not len(wanted):
+            return np.zeros((0, self._hnsw.ndim), dtype=np.float32)
+        if not len(self.newer_ids):  # the graph holds them all: read as they are, no copy
+            return np.asarray(self._hnsw.get(wanted), dtype=np.float32).reshape(len(wanted), -1)
         out = np.zeros((len(wanted), self._hnsw.ndim), dtype=np.float32)
         newer = _members(wanted, self.newer_ids)
         if newer.any():
