@@ -24,7 +24,9 @@ query in a new process are the real thing:
   such processes;
 - soak: RSS of one process after 10%, 50% and 100% of --soak queries;
 - re-index after 1% of the shards change (kenning; tantivy has no incremental file indexing), the
-  median of --reindex-runs, each on a copy of the built index;
+  median of --reindex-runs, each on a copy of the built index; and on each copy --reindex-steps
+  such re-indexes in a row, other shards each time (the later ones merge the small segments the
+  earlier ones wrote), each step's median and their mean;
 - with --build-rounds N, each system builds each tier N times, the systems in turn: the median time;
 - warm growth (two tiers or more): warm p50 on the largest tier over the next, the two tiers'
   warm processes alternating.
@@ -494,43 +496,63 @@ def warm_growth(small: Path, large: Path, systems: list[str], rounds: int) -> di
     }
 
 
-def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1) -> dict:
+def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: int = 1) -> dict:
     """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally, `runs` times,
-    each on a fresh copy of the built index (flushed to disk first); the median counts. The corpus
-    is restored afterwards so later runs see the original."""
+    each on a fresh copy of the built index (flushed to disk first); the median counts. With `steps`
+    > 1, each copy then goes on: another 1% (other shards) is rewritten and re-indexed, step after
+    step, as a folder that keeps changing is. The later steps merge the small segments the earlier ones
+    wrote (segments.merge_plan), a cost the first re-index never shows. The corpus is restored
+    afterwards so later runs see the original."""
     shards = sorted((tier / "corpus").glob("part-*.jsonl"))
-    changed = shards[::100][: max(1, len(shards) // 100)]
-    saved = {p: p.read_text(encoding="utf-8") for p in changed}
-    rng = np.random.default_rng(SEED + 2)
+    per_step = max(1, len(shards) // 100)
+    stride = max(1, 100 // steps)  # each step's shards lie apart from every other step's
+    step_shards = [shards[(k * stride) % 100 :: 100][:per_step] or shards[:1] for k in range(steps)]
+    changed = step_shards[0]
+    saved = {p: p.read_text(encoding="utf-8") for group in step_shards for p in group}
     built, copy = tier / "index-kenning", tier / "index-kenning-reindexed"
-    seconds, peaks = [], []
-    try:
-        for path in changed:
-            lines = saved[path].splitlines()
-            docs = [json.loads(line) for line in lines]
+    seconds, peaks, step_seconds = [], [], [[] for _ in range(steps)]
+
+    def rewrite(paths: list[Path], rng) -> None:
+        for path in paths:
+            docs = [json.loads(line) for line in saved[path].splitlines()]
             for doc in docs:
                 words = doc["text"].split()
                 rng.shuffle(words)
                 doc["text"] = " ".join(words)
             path.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
+
+    try:
         for _ in range(runs):
+            for path, text in saved.items():
+                path.write_text(text, encoding="utf-8")
+            rng = np.random.default_rng(SEED + 2)
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(built, copy)
             os.sync()
-            again = run_worker("index", "kenning", copy, tier / "corpus")
-            seconds.append(again["seconds"])
-            peaks.append(again["peak_mb"])
+            for k, group in enumerate(step_shards):
+                rewrite(group, rng)
+                again = run_worker("index", "kenning", copy, tier / "corpus")
+                step_seconds[k].append(again["seconds"])
+                peaks.append(again["peak_mb"])
+            seconds.append(step_seconds[0][-1])
     finally:
         for path, text in saved.items():
             path.write_text(text, encoding="utf-8")
         shutil.rmtree(copy, ignore_errors=True)
-    return {
+    out = {
         "reindex_1pct_s": statistics.median(seconds),
         "reindex_1pct_runs_s": seconds,
         "reindex_1pct_share": statistics.median(seconds) / seconds_full,
         "reindex_1pct_peak_mb": max(peaks),
         "shards_changed": len(changed),
     }
+    if steps > 1:  # each step's median over the runs, and the mean of those: the cost in the long run
+        medians = [statistics.median(s) for s in step_seconds]
+        out |= {
+            "reindex_steps_s": medians,
+            "reindex_steps_mean_share": statistics.mean(medians) / seconds_full,
+        }
+    return out
 
 
 def run_tier(n: int, stats: dict, args) -> dict:
@@ -551,7 +573,9 @@ def run_tier(n: int, stats: dict, args) -> dict:
         result[system] |= measured
         print(f"[{n:,} chunks] {system}: {json.dumps(result[system])}", file=sys.stderr)
     if "kenning" in args.systems and args.reindex:
-        result["kenning"] |= reindex_one_percent(tier, result["kenning"]["index_s"], args.reindex_runs)
+        result["kenning"] |= reindex_one_percent(
+            tier, result["kenning"]["index_s"], args.reindex_runs, args.reindex_steps
+        )
     if "kenning" in args.systems and args.dense and n <= args.dense:
         result["kenning"] |= measure_dense(tier, queries, result["kenning"]["chunks"])
     return result
@@ -619,6 +643,12 @@ def table(results: list[dict], systems: list[str]) -> str:
                 f"{k['reindex_1pct_s']:.1f} s (median of {runs}) = {100 * k['reindex_1pct_share']:.1f}% of "
                 f"the full build, peak RSS {k['reindex_1pct_peak_mb']:.0f} MB"
             )
+        if "reindex_steps_s" in k:
+            each = ", ".join(f"{t:.1f}" for t in k["reindex_steps_s"])
+            lines.append(
+                f"  kenning 1% re-indexes one after another (other shards each, medians): {each} s; "
+                f"mean {100 * k['reindex_steps_mean_share']:.1f}% of the full build"
+            )
         if "ann_recall_at_10" in k:
             lines.append(
                 f"  kenning dense: embedded {k['embed_chunks_per_s']:.0f} chunks/s; first hybrid query in a "
@@ -655,6 +685,12 @@ def main() -> None:
     )
     ap.add_argument("--no-reindex", dest="reindex", action="store_false")
     ap.add_argument("--reindex-runs", type=int, default=3, help="1%% re-indexes, each on a copy (median)")
+    ap.add_argument(
+        "--reindex-steps",
+        type=int,
+        default=3,
+        help="1%% re-indexes in a row on each copy",
+    )
     ap.add_argument(
         "--dense", type=parse_size, default=0, help="embed (kenning) tiers up to this many chunks, e.g. 10k"
     )

@@ -147,6 +147,8 @@ def test_rows_joined_from_their_bytes_are_the_rows_encoded_from_joined_arrays():
             stored.append(row if len(stored) % 2 == 0 else wide)
         joined = [np.concatenate([p[c] for p in parts]) for c in range(5)]
         assert join_posting_rows(stored) == encode_posting_row("t", *joined)
+        for part, one in zip(parts, stored, strict=True):  # a term of one segment: kept or re-narrowed
+            assert join_posting_rows([one]) == encode_posting_row("t", *part)
 
 
 def test_a_segment_encoded_at_once_is_each_row_encoded_alone():

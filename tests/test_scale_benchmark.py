@@ -100,5 +100,6 @@ def test_ten_thousand_chunk_tier_runs_against_tantivy(tmp_path):
         assert growth["growth"] == pytest.approx(growth["large_p50_ms"] / growth["small_p50_ms"])
     assert tier["kenning"]["shards_changed"] == 1
     assert len(tier["kenning"]["reindex_1pct_runs_s"]) == 2 and 0 < tier["kenning"]["reindex_1pct_share"]
+    assert len(tier["kenning"]["reindex_steps_s"]) == 3 and 0 < tier["kenning"]["reindex_steps_mean_share"]
     assert (report["warm_growth"]["from"], report["warm_growth"]["to"]) == (2_000, 10_000)
     assert not (tmp_path / "chunks-10000" / "index-kenning-reindexed").exists()  # the copies are gone
