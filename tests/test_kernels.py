@@ -321,3 +321,76 @@ def test_encoding_rows_refuses_columns_that_do_not_match_their_bounds():
         kernels.encode_rows(["a", "b", "c"], bounds, stored, tuple(k[:2] for k in kinds))
     with pytest.raises(TypeError):
         kernels.encode_rows([1, 2, 3], bounds, stored, kinds)
+
+
+def _stored_parts(rng, terms: list[str], segments: int) -> tuple[list[list[tuple]], np.ndarray]:
+    """`segments` segments' stored rows over some of `terms` (ids ascending from one segment to the
+    next, every column width somewhere, some rows in the wide form older kenning wrote), and ids to
+    delete among them: none, some, or a term's every posting."""
+    from kenning.store.compact import encode_posting_row
+
+    parts, all_ids, base = [], [], 0
+    for _ in range(segments):
+        rows = []
+        for i, term in enumerate(terms):
+            if rng.random() < 0.4:
+                continue
+            n = int(rng.integers(1, 6))
+            ids = (base + np.sort(rng.choice(1000, n, replace=False))).astype(np.uint32)
+            tft = rng.integers(0, 300 if i % 3 == 0 else 2, n).astype(np.uint16)
+            tfb = rng.integers(1 if i % 2 else 0, 3, n).astype(np.uint16)
+            far = 70_000 if i % 4 == 0 else 100
+            pt = rng.integers(0, far, int(tft.sum())).astype(np.uint32)
+            pb = rng.integers(0, far, int(tfb.sum())).astype(np.uint32)
+            row, _ = encode_posting_row(term, ids, tft, tfb, pt, pb)
+            if rng.random() < 0.2:
+                row = (term, ids.tobytes(), tft.tobytes(), tfb.tobytes(), pt.tobytes(), pb.tobytes())
+            rows.append(row)
+            all_ids.append(ids)
+        parts.append(rows)
+        base += 1000
+    ids = np.unique(np.concatenate(all_ids)) if all_ids else np.zeros(0, np.uint32)
+    dead = ids[rng.random(len(ids)) < rng.choice([0.0, 0.3, 0.9])]
+    return parts, dead.astype(np.uint32)
+
+
+@native
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(ANY_CHARACTER, min_size=1, max_size=6), min_size=1, max_size=30, unique=True),
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
+)
+def test_a_merge_joins_rows_in_c_as_in_python(terms, segments, seed):
+    """merge_range's C join gives the rows and digests the Python paths give (joined from the bytes
+    with nothing deleted, decoded and filtered with deletions): any terms, one to four segments, rows
+    narrow or wide, deleted chunks dropped and terms left with no posting gone."""
+    from kenning.indexing.segments import merge_range
+    from kenning.store.compact import decode_posting_row, encode_posting_row
+
+    parts, dead = _stored_parts(np.random.default_rng(seed), sorted(terms), segments)
+    in_c = merge_range(parts, dead, decode_posting_row, encode_posting_row)
+    kernels.NATIVE = False
+    try:
+        in_python = merge_range(parts, dead, decode_posting_row, encode_posting_row)
+    finally:
+        kernels.NATIVE = True
+    assert in_c == in_python
+
+
+@native
+def test_joining_rows_refuses_parts_out_of_term_order_and_rows_that_do_not_fit():
+    rows = [
+        ("a", b"\x01\x00\x00\x00", b"", b"\x01", b"", b"\x05\x00"),
+        ("b", b"\x02\x00\x00\x00", b"", b"", b"", b""),
+    ]
+    none = np.zeros(0, np.uint32)
+    assert [row[0] for row, _ in kernels.join_rows([rows], none)] == ["a", "b"]
+    with pytest.raises(ValueError, match="not ascending"):
+        kernels.join_rows([rows[::-1]], none)
+    with pytest.raises(ValueError, match="positions"):  # a body frequency of 1 and no position
+        kernels.join_rows([[("a", b"\x01\x00\x00\x00", b"", b"\x01", b"", b"")]], none)
+    with pytest.raises(ValueError, match="frequencies"):
+        kernels.join_rows([[("a", b"\x01\x00\x00\x00", b"\x01\x02\x03", b"", b"", b"")]], none)
+    with pytest.raises(TypeError):
+        kernels.join_rows([[("a", b"")]], none)

@@ -871,6 +871,303 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------- joining stored rows (merges) */
+
+typedef struct {
+    unsigned char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    unsigned char *grown = PyMem_Realloc(b->data, cap);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = grown;
+    b->cap = cap;
+    return 0;
+}
+
+static int is_dead(uint32_t id, const uint32_t *dead, Py_ssize_t n_dead)
+{
+    Py_ssize_t lo = 0, hi = n_dead;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (dead[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n_dead && dead[lo] == id;
+}
+
+static uint32_t get_u16(const unsigned char *at) { return (uint32_t)at[0] | ((uint32_t)at[1] << 8); }
+
+/* One stored row's columns appended to the wide buffers (ids u32, tf u16, positions u32, little-endian),
+ * as kenning.store.compact._wide_columns reads them, without the postings of `dead` chunks (sorted);
+ * -1 with ValueError when the lengths do not fit together. */
+static int widen_row(PyObject *raw, Buf wide[5], const uint32_t *dead, Py_ssize_t n_dead)
+{
+    Py_buffer v[5];
+    int got = 0, rc = -1;
+    for (; got < 5; got++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(raw, got + 1), &v[got], PyBUF_SIMPLE) < 0)
+            goto done;
+    if (v[0].len % 4 != 0) {
+        PyErr_SetString(PyExc_ValueError, "a posting row's ids are not whole uint32 values");
+        goto done;
+    }
+    Py_ssize_t n = v[0].len / 4;
+    const unsigned char *ids = v[0].buf;
+    int64_t count[2] = {0, 0};
+    for (int f = 0; f < 2; f++) { /* each field's frequencies fit the postings, its positions their sum */
+        Py_ssize_t tf_len = v[1 + f].len;
+        const unsigned char *tf = v[1 + f].buf;
+        if (tf_len != 0 && tf_len != n && tf_len != 2 * n) {
+            PyErr_Format(PyExc_ValueError, "%zd bytes cannot hold %zd term frequencies", tf_len, n);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; tf_len && i < n; i++)
+            count[f] += tf_len == n ? tf[i] : get_u16(tf + 2 * i);
+        if (v[3 + f].len != 4 * count[f] && v[3 + f].len != 2 * count[f]) {
+            PyErr_Format(PyExc_ValueError, "%zd bytes cannot hold %lld positions", v[3 + f].len, (long long)count[f]);
+            goto done;
+        }
+    }
+    for (int c = 0; c < 5; c++)
+        if (buf_reserve(&wide[c], c == 0 ? 4 * (size_t)n : c < 3 ? 2 * (size_t)n : 4 * (size_t)count[c - 3]) < 0)
+            goto done;
+    int64_t pos_at[2] = {0, 0};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t id = (uint32_t)ids[4 * i] | ((uint32_t)ids[4 * i + 1] << 8) | ((uint32_t)ids[4 * i + 2] << 16) |
+                      ((uint32_t)ids[4 * i + 3] << 24);
+        int keep = n_dead == 0 || !is_dead(id, dead, n_dead);
+        if (keep) {
+            memcpy(wide[0].data + wide[0].len, ids + 4 * i, 4);
+            wide[0].len += 4;
+        }
+        for (int f = 0; f < 2; f++) {
+            Py_ssize_t tf_len = v[1 + f].len;
+            const unsigned char *tf = v[1 + f].buf, *pos = v[3 + f].buf;
+            uint32_t x = tf_len == 0 ? 0 : tf_len == n ? tf[i] : get_u16(tf + 2 * i);
+            int wide_pos = v[3 + f].len == 4 * count[f];
+            if (keep) {
+                Buf *wtf = &wide[1 + f], *wpos = &wide[3 + f];
+                put_u16(wtf->data + wtf->len, x);
+                wtf->len += 2;
+                for (uint32_t j = 0; j < x; j++, wpos->len += 4) {
+                    int64_t q = pos_at[f] + j;
+                    if (wide_pos)
+                        memcpy(wpos->data + wpos->len, pos + 4 * q, 4);
+                    else
+                        put_u32(wpos->data + wpos->len, get_u16(pos + 2 * q));
+                }
+            }
+            pos_at[f] += x;
+        }
+    }
+    rc = 0;
+done:
+    while (got > 0)
+        PyBuffer_Release(&v[--got]);
+    return rc;
+}
+
+/* The row and digest of one term's joined wide columns: frequencies in no bytes (all zero), one or
+ * two, positions in two or four, as kenning.store.compact narrows them. */
+static PyObject *joined_row(PyObject *term, Buf wide[5], Buf *scratch)
+{
+    size_t n = wide[0].len / 4, counts[5] = {n, n, n, wide[3].len / 4, wide[4].len / 4};
+    PyObject *utf8 = PyUnicode_AsEncodedString(term, "utf-8", "surrogatepass");
+    if (utf8 == NULL)
+        return NULL;
+    scratch->len = 0;
+    size_t need = (size_t)PyBytes_GET_SIZE(utf8) + 40;
+    for (int c = 0; c < 5; c++)
+        need += wide[c].len;
+    if (buf_reserve(scratch, need) < 0) {
+        Py_DECREF(utf8);
+        return NULL;
+    }
+    memcpy(scratch->data, PyBytes_AS_STRING(utf8), (size_t)PyBytes_GET_SIZE(utf8));
+    scratch->len = (size_t)PyBytes_GET_SIZE(utf8);
+    Py_DECREF(utf8);
+    for (int c = 0; c < 5; c++) {
+        for (int k = 0; k < 8; k++)
+            scratch->data[scratch->len++] = (unsigned char)((uint64_t)counts[c] >> (8 * k));
+        if (wide[c].len)
+            memcpy(scratch->data + scratch->len, wide[c].data, wide[c].len);
+        scratch->len += wide[c].len;
+    }
+    unsigned char hashed[16];
+    blake2b_16(scratch->data, scratch->len, hashed);
+    PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL}, *digest = NULL, *row = NULL, *pair = NULL;
+    cols[0] = PyBytes_FromStringAndSize((const char *)wide[0].data, (Py_ssize_t)wide[0].len);
+    for (int f = 1; f <= 2; f++) { /* frequencies */
+        const unsigned char *w = wide[f].data;
+        int high = 0, any = 0;
+        for (size_t i = 0; i < n; i++) {
+            high |= w[2 * i + 1] != 0;
+            any |= w[2 * i] != 0;
+        }
+        if (high)
+            cols[f] = PyBytes_FromStringAndSize((const char *)w, (Py_ssize_t)(2 * n));
+        else if (!any)
+            cols[f] = PyBytes_FromStringAndSize(NULL, 0);
+        else if ((cols[f] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n)) != NULL)
+            for (size_t i = 0; i < n; i++)
+                PyBytes_AS_STRING(cols[f])[i] = (char)w[2 * i];
+    }
+    for (int f = 3; f <= 4; f++) { /* positions */
+        const unsigned char *w = wide[f].data;
+        size_t count = counts[f];
+        int high = 0;
+        for (size_t i = 0; i < count && !high; i++)
+            high = w[4 * i + 2] != 0 || w[4 * i + 3] != 0;
+        if (high)
+            cols[f] = PyBytes_FromStringAndSize((const char *)w, (Py_ssize_t)(4 * count));
+        else if ((cols[f] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(2 * count))) != NULL) {
+            unsigned char *o = (unsigned char *)PyBytes_AS_STRING(cols[f]);
+            for (size_t i = 0; i < count; i++) {
+                o[2 * i] = w[4 * i];
+                o[2 * i + 1] = w[4 * i + 1];
+            }
+        }
+    }
+    digest = PyBytes_FromStringAndSize((const char *)hashed, 16);
+    if (digest && cols[0] && cols[1] && cols[2] && cols[3] && cols[4])
+        row = PyTuple_Pack(6, term, cols[0], cols[1], cols[2], cols[3], cols[4]);
+    if (row)
+        pair = PyTuple_Pack(2, row, digest);
+    for (int c = 0; c < 5; c++)
+        Py_XDECREF(cols[c]);
+    Py_XDECREF(digest);
+    Py_XDECREF(row);
+    return pair;
+}
+
+PyDoc_STRVAR(join_rows_doc,
+             "join_rows(parts, dead) -> [((term, ids, tf_title, tf_body, pos_title, pos_body), digest), ...]\n\n"
+             "kenning.indexing.segments.merge_range: parts[i] holds the i-th merged segment's stored rows\n"
+             "(6-tuples, terms ascending, each once); each term's rows are joined in segment order without\n"
+             "the postings of the `dead` chunk ids (uint32, ascending), narrowed as\n"
+             "kenning.store.compact.encode_posting_row does, with its digest; a term left with no posting\n"
+             "is dropped.");
+
+static PyObject *join_rows(PyObject *self, PyObject *args)
+{
+    PyObject *parts_o, *dead_o;
+    Py_buffer dead_view;
+    if (!PyArg_ParseTuple(args, "OO", &parts_o, &dead_o))
+        return NULL;
+    if (get_buffer(dead_o, &dead_view, 4, "dead") < 0)
+        return NULL;
+    const uint32_t *dead = dead_view.buf;
+    Py_ssize_t n_dead = dead_view.len / 4;
+    PyObject *parts = PySequence_Fast(parts_o, "join_rows: a sequence of row lists expected");
+    if (parts == NULL) {
+        PyBuffer_Release(&dead_view);
+        return NULL;
+    }
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(parts);
+    PyObject **lists = PyMem_Calloc((size_t)(k ? k : 1), sizeof(PyObject *));
+    Py_ssize_t *at = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Py_ssize_t));
+    Buf wide[5] = {{0}}, scratch = {0};
+    PyObject *out = PyList_New(0);
+    if (lists == NULL || at == NULL || out == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *list = PySequence_Fast_GET_ITEM(parts, i);
+        if (!PyList_Check(list)) {
+            PyErr_SetString(PyExc_TypeError, "join_rows: each part must be a list of rows");
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(list); j++) {
+            PyObject *raw = PyList_GET_ITEM(list, j);
+            if (!PyTuple_Check(raw) || PyTuple_GET_SIZE(raw) != 6 || !PyUnicode_Check(PyTuple_GET_ITEM(raw, 0))) {
+                PyErr_SetString(PyExc_TypeError, "join_rows: a row is (term, ids, tf_title, tf_body, pos_title, pos_body)");
+                goto fail;
+            }
+        }
+        lists[i] = list;
+    }
+    for (;;) {
+        PyObject *term = NULL; /* the smallest term under the cursors */
+        for (Py_ssize_t i = 0; i < k; i++) {
+            if (at[i] >= PyList_GET_SIZE(lists[i]))
+                continue;
+            PyObject *t = PyTuple_GET_ITEM(PyList_GET_ITEM(lists[i], at[i]), 0);
+            if (term == NULL) {
+                term = t;
+                continue;
+            }
+            int less = PyUnicode_Compare(t, term);
+            if (less == -1 && PyErr_Occurred())
+                goto fail;
+            if (less < 0)
+                term = t;
+        }
+        if (term == NULL)
+            break;
+        Py_INCREF(term);
+        for (int c = 0; c < 5; c++)
+            wide[c].len = 0;
+        int bad = 0;
+        for (Py_ssize_t i = 0; i < k && !bad; i++) { /* segment order: ids stay ascending */
+            if (at[i] >= PyList_GET_SIZE(lists[i]))
+                continue;
+            PyObject *raw = PyList_GET_ITEM(lists[i], at[i]);
+            int same = PyUnicode_Compare(PyTuple_GET_ITEM(raw, 0), term);
+            if (same == -1 && PyErr_Occurred())
+                bad = 1;
+            else if (same == 0) {
+                bad = widen_row(raw, wide, dead, n_dead) < 0;
+                if (!bad && ++at[i] < PyList_GET_SIZE(lists[i])) { /* the part's next term comes after */
+                    int after = PyUnicode_Compare(PyTuple_GET_ITEM(PyList_GET_ITEM(lists[i], at[i]), 0), term);
+                    if (after <= 0) {
+                        if (!PyErr_Occurred())
+                            PyErr_SetString(PyExc_ValueError, "join_rows: a part's terms are not ascending");
+                        bad = 1;
+                    }
+                }
+            }
+        }
+        if (!bad && wide[0].len == 0) { /* every posting of the term was of deleted chunks */
+            Py_DECREF(term);
+            continue;
+        }
+        PyObject *pair = bad ? NULL : joined_row(term, wide, &scratch);
+        Py_DECREF(term);
+        if (pair == NULL || PyList_Append(out, pair) < 0) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    for (int c = 0; c < 5; c++)
+        PyMem_Free(wide[c].data);
+    PyMem_Free(scratch.data);
+    PyMem_Free(lists);
+    PyMem_Free(at);
+    Py_DECREF(parts);
+    PyBuffer_Release(&dead_view);
+    return out;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"roaring_bytes", (PyCFunction)roaring_bytes, METH_O, roaring_bytes_doc},
     {"weigh", (PyCFunction)weigh, METH_VARARGS, weigh_doc},
@@ -878,6 +1175,7 @@ static PyMethodDef kernel_methods[] = {
     {"live_postings", (PyCFunction)live_postings, METH_VARARGS, live_postings_doc},
     {"encode_rows", (PyCFunction)encode_rows, METH_VARARGS, encode_rows_doc},
     {"blake2b_16", (PyCFunction)blake2b_16_py, METH_O, blake2b_16_doc},
+    {"join_rows", (PyCFunction)join_rows, METH_VARARGS, join_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -89,3 +89,12 @@ def encode_rows(terms: list[str], bounds, columns, kinds) -> list[tuple[tuple, b
     bounds = tuple(np.ascontiguousarray(b, dtype=np.int64) for b in bounds)
     kinds = tuple(np.ascontiguousarray(k, dtype=np.uint8) for k in kinds)
     return _kernels.encode_rows(terms, bounds, tuple(columns), kinds)
+
+
+def join_rows(parts: list[list[tuple]], dead: np.ndarray) -> list[tuple[tuple, bytes]]:
+    """kenning.indexing.segments.merge_range in C: each term's stored rows from the merged segments
+    (each part's terms ascending) joined in segment order without the `dead` chunks' postings (ids
+    ascending), narrowed and digested as kenning.store.compact.encode_posting_row does; a term left
+    with no posting is dropped. Call only when NATIVE."""
+    dead = np.ascontiguousarray(dead, dtype=np.uint32)
+    return _kernels.join_rows([p if isinstance(p, list) else list(p) for p in parts], dead)

@@ -20,6 +20,7 @@ from operator import itemgetter
 import numpy as np
 from pyroaring import BitMap
 
+from kenning import kernels
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
 from kenning.arrays import bitmap_of, stable_argsort
@@ -332,6 +333,10 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
     fresh build) and the store keeps rows in the compact codec, each term's rows are joined from their
     bytes (`join_posting_rows`) without arrays."""
     compact = (decode, encode) == (decode_posting_row, encode_posting_row)
+    if compact and kernels.NATIVE:
+        # the rows joined from their bytes, the deleted chunks' postings dropped, in C: merging two
+        # 1% re-index segments at the 1M tier spent ~1.2 s of worker time a range set in Python, 0.23 s
+        return kernels.join_rows(parts, dead)
     if compact and len(dead):
         # rows lose postings: decoded into flat columns, joined and filtered as spilled segments
         # are (spill.merge_columns), encoded at once; term by term this was ~15 us a row in Python
