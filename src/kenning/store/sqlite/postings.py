@@ -323,7 +323,7 @@ class SqlitePostings:
         self.conn.executemany(
             "INSERT INTO vocabulary(word, df) VALUES (?, ?)"
             " ON CONFLICT(word) DO UPDATE SET df = df + excluded.df",
-            [(w, n) for w, n in delta.items() if n],
+            sorted((w, n) for w, n in delta.items() if n),  # in key order: B-tree pages visited once each
         )
         # only a word whose count went down can reach zero: look at those, never scan the table (a
         # write applies its additions at every segment flush)
