@@ -220,13 +220,21 @@ def _posting_problem(row, docs: np.ndarray) -> str | None:
         return "ids and term frequencies differ in number"
     if len(ids) > 1 and not (np.diff(ids.astype(np.int64)) > 0).all():
         return "chunk ids are not in ascending order"
-    if len(ids) and not np.isin(ids, docs, assume_unique=True).all():
+    if len(ids) and not _all_held(ids, docs):
         return "lists chunks its segment does not hold"
     if len(ids) and ((row.tf_title.astype(np.int64) + row.tf_body) == 0).any():
         return "a posting with no occurrence"
     if len(row.pos_title) != int(row.tf_title.sum()) or len(row.pos_body) != int(row.tf_body.sum()):
         return "positions and term frequencies disagree"
     return None
+
+
+def _all_held(ids: np.ndarray, docs: np.ndarray) -> bool:
+    """Whether every id is one of the segment's `docs` (ascending), by binary search: np.isin sorted
+    the segment's ids again for every row, and `kenning verify` on a 1M-chunk index ran for over 20
+    minutes in that one call (360k rows, each against a million ids)."""
+    at = np.searchsorted(docs, ids)
+    return bool((at < len(docs)).all() and (docs[np.minimum(at, len(docs) - 1)] == ids).all())
 
 
 def _sample(ids: BitMap, size: int | None) -> BitMap:
