@@ -634,6 +634,7 @@ class Glossary:
         judge: Judge | None = None,
         scope: str = "",
         miners: list[str] | None = None,
+        mined: list | None = None,
     ) -> list[dict]:
         """Mine candidate pairs from the indexed text and queue the new ones as pending.
 
@@ -648,7 +649,9 @@ class Glossary:
         returns False to drop it, True to keep it, or None to abstain (kept). Its verdict is
         recorded in the evidence. The default is no judge.
 
-        Returns what was added, best first, at most `limit` entries.
+        Returns what was added, best first, at most `limit` entries. `mined`, when given, receives how
+        much of the index the miners read (kenning.glossary.suggest.MinedShare: a large index is
+        mined in a spread of whole documents, MINE_CHUNKS chunks at most).
         """
         from kenning.glossary.suggest import mine
 
@@ -656,6 +659,8 @@ class Glossary:
             return []
         scope = (scope or "").strip()
         suggestions, corpus = mine(self.store, self.analyzer, miners=miners, collection=scope or None)
+        if mined is not None:
+            mined.append(corpus.share)
         added: list[dict] = []
         with self._writing():
             for s in suggestions:

@@ -95,7 +95,12 @@ class Passage:
     chunk_id: int
     source: str
     text: str
-    words: list[tuple[str, int, int, bool]] = field(default_factory=list)
+
+    @property
+    def words(self) -> list[tuple[str, int, int, bool]]:
+        """(word, start, end, mid_sentence) for each word, made again on each use: kept for every
+        passage they were ~27 KB a chunk (2.7 GB for 100k chunks), where the text is ~1.8 KB."""
+        return list(iter_words(self.text))
 
 
 def snippet(text: str, start: int, end: int, width: int = SNIPPET_CHARS) -> str:
@@ -106,18 +111,51 @@ def snippet(text: str, start: int, end: int, width: int = SNIPPET_CHARS) -> str:
     return ("…" if a > 0 else "") + out + ("…" if b < len(text) else "")
 
 
-def load_passages(store, collection: str | None = None) -> list[Passage]:
+# chunks mined at most: whole documents spread over the index are taken up to this many. Mining reads
+# every word in Python (~0.8 ms a chunk); a 1M-chunk index took over 5 minutes and 9.7 GB before it
+# was stopped. The pairs the miners look for recur, so a spread of documents finds the frequent ones.
+MINE_CHUNKS = 50_000
+
+
+@dataclass
+class MinedShare:
+    """How much of the index the miners read: `chunks` of the `of` chunks they could have read, in
+    `sources` documents."""
+
+    chunks: int
+    of: int
+    sources: int
+
+
+def load_passages(
+    store, collection: str | None = None, max_chunks: int | None = None, share: list | None = None
+) -> list[Passage]:
     """The live chunks' text in document order, with the overlap of consecutive windows removed.
 
-    With `collection`, only chunks of sources in that collection."""
+    With `collection`, only chunks of sources in that collection. With more than `max_chunks` live
+    chunks (None: no bound), whole documents evenly spread over the index (every k-th by id) up to
+    about that many chunks. `share`, when given, receives a MinedShare."""
     with store.reading():
-        live = list(store.read_snapshot().live)
-        rows = []
-        for start in range(0, len(live), 500):
-            rows.extend(store.chunks_by_ids(live[start : start + 500]).values())
+        live = store.read_snapshot().live
+        sources = sorted(store.sources(), key=lambda s: s.id)
         if collection is not None:
-            keep = {src.id for src in store.sources() if getattr(src, "collection", "") == collection}
-            rows = [r for r in rows if r.source_id in keep]
+            sources = [s for s in sources if getattr(s, "collection", "") == collection]
+        keep = {s.id for s in sources}
+        total = sum(s.n_chunks or 0 for s in sources)
+        if max_chunks is not None and total > max_chunks:
+            step = -(-total // max_chunks)  # ceil: every step-th document
+            keep = {s.id for s in sources[::step]}
+            ids = [cid for s in sources[::step] for cid, _ in store.chunk_hashes(s.id) if cid in live]
+        elif collection is not None:
+            ids = [cid for s in sources for cid, _ in store.chunk_hashes(s.id) if cid in live]
+        else:
+            ids = list(live)
+        rows = []
+        for start in range(0, len(ids), 500):
+            rows.extend(store.chunks_by_ids(ids[start : start + 500]).values())
+        rows = [r for r in rows if r.source_id in keep]
+    if share is not None:
+        share.append(MinedShare(len(rows), total, len({r.source_id for r in rows})))
     rows.sort(key=lambda r: (r.source_id, r.ordinal))
     passages: list[Passage] = []
     prev = None
@@ -149,7 +187,6 @@ class Corpus:
         self.surfaces: dict[str, Counter] = defaultdict(Counter)  # folded word -> raw forms
         self.first_seen: dict[str, tuple[int, int, int]] = {}  # folded word -> (passage, start, end)
         for pi, p in enumerate(passages):
-            p.words = list(iter_words(p.text))
             for w, s, e, mid in p.words:
                 self.case.add(w, mid)
                 if "-" in w:  # "Champs-Élysées": the parts are capitalised words too
@@ -163,6 +200,7 @@ class Corpus:
                     self.first_seen[key] = (pi, s, e)
         self._proper: dict[str, bool] = {}
         self._seq = None
+        self.share: MinedShare | None = None  # how much of the index `mine` read
 
     def term_sequence(self) -> tuple[np.ndarray, dict[str, int], list[Counter], np.ndarray]:
         """Every passage's analysed terms as ids in one array (-1 between passages), the term -> id map,
@@ -786,7 +824,9 @@ def mine(
     unknown = [m for m in miners or () if m not in MINERS]
     if unknown:
         raise ValueError(f"unknown miner(s) {', '.join(unknown)}: choose from {', '.join(MINERS)}")
-    corpus = Corpus(load_passages(store, collection), analyzer)
+    share: list[MinedShare] = []
+    corpus = Corpus(load_passages(store, collection, MINE_CHUNKS, share), analyzer)
+    corpus.share = share[0]
     out: list[Suggestion] = []
     for name in miners or MINERS:
         out.extend(MINERS[name](corpus))

@@ -268,13 +268,21 @@ def _suggest(args, glossary: Glossary) -> int:
     if args.limit < 0:
         raise GlossaryError(f"--limit must be 0 or more, not {args.limit}")
     started = time.perf_counter()
-    added = glossary.suggest(limit=args.limit, scope=args.scope, miners=args.miner)
+    mined: list = []
+    added = glossary.suggest(limit=args.limit, scope=args.scope, miners=args.miner, mined=mined)
     seconds = time.perf_counter() - started
+    share = mined[0] if mined else None
     if args.json:
-        _emit_json({"added": added, "seconds": round(seconds, 3)})
+        read = {"chunks": share.chunks, "of": share.of, "documents": share.sources} if share else None
+        _emit_json({"added": added, "mined": read, "seconds": round(seconds, 3)})
         return 0
     for a in added:
         _print_pending({**a, "new_group": False, "protected": None})
+    if share is not None and share.chunks < share.of:
+        print(
+            f"mined {share.chunks:,} of {share.of:,} chunks ({share.sources:,} whole documents spread over "
+            "the index): mining reads every word, so a large index is sampled"
+        )
     print(
         f"{len(added)} suggestion(s) added to the pending queue in {seconds:.1f} s "
         "(see `kenning glossary pending`)"
