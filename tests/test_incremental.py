@@ -2,6 +2,7 @@
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +223,22 @@ def test_paths_are_shown_relative_to_the_working_directory(tmp_path, monkeypatch
     assert display_path(str(tmp_path / "caf\udce9.md")) == "caf\\xe9.md"  # a name that is not UTF-8
     monkeypatch.chdir("/")
     assert display_path("/etc/hosts") == "etc/hosts"
+
+
+def test_gone_files_are_dropped_under_their_roots_only_and_once(tmp_path):
+    """With many roots (as `kenning repair` gives every indexed file), the sources are read once and
+    each root looks only at its own path and the paths under it: a sibling folder whose name starts
+    with the root's is untouched, and a file two roots cover is dropped once."""
+    notes, notes2 = tmp_path / "notes", tmp_path / "notes2"
+    for folder in (notes, notes2):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "a.md").write_text("# A\n\nalpha text\n")
+        (folder / "sub" / "b.md").write_text("# B\n\nbeta text\n")
+    ix = Index(tmp_path / "ix")
+    ix.add([str(notes), str(notes2)])
+    (notes / "sub" / "b.md").unlink()
+    report = ix.add([str(notes), str(notes / "sub"), str(notes / "a.md")])
+    assert report.files_removed == 1 and report.chunks_removed == 1
+    with ix.store.reading():
+        left = sorted(Path(s.path).relative_to(tmp_path).as_posix() for s in ix.store.sources())
+    assert left == ["notes/a.md", "notes2/a.md", "notes2/sub/b.md"]
