@@ -329,9 +329,10 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
     """One term range of a merge, encoded: `parts[i]` holds the i-th merged segment's stored rows of
     the range, terms ascending (`decode` reads them, `encode` writes the merged rows, both the
     store's); `dead`: the deleted chunk ids among the merged segments, sorted. Each term's parts are
-    joined in segment order, so its ids stay ascending. When no chunk of the merge was deleted (a
-    fresh build) and the store keeps rows in the compact codec, each term's rows are joined from their
-    bytes (`join_posting_rows`) without arrays."""
+    joined in segment order, so its ids stay ascending. A store that keeps rows in the compact codec
+    has them joined from their bytes in C where the kernels are built (`kernels.join_rows`); without
+    them, with nothing deleted (a fresh build) term by term from their bytes (`join_posting_rows`),
+    else through flat columns. Other codecs decode, join and encode each term."""
     compact = (decode, encode) == (decode_posting_row, encode_posting_row)
     if compact and kernels.NATIVE:
         # the rows joined from their bytes, the deleted chunks' postings dropped, in C: merging two
