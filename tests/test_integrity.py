@@ -173,3 +173,20 @@ def test_a_posting_of_a_chunk_its_segment_does_not_hold_is_named():
     assert _posting_problem(row, docs) == "lists chunks its segment does not hold"
     row = row._replace(ids=np.array([5, 9], np.uint32))
     assert _posting_problem(row, docs) is None
+
+
+def test_a_repair_removes_what_killed_repairs_left_and_keeps_a_running_one_s(built, capsys):
+    """A repair stopped by a signal leaves its fresh index (`NAME.repairing-PID`) behind; the next
+    repair removes those whose process is gone, and says so, and leaves a live one's alone."""
+    import os
+
+    docs, index = built
+    dead = index.parent / "ix.repairing-99999999"  # past any pid this system gives
+    alive = index.parent / f"ix.repairing-{os.getppid()}"
+    other = index.parent / "ixx.repairing-99999999"  # another index's: not ours to touch
+    for folder in (dead, alive, other):
+        folder.mkdir()
+        (folder / DB_NAME).write_bytes(b"partial")
+    code, out, _ = run(capsys, "repair", "--index", index, "--no-embed", "--json")
+    assert code == 0 and "removed ix.repairing-99999999" in json.loads(out)["notes"][0]
+    assert not dead.exists() and alive.exists() and other.exists()

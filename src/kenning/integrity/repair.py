@@ -105,6 +105,7 @@ def repair(
             f"({'; '.join(report.unreadable) or 'it is empty'}); give the folders with "
             "`kenning repair --from PATH...`"
         )
+    _remove_abandoned(directory, report)
     fresh = directory.with_name(f"{directory.name}.repairing-{os.getpid()}")
     shutil.rmtree(fresh, ignore_errors=True)
     try:
@@ -137,6 +138,28 @@ def repair(
         raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _remove_abandoned(directory: Path, report: RepairReport) -> None:
+    """Fresh indexes that killed repairs left beside `directory` (`NAME.repairing-PID` whose process
+    is gone): a repair stopped by a signal cleans up nothing, and each left a whole index behind
+    (1.7 GB at a million chunks). Only derived data: the files, and the damaged index, are elsewhere."""
+    stem = f"{directory.name}.repairing-"
+    for other in directory.parent.iterdir() if directory.parent.is_dir() else ():
+        pid = other.name[len(stem) :] if other.name.startswith(stem) else ""
+        if pid.isdigit() and other.is_dir() and not _running(int(pid)):
+            shutil.rmtree(other, ignore_errors=True)
+            report.notes.append(f"removed {other.name}, left by a repair that was stopped")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2**31  # another user's process; an impossible pid runs nowhere
+    return True
 
 
 def _salvage(directory: Path, report: RepairReport) -> _Salvage:
