@@ -140,20 +140,17 @@ def load_passages(
         sources = sorted(store.sources(), key=lambda s: s.id)
         if collection is not None:
             sources = [s for s in sources if getattr(s, "collection", "") == collection]
-        keep = {s.id for s in sources}
         total = sum(s.n_chunks or 0 for s in sources)
+        whole = collection is None  # every live chunk, not some documents' chunks
         if max_chunks is not None and total > max_chunks:
-            step = -(-total // max_chunks)  # ceil: every step-th document
-            keep = {s.id for s in sources[::step]}
-            ids = [cid for s in sources[::step] for cid, _ in store.chunk_hashes(s.id) if cid in live]
-        elif collection is not None:
-            ids = [cid for s in sources for cid, _ in store.chunk_hashes(s.id) if cid in live]
-        else:
+            sources, whole = sources[:: -(-total // max_chunks)], False  # every k-th, k rounded up
+        if whole:
             ids = list(live)
+        else:
+            ids = [cid for s in sources for cid, _ in store.chunk_hashes(s.id) if cid in live]
         rows = []
         for start in range(0, len(ids), 500):
             rows.extend(store.chunks_by_ids(ids[start : start + 500]).values())
-        rows = [r for r in rows if r.source_id in keep]
     if share is not None:
         share.append(MinedShare(len(rows), total, len({r.source_id for r in rows})))
     rows.sort(key=lambda r: (r.source_id, r.ordinal))

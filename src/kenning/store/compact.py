@@ -213,9 +213,7 @@ def join_posting_rows(raws: list[tuple]) -> tuple[tuple, bytes]:
     """One term's stored rows from several segments (in segment order, none of their chunks deleted)
     as the one row that encoding their joined arrays gives, and its digest, from the stored bytes
     alone: each row's columns widened, joined, narrowed again. A merge's common words are in every
-    merged segment, and decoding, joining and encoding them as arrays was most of a worker's merge.
-    A term of one segment only (most of a small merge's rare words) keeps its row as stored: only its
-    digest is made."""
+    merged segment, and decoding, joining and encoding them as arrays was most of a worker's merge."""
     wide = [_wide_columns(raw) for raw in raws]
     ids, wide_tft, wide_tfb, wide_pt, wide_pb = (b"".join(part[c] for part in wide) for c in range(5))
     n = len(ids) // 4
@@ -226,9 +224,6 @@ def join_posting_rows(raws: list[tuple]) -> tuple[tuple, bytes]:
         (len(wide_pt) // 4, wide_pt),
         (len(wide_pb) // 4, wide_pb),
     ]
-    digest = digest_of_columns(raws[0][0], columns)
-    if len(raws) == 1 and _stored_narrow(raws[0], n, wide_pt, wide_pb):
-        return tuple(raws[0]), digest
     row = (
         raws[0][0],
         ids,
@@ -237,17 +232,7 @@ def join_posting_rows(raws: list[tuple]) -> tuple[tuple, bytes]:
         _narrow_positions(wide_pt),
         _narrow_positions(wide_pb),
     )
-    return row, digest
-
-
-def _stored_narrow(raw: tuple, count: int, wide_pt: bytes, wide_pb: bytes) -> bool:
-    """Whether a stored row's frequencies and positions are in their short forms (one-byte or no
-    frequencies, two-byte positions), which are what encoding gives whenever the values fit. Older
-    kenning stored them wide, and a wide column may also be needed (values past the short form): such
-    a row goes the long way, and encoding decides."""
-    _term, _ids, tft, tfb, pt, pb = raw
-    short_tf = len(tft) != 2 * count and len(tfb) != 2 * count
-    return short_tf and 2 * len(pt) == len(wide_pt) and 2 * len(pb) == len(wide_pb)
+    return row, digest_of_columns(raws[0][0], columns)
 
 
 def _wide_columns(raw: tuple) -> tuple[bytes, bytes, bytes, bytes, bytes]:
