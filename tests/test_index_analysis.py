@@ -125,6 +125,35 @@ def test_a_runs_first_segment_ends_sooner_so_a_second_worker_shares_a_small_run(
     assert written[4:] == written[:4] and len(started) == 2
 
 
+@pytest.mark.parametrize("first", [40, 100])
+def test_the_next_worker_starts_while_the_first_segment_is_half_made(tmp_path, monkeypatch, first):
+    """An interpreter takes a while to start, so the second worker starts once the first segment
+    holds half its chunks, not with its own segment. 72 chunks in batches of 5: with a first segment
+    of 40 it starts after 20 chunks went to the first worker; with one of 100 (a single segment) a
+    worker starts that the run does not need. Either way the index is the one inline analysis builds."""
+    folder = write_notes(tmp_path / "notes")
+    monkeypatch.setattr(analysis, "BATCH", 5)
+    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 1000)
+    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", first)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    sent, started_after = [], []
+    start, send = analysis._Worker.__init__, analysis._Worker.send
+
+    def starting(self, setup):
+        started_after.append(sum(sent))
+        start(self, setup)
+
+    def sending(self, message):
+        if message[0] == "chunks":
+            sent.append(len(message[1]))
+        send(self, message)
+
+    monkeypatch.setattr(analysis._Worker, "__init__", starting)
+    monkeypatch.setattr(analysis._Worker, "send", sending)
+    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert started_after == ([0, 20] if first == 40 else [0, 50])
+
+
 @pytest.mark.parametrize("flush", [23, 1000])
 def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_leaves_the_rest(
     tmp_path, monkeypatch, flush
@@ -332,3 +361,16 @@ def test_writes_and_merges_trim_the_heap(tmp_path, monkeypatch):
     with Index(tmp_path / "index") as ix:
         ix.add([docs])
     assert calls.count("segment") >= 2 and calls.count("merge range") >= 1, calls
+
+
+def test_a_worker_whose_writer_ends_before_the_setup_leaves_quietly():
+    """The writer can die before it sends anything: the worker then exits 0, without a traceback."""
+    env = analysis.worker_environment(dict(os.environ))
+    run = subprocess.run(
+        [sys.executable, "-m", "kenning.indexing.analysis_worker"],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert (run.returncode, run.stderr) == (0, b"")

@@ -1,5 +1,7 @@
 """Markdown sections: heading paths, fenced code, front matter and windowing."""
 
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -159,3 +161,24 @@ def test_display_name_used_for_fallback_title(tmp_path: Path):
     parsed = parse_file(path, display_name="docs/readme.md")
     assert parsed.chunks[0].title == "readme"
     assert parsed.chunks[0].doc_key == str(path.resolve())
+
+
+def test_markdown_libraries_load_only_for_a_run_that_reads_markdown(tmp_path: Path):
+    """markdown-it-py and PyYAML cost ~50 ms to import: a run over other files (a JSON lines corpus,
+    code) does not load them; one that meets Markdown with front matter does, and parses it."""
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "title": "T", "text": "plain words"}\n')
+    (tmp_path / "note.md").write_text("---\ntitle: Keys\n---\n# Rotate\n\nRotate the keys.\n")
+    script = (
+        "import sys; from kenning import Index\n"
+        "ix = Index(sys.argv[1])\n"
+        "ix.add([sys.argv[2]], progress=False)\n"
+        "print('markdown_it' in sys.modules, 'yaml' in sys.modules)\n"
+        "ix.add([sys.argv[3]], progress=False)\n"
+        "print('markdown_it' in sys.modules, 'yaml' in sys.modules)\n"
+        "hit = ix.search('rotate', mode='lexical').hits[0]\n"
+        "print(hit.title, hit.meta['front_matter']['title'])\n"
+    )
+    paths = [str(tmp_path / "ix"), str(tmp_path / "corpus.jsonl"), str(tmp_path / "note.md")]
+    run = subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[:3] == ["False False", "True True", "Rotate Keys"]

@@ -14,15 +14,12 @@ from __future__ import annotations
 import copy
 import re
 from datetime import UTC, date, datetime
+from functools import cache
 from pathlib import Path
-
-import yaml
-from markdown_it import MarkdownIt
 
 from .chunk import Chunk, ChunkOptions, ParsedSource
 from .source import split_source_lines, windowed_chunks
 
-_MARKDOWN = MarkdownIt("commonmark").enable("table")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -89,12 +86,21 @@ def parse_markdown(text: str, doc_key: str, display: str, options: ChunkOptions)
 
 def _headings(text: str, offset: int):
     """(level, clean text, first line, line after it) of each heading, lines 0-based in the file."""
-    tokens = _MARKDOWN.parse(text)
+    tokens = _markdown_parser().parse(text)
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.map is not None:
             inline = tokens[i + 1]
             words = [c.content for c in inline.children or [] if c.type in ("text", "code_inline")]
             yield int(token.tag[1]), clean_text("".join(words)), token.map[0] + offset, token.map[1] + offset
+
+
+@cache
+def _markdown_parser():
+    """The CommonMark parser, made on first use: markdown-it-py and PyYAML are loaded only by a run
+    that reads Markdown (together ~50 ms of every `kenning add`, most of a re-index's imports)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
 
 
 def clean_text(text: str) -> str:
@@ -108,6 +114,8 @@ def _read_front_matter(lines: list[str], display: str, warnings: list[str]) -> t
         return None, 0
     for end in range(1, len(lines)):
         if lines[end].strip() in ("---", "..."):
+            import yaml  # only for files with front matter
+
             try:
                 data = yaml.safe_load("\n".join(lines[1:end]))
             except yaml.YAMLError as exc:

@@ -145,8 +145,9 @@ def path_key(path: Path | str) -> str:
 
 
 def is_binary_extension(path: Path | str) -> bool:
-    """True when the file name alone says the content is not text."""
-    return Path(path).suffix.lower() in BINARY_EXTENSIONS
+    """True when the file name alone says the content is not text (by the name's text: making a Path
+    of each name was a third of walking 10,000 files)."""
+    return os.path.splitext(os.fspath(path))[1].lower() in BINARY_EXTENSIONS
 
 
 def is_secret(rel: str) -> bool:
