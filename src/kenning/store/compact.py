@@ -322,10 +322,13 @@ def _stored_ids(blob: bytes, count: int) -> tuple[int, np.ndarray | None]:
 
 
 def pack_lengths(lengths) -> bytes:
-    """One field's lengths of a segment's chunks (uint16 each), compressed when that is shorter."""
+    """One field's lengths of a segment's chunks (uint16 each), compressed only when that makes them
+    at most a quarter of their size (a field of nearly equal lengths, such as titles). Every search
+    process reads them once: the 1M-chunk benchmark's body lengths compressed to 65% and took
+    2.2 ms to decompress against 0.2 ms to copy, 7% of its first query."""
     raw = np.asarray(lengths, dtype="<u2").tobytes()
     packed = _zstd()[0].compress(raw) if raw else raw
-    return packed if len(packed) < len(raw) else raw
+    return packed if 4 * len(packed) <= len(raw) else raw
 
 
 def unpack_lengths(blob: bytes, count: int) -> np.ndarray:
