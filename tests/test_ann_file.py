@@ -12,7 +12,7 @@ from kenning import Index
 from kenning.signals import ann
 from kenning.signals.ann import GraphFile, ids_digest
 from kenning.signals.dense import DenseView
-from kenning.store.records import VECTOR_GRAPH_META
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
 
 def _vectors(ids, dim=16, seed=0):
@@ -236,3 +236,67 @@ def test_a_long_embed_run_saves_the_graph_as_it_goes(tmp_path, small_threshold, 
         assert saves == [4, 8, 10]  # every 4 vectors, and once at the end
         dense = index.search("orchard lanterns", mode="dense", limit=3).funnel.channels["dense"]
         assert dense["graph"] == "file" and "newer" not in dense
+
+
+def test_an_embed_run_between_saves_records_what_the_graph_lacks_and_readers_read_it_once(
+    tmp_path, small_threshold, monkeypatch
+):
+    """While an embed run commits between two saves of the graph, each commit records the chunks
+    with a vector the saved graph lacks: a reader of a new generation takes them from the record
+    (no listing of every chunk's vector) and reads only the vectors it has not read before; its
+    answers are exact search's. A write that changes the live set drops the record, and readers find
+    the chunks as before."""
+    from kenning.indexing.writer import IndexWriter
+    from kenning.store.sqlite import SqliteStore
+
+    root, index = _embedded_notes(tmp_path, 8)
+    with index:
+        for i in range(8, 14):  # six chunks without a vector yet, two of one text
+            (root / f"more{i}.md").write_text(f"# More {i % 5}\n\nThe quay shelters {i % 5} boats at dusk.\n")
+        index.add([root])
+        fingerprint = index.embedder().fingerprint()
+        monkeypatch.setattr(IndexWriter, "sync_graph", lambda self: None)  # the save has not come yet
+        listed, asked = [], []
+        list_ids, read_by_id = SqliteStore.vector_chunk_ids, SqliteStore.vectors_of
+        monkeypatch.setattr(
+            SqliteStore, "vector_chunk_ids", lambda s, fp: listed.append(1) or list_ids(s, fp)
+        )
+        monkeypatch.setattr(
+            SqliteStore,
+            "vectors_of",
+            lambda s, fp, ids: asked.append(sorted(map(int, ids))) or read_by_id(s, fp, ids),
+        )
+        with index.store.reading():
+            before = index.store.chunk_vectors(fingerprint)[0]
+        seen: set[int] = set()
+        for _step in range(2):
+            index.embed(commit_every=1, limit=2)
+            with index.store.reading():
+                ids, _ = index.store.chunk_vectors(fingerprint)
+                lacks = GraphFile(tmp_path / "ix", fingerprint).read_lacks(
+                    index.store.get_meta(VECTOR_GRAPH_LACKS_META)
+                )
+            new = sorted(set(ids.tolist()) - set(before.tolist()))
+            assert lacks is not None and sorted(lacks) == new  # duplicates of a text included
+            asked.clear()
+            response = index.search("quay boats dusk", mode="dense", limit=20)
+            dense = response.funnel.channels["dense"]
+            assert dense["graph"] == "file" and dense["newer"] == len(new) and not listed
+            assert [n for batch in asked for n in batch] == sorted(set(new) - seen)  # read once
+            seen |= set(new)
+            with index.store.reading():
+                live = index.lexical.view().live_mask
+                graph = GraphFile(tmp_path / "ix", fingerprint)
+                mapped, exact = (
+                    DenseView(index.store, fingerprint, live, graph_file=graph),
+                    DenseView(index.store, fingerprint, live),
+                )
+            assert mapped.ids.tolist() == exact.ids.tolist()
+            query = index.embedder().embed(["quay boats dusk"], kind="query")[0]
+            got, want = mapped.search(query, 5), exact.search(query, 5)
+            assert got[0].tolist() == want[0].tolist() and np.allclose(got[1], want[1], atol=1e-5)
+        (root / "note0.md").unlink()  # a write that changes the live set: the record goes
+        index.add([root])
+        assert index.store.get_meta(VECTOR_GRAPH_LACKS_META) is None
+        response = index.search("quay boats dusk", mode="dense", limit=20)
+        assert response.funnel.channels["dense"]["newer"] == len(seen)

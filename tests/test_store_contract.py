@@ -12,7 +12,7 @@ import pytest
 from pyroaring import BitMap
 
 from kenning.store import ChunkHead, RawPostings, SegmentPostings, StorageError, Store, open_store
-from kenning.store.records import VECTOR_GRAPH_META
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 from kenning.store.sqlite import DB_NAME, SCHEMA_VERSION, SqliteStore
 
 
@@ -196,10 +196,11 @@ def test_vocabulary(store):
 
 def test_vectors(store):
     _, ids = add_file(store, chunks=[Chunk("d", "A", "one"), Chunk("d", "", "two"), Chunk("d", "A", "one")])
-    missing = store.chunks_missing_vectors("fp")
-    assert sorted(text for _, text in missing) == ["A\none", "two"]  # one per distinct text
+    missing = sorted(store.chunks_missing_vectors("fp"), key=lambda item: item.text)
+    assert [item.text for item in missing] == ["A\none", "two"]  # one per distinct text
+    assert [item.chunk_ids for item in missing] == [(ids[0], ids[2]), (ids[1],)]  # with its chunks
     with store.transaction():
-        store.put_vectors("fp", [h for h, _ in missing], np.eye(2, 3, dtype=np.float32))
+        store.put_vectors("fp", [item.text_hash for item in missing], np.eye(2, 3, dtype=np.float32))
         store.put_vectors("other", [missing[0][0]], np.ones((1, 3), dtype=np.float32))
     got_ids, matrix = store.chunk_vectors("fp")
     assert got_ids.tolist() == ids and matrix.shape == (3, 3) and matrix.dtype == np.float32
@@ -222,17 +223,18 @@ def test_a_write_that_changes_the_vectors_or_the_live_set_forgets_the_saved_grap
     _, ids = add_file(store, chunks=[Chunk("d", "A", "one"), Chunk("d", "", "two")])
     missing = store.chunks_missing_vectors("fp")
     changes = [
-        lambda: store.put_vectors("fp", [missing[0][0]], np.ones((1, 3), dtype=np.float32)),
+        lambda: store.put_vectors("fp", [missing[0].text_hash], np.ones((1, 3), dtype=np.float32)),
         lambda: store.set_live(store.read_snapshot().live),
         lambda: store.keep_only_vectors_of("fp"),
     ]
-    for change in changes:
+    for change in changes:  # and the record of the vectors it lacks (an embed run writes it again)
         with store.transaction():
             store.set_meta(VECTOR_GRAPH_META, "{}")
-        assert store.get_meta(VECTOR_GRAPH_META) == "{}"
+            store.set_meta(VECTOR_GRAPH_LACKS_META, "{}")
+        assert store.get_meta(VECTOR_GRAPH_META) == store.get_meta(VECTOR_GRAPH_LACKS_META) == "{}"
         with store.transaction():
             change()
-        assert store.get_meta(VECTOR_GRAPH_META) is None
+        assert store.get_meta(VECTOR_GRAPH_META) is store.get_meta(VECTOR_GRAPH_LACKS_META) is None
 
 
 def test_metadata_filters(store):

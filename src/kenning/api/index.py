@@ -34,7 +34,7 @@ from kenning.search.request import MODES, SearchRequest
 from kenning.search.results import SearchResponse
 from kenning.signals import ann
 from kenning.signals.ann import GraphFile
-from kenning.signals.dense import DenseView, ServerDenseView
+from kenning.signals.dense import DenseView, NewerVectors, ServerDenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings
 from kenning.store import ChunkRow, StorageError, is_server_url, open_store
@@ -76,6 +76,7 @@ class Index:
         self._glossary = None
         self._embedders: dict[str, object] = {}
         self._rerankers: dict[str, object] = {}
+        self._newer = NewerVectors()  # vectors a saved graph lacks, read once (kenning.signals.dense)
 
     def __enter__(self) -> Index:
         return self
@@ -316,7 +317,9 @@ class Index:
             and self.store.vector_index_ready(fingerprint)
         ):
             return ServerDenseView(self.store, fingerprint, view.live_mask, recorded["dim"])
-        return DenseView(self.store, fingerprint, view.live_mask, graph_file=self._graph_file(recorded))
+        return DenseView(
+            self.store, fingerprint, view.live_mask, graph_file=self._graph_file(recorded), newer=self._newer
+        )
 
     def _graph_file(self, recorded: dict) -> GraphFile | None:
         directory = getattr(self.store, "directory", None)

@@ -39,7 +39,7 @@ from kenning.query.spelling import vocabulary_delta
 from kenning.signals import ann
 from kenning.store import StorageError
 from kenning.store.protocols import VectorSearch
-from kenning.store.records import VECTOR_GRAPH_META
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
 
 def display_path(path: str | Path) -> str:
@@ -465,7 +465,7 @@ class IndexWriter:
             )
         with self.store.reading():
             missing = self.store.chunks_missing_vectors(fingerprint)
-        missing.sort(key=lambda pair: len(pair[1]))
+        missing.sort(key=lambda item: len(item.text))
         report = EmbedReport(model=embedder.model, backend=embedder.backend, total=len(missing))
         if limit is not None:
             missing = missing[:limit]
@@ -475,12 +475,13 @@ class IndexWriter:
             with self.store.transaction():
                 self._record_embedder(description, replace)
         unsaved = 0  # vectors committed since the graph was last saved
+        lacks = self._graph_lacks(fingerprint)  # and their chunks, for readers (None: not known)
         for start in range(0, len(missing), commit_every):
             block = missing[start : start + commit_every]
             vectors = []
             for i in range(0, len(block), batch_size):
                 vectors.append(
-                    embedder.embed([text for _, text in block[i : i + batch_size]], kind="document")
+                    embedder.embed([item.text for item in block[i : i + batch_size]], kind="document")
                 )
                 if progress:
                     done = start + i + len(vectors[-1])
@@ -488,18 +489,43 @@ class IndexWriter:
             with self.store.transaction():
                 if start == 0:
                     self._record_embedder(description, replace)
-                self.store.put_vectors(fingerprint, [h for h, _ in block], np.vstack(vectors))
+                self.store.put_vectors(fingerprint, [item.text_hash for item in block], np.vstack(vectors))
+                if lacks is not None:
+                    graph, ids = lacks
+                    ids.update(cid for item in block for cid in item.chunk_ids)
+                    self.store.set_meta(VECTOR_GRAPH_LACKS_META, graph.lacks_record(ids))
             report.embedded += len(block)
             unsaved += len(block)
             if unsaved >= GRAPH_SAVE_EVERY and start + commit_every < len(missing):
                 self.sync_graph()  # readers meanwhile search the vectors the graph lacks exactly
                 unsaved = 0
+                lacks = self._graph_lacks(fingerprint)
         if report.embedded or replace:
             self.sync_graph()
         report.remaining = report.total - report.embedded
         report.seconds = time.perf_counter() - started
         report.per_second = report.embedded / report.seconds if report.seconds > 0 else 0.0
         return report
+
+    def _graph_lacks(self, fingerprint: str) -> tuple[ann.GraphFile, BitMap] | None:
+        """The saved graph of a folder index and the chunks with a committed vector it lacks, when
+        the index knows them: none when its record says the graph holds exactly the committed
+        vectors, those of the record an earlier (interrupted) run left; None otherwise (readers then
+        list every chunk's vector to find them). An embed run keeps the record in each commit
+        (meta VECTOR_GRAPH_LACKS_META): while it commits between two saves of the graph, a reader
+        of a new generation reads the few hundred new vectors instead of listing a million."""
+        if not getattr(self.store, "directory", None) or isinstance(self.store, VectorSearch):
+            return None
+        graph = ann.GraphFile(self.directory, fingerprint)
+        stamp = graph.read_stamp()
+        if stamp is None:
+            return None
+        with self.store.reading():
+            recorded = self.store.get_meta(VECTOR_GRAPH_META)
+            lacks = graph.read_lacks(self.store.get_meta(VECTOR_GRAPH_LACKS_META))
+        if recorded and all(json.loads(recorded).get(k) == stamp.get(k) for k in ann.STAMP_KEYS):
+            return graph, BitMap()
+        return (graph, lacks) if lacks is not None else None
 
     def sync_graph(self) -> dict | None:
         """Bring the saved HNSW graph (kenning.signals.ann) up to date with the committed vectors, so

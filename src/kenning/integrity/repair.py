@@ -230,7 +230,7 @@ def _restore_vectors(ix, salvage: _Salvage, report: RepairReport) -> None:
     report.vectors_dropped = salvage.dropped_vectors
     if not salvage.embedder or not salvage.vectors:
         return
-    wanted = {h for h, _ in ix.store.chunks_missing_vectors(salvage.embedder["fingerprint"])}
+    wanted = {item.text_hash for item in ix.store.chunks_missing_vectors(salvage.embedder["fingerprint"])}
     keep = [h for h in wanted if h in salvage.vectors]
     with ix.store.transaction():
         ix.store.set_meta("embedder", json.dumps(salvage.embedder))

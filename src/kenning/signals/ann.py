@@ -20,6 +20,7 @@ search is fast and perfect, and no file is kept.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -91,6 +92,33 @@ class GraphFile:
         if not record or stamp is None or any(stamp.get(k) != record.get(k) for k in STAMP_KEYS):
             return None
         return self._restore(record)
+
+    def lacks_record(self, ids) -> str:
+        """The index's record (meta VECTOR_GRAPH_LACKS_META) of the chunks with a committed vector
+        that the saved graph lacks: `ids` (a BitMap), tied to the graph's stamp."""
+        from pyroaring import BitMap
+
+        stamp = self.read_stamp() or {}
+        ids = BitMap(ids)
+        ids.run_optimize()
+        blob = base64.b64encode(ids.serialize()).decode("ascii")
+        return json.dumps({"graph": {k: stamp.get(k) for k in STAMP_KEYS}, "ids": blob})
+
+    def read_lacks(self, record: str | None):
+        """The chunk ids a `lacks_record` names (a BitMap), if it was written for the graph saved now;
+        else None (no record, or another graph was saved since)."""
+        from pyroaring import BitMap
+
+        stamp = self.read_stamp()
+        if not record or stamp is None:
+            return None
+        try:
+            data = json.loads(record)
+            if any(data["graph"].get(k) != stamp.get(k) for k in STAMP_KEYS):
+                return None
+            return BitMap.deserialize(base64.b64decode(data["ids"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
 
     def open_latest(self):
         """The last saved graph, memory-mapped, whichever commit it was saved for (None when there is

@@ -12,7 +12,7 @@ import os
 
 from pyroaring import BitMap
 
-from kenning.store.records import VECTOR_GRAPH_META, Snapshot, StorageError
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, Snapshot, StorageError
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 
@@ -32,7 +32,9 @@ class CommitsCommon:
             raise RuntimeError("write outside a transaction")
 
     # kept by each store for itself, never copied to another (kenning.store.migrate)
-    OWN_META = frozenset({"schema_version", "generation", "last_commit", VECTOR_GRAPH_META})
+    OWN_META = frozenset(
+        {"schema_version", "generation", "last_commit", VECTOR_GRAPH_META, VECTOR_GRAPH_LACKS_META}
+    )
 
     def meta_items(self) -> dict:
         """Every metadata key and value except the store's own bookkeeping (OWN_META)."""

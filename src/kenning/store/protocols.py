@@ -24,6 +24,7 @@ from kenning.store.records import (
     EntityPosting,
     GlossaryGroupRow,
     GlossaryTermRow,
+    MissingText,
     RawPostings,
     SegmentData,
     SegmentPostings,
@@ -128,7 +129,7 @@ class Postings(Protocol):
 class Vectors(Protocol):
     """One vector per (embedded text, embedder fingerprint)."""
 
-    def chunks_missing_vectors(self, fingerprint: str) -> list[tuple[str, str]]: ...
+    def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]: ...
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None: ...
     def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]: ...
     def drop_orphan_vectors(self) -> int: ...

@@ -15,6 +15,18 @@ from pyroaring import BitMap
 # Every write that changes the live set or the vectors drops it in the same transaction, so a reader
 # never trusts a graph a later commit made stale; the writer sets it again once the graph is saved.
 VECTOR_GRAPH_META = "vector_graph"
+# The chunks with a committed vector that the saved graph lacks, while an embed run commits between two
+# saves of the graph (kenning.signals.dense reads them instead of listing every chunk's vector, ~2.4 s
+# at 1M chunks, on each generation). Dropped with VECTOR_GRAPH_META: only an embed commit writes it.
+VECTOR_GRAPH_LACKS_META = "vector_graph_lacks"
+
+
+class MissingText(NamedTuple):
+    """A text no vector of an embedder holds yet: its hash, the text embedded, the chunks holding it."""
+
+    text_hash: str
+    text: str
+    chunk_ids: tuple[int, ...]
 
 
 class StorageError(Exception):

@@ -25,7 +25,7 @@ from pyroaring import BitMap
 from kenning.store.base import CommitsCommon, lock_timeout
 from kenning.store.postgres.location import parse_location
 from kenning.store.postgres.schema import ALL_TABLES, SCHEMA_VERSION, statements
-from kenning.store.records import VECTOR_GRAPH_META, StorageError
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, StorageError
 
 LOG = logging.getLogger("kenning")
 IDLE, IN_TRANSACTION = 0, 2  # psycopg.pq.TransactionStatus, without importing psycopg at module load
@@ -233,7 +233,9 @@ class PostgresConnection(CommitsCommon):
         return 0
 
     def forget_vector_graph(self) -> None:
-        self.conn.execute("DELETE FROM meta WHERE key = %s", (VECTOR_GRAPH_META,))
+        self.conn.execute(
+            "DELETE FROM meta WHERE key IN (%s, %s)", (VECTOR_GRAPH_META, VECTOR_GRAPH_LACKS_META)
+        )
 
     # ----------------------------------------------------------------------------- transactions
     @contextmanager

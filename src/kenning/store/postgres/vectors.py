@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from kenning.store.postgres.documents import to_text
-from kenning.store.records import embedding_text
+from kenning.store.records import MissingText, embedding_text
 
 
 def as_array(vector) -> np.ndarray:
@@ -23,14 +23,15 @@ class PostgresVectors:
 
     conn: object
 
-    def chunks_missing_vectors(self, fingerprint: str) -> list[tuple[str, str]]:
+    def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]:
         rows = self.conn.execute(
-            "SELECT DISTINCT ON (c.text_hash) c.text_hash, c.title, c.body FROM chunks c WHERE NOT EXISTS ("
+            "SELECT c.text_hash, (array_agg(c.title ORDER BY c.id))[1], (array_agg(c.body ORDER BY c.id))[1],"
+            " array_agg(c.id ORDER BY c.id) FROM chunks c WHERE NOT EXISTS ("
             " SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.fingerprint = %s)"
-            " ORDER BY c.text_hash, c.id",
+            " GROUP BY c.text_hash ORDER BY c.text_hash",
             (fingerprint,),
         )
-        return [(h, embedding_text(to_text(t), to_text(b))) for h, t, b in rows]
+        return [MissingText(h, embedding_text(to_text(t), to_text(b)), tuple(ids)) for h, t, b, ids in rows]
 
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
         self._require_txn()

@@ -20,7 +20,7 @@ from pyroaring import BitMap
 
 from kenning.cachedir import tag_as_cache
 from kenning.store.base import CommitsCommon, lock_timeout
-from kenning.store.records import VECTOR_GRAPH_META, StorageError
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, StorageError
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,
@@ -237,7 +237,9 @@ class SqliteConnection(CommitsCommon):
 
     def forget_vector_graph(self) -> None:
         """The saved vector graph no longer matches what this transaction commits."""
-        self.conn.execute("DELETE FROM meta WHERE key=?", (VECTOR_GRAPH_META,))
+        self.conn.execute(
+            "DELETE FROM meta WHERE key IN (?, ?)", (VECTOR_GRAPH_META, VECTOR_GRAPH_LACKS_META)
+        )
 
     # ----------------------------------------------------------------------------- transactions
     @contextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.compact import unpack_text
-from kenning.store.records import embedding_text
+from kenning.store.records import MissingText, embedding_text
 from kenning.store.sqlite.connection import batches, marks
 
 
@@ -16,15 +16,20 @@ class SqliteVectors:
 
     conn: object
 
-    def chunks_missing_vectors(self, fingerprint: str) -> list[tuple[str, str]]:
-        """(text_hash, text) of chunks whose text has no vector from this embedder yet (one per text).
-        The texts that have one are read first and the chunks scanned once (see _chunk_hashes)."""
+    def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]:
+        """The texts of chunks that have no vector from this embedder yet (one per text, with the
+        chunks holding it). The texts that have one are read first and the chunks scanned once (see
+        _chunk_hashes)."""
         held = self._hashes_with_vectors(fingerprint)
-        missing: dict[str, str] = {}
-        for h, title, body in self.conn.execute("SELECT text_hash, title, body FROM chunks"):
-            if h not in held and h not in missing:
-                missing[h] = embedding_text(title, unpack_text(body))
-        return list(missing.items())
+        texts: dict[str, str] = {}
+        holders: dict[str, list[int]] = {}
+        for cid, h, title, body in self.conn.execute("SELECT id, text_hash, title, body FROM chunks"):
+            if h in held:
+                continue
+            if h not in texts:
+                texts[h] = embedding_text(title, unpack_text(body))
+            holders.setdefault(h, []).append(cid)
+        return [MissingText(h, text, tuple(sorted(holders[h]))) for h, text in texts.items()]
 
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
         self._require_txn()
