@@ -29,6 +29,7 @@ def test_sync_builds_updates_and_a_reader_sees_exactly_its_ids(tmp_path):
     assert graph.sync(ids, vectors_for, threshold=100)["action"] == "current"
     view = graph.open_view(ids)
     assert view is not None and sorted(np.asarray(view.keys).tolist()) == ids.tolist()
+    assert graph.open_view(ids) is view and graph.open_latest() is view  # the file is mapped once
     query = vectors_for([7])[0]
     assert int(view.search(query, 1).keys[0]) == 7  # a stored vector finds itself
     # 20 deleted, 50 new: updated in place, not rebuilt
@@ -36,8 +37,9 @@ def test_sync_builds_updates_and_a_reader_sees_exactly_its_ids(tmp_path):
     done = graph.sync(after, vectors_for, threshold=100)
     assert done == {"action": "updated", "count": len(after), "added": 50, "removed": 20}
     assert graph.open_view(ids) is None  # the old id set no longer matches the file
-    view = graph.open_view(after)
-    assert sorted(np.asarray(view.keys).tolist()) == sorted(after.tolist())
+    replaced, view = view, graph.open_view(after)  # the file replaced: mapped anew
+    assert view is not replaced and sorted(np.asarray(view.keys).tolist()) == sorted(after.tolist())
+    assert int(replaced.search(query, 1).keys[0]) == 7  # and the old map still answers its holder
     # most ids gone: rebuilt; below the threshold: no file at all
     assert graph.sync(np.arange(301, 420), vectors_for, threshold=100)["action"] == "built"
     assert graph.sync(np.arange(301, 350), vectors_for, threshold=100)["action"] == "none"

@@ -42,6 +42,11 @@ STAMP_KEYS = ("fingerprint", "count", "digest")
 REBUILD_SHARE = 0.2  # rebuild instead of removing when this share of the graph's ids is gone
 
 
+# each graph file's last memory-mapped view in this process, with what identifies the file it maps
+# (a replaced file is a new inode; the old map stays valid for whoever still holds it)
+_OPENED: dict[str, tuple[tuple, object]] = {}
+
+
 def ids_digest(ids: np.ndarray) -> str:
     """A stamp of a set of chunk ids (sorted), so a reader can tell a graph is for its generation."""
     return hashlib.sha1(np.sort(np.asarray(ids, dtype=np.int64)).tobytes()).hexdigest()
@@ -127,9 +132,19 @@ class GraphFile:
         return self._restore(stamp) if stamp is not None else None
 
     def _restore(self, record: dict):
+        """The file memory-mapped, or the map this process opened of the same file before: a server
+        searching while an embed run commits opened it again at each new generation (85 ms at 1M)."""
         import onnxruntime  # noqa: F401
         from usearch.index import Index as HnswIndex
 
+        try:
+            st = self.graph.stat()
+        except OSError:
+            return None
+        same = (str(self.graph), st.st_ino, st.st_mtime_ns, st.st_size, *(record.get(k) for k in STAMP_KEYS))
+        opened = _OPENED.get(str(self.graph))
+        if opened is not None and opened[0] == same:
+            return opened[1]
         try:
             graph = HnswIndex.restore(str(self.graph), view=True)
         except Exception:  # a damaged file costs the graph: the reader searches exactly instead
@@ -137,6 +152,7 @@ class GraphFile:
         if graph is None or len(graph) != record["count"]:
             return None
         graph.expansion_search = EXPANSION_SEARCH  # not kept in the file
+        _OPENED[str(self.graph)] = (same, graph)  # the last one of each file: a map costs no memory
         return graph
 
     def remove(self) -> None:
