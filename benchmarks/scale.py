@@ -336,6 +336,8 @@ def worker(args: list[str]) -> dict:
         return {"seconds": time.perf_counter() - started, "embedded": getattr(report, "embedded", None)}
     if job == "ann":
         return ann_recall(engine.index, queries)
+    if job == "generations":  # beside a running `kenning embed`: one hybrid query per new generation
+        return generation_queries(engine.index, queries, int(args[4]))
     if job == "soak":
         total, marks, out = int(args[4]), {}, {}
         marks = {max(1, total // 10): "10%", max(1, total // 2): "50%", total: "100%"}
@@ -345,6 +347,25 @@ def worker(args: list[str]) -> dict:
                 out[marks[i]] = _rss_mb()
         return {"rss_mb": out}
     raise SystemExit(f"unknown job {job}")
+
+
+def generation_queries(index, queries: list[str], count: int, timeout: float = 600.0) -> dict:
+    """A searcher that stays open (a server) while an embed run commits beside it: the first hybrid
+    query, then one query at each of the next `count` generations, in seconds (each pays for the new
+    generation's views). Start `kenning embed --index DIR` first."""
+    started = time.perf_counter()
+    index.search(queries[0], limit=10, mode="hybrid", detail="heads")
+    first, times = time.perf_counter() - started, []
+    generation = index.store.generation()
+    while len(times) < count and time.perf_counter() - started < timeout:
+        time.sleep(0.2)
+        if index.store.generation() == generation:
+            continue
+        generation = index.store.generation()
+        began = time.perf_counter()
+        index.search(queries[len(times) + 1], limit=10, mode="hybrid", detail="heads")
+        times.append(time.perf_counter() - began)
+    return {"first_s": first, "per_generation_s": times}
 
 
 def ann_recall(index, queries: list[str], k: int = 10) -> dict:
