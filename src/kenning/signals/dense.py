@@ -200,31 +200,35 @@ class DenseView:
 class NewerVectors:
     """The vectors of the chunks a saved graph lacks that a process has read, kept from one view to
     the next (a chunk's vector never changes: chunk ids are not reused, and vectors belong to one
-    embedder's fingerprint). Holds only what the last view wanted: one graph save's worth at most."""
+    embedder's fingerprint). Holds only what the last view wanted: one graph save's worth at most.
+    Its state is one tuple, read once and replaced whole, so views made at once never mix two."""
 
     def __init__(self):
-        self.fingerprint: str | None = None
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.matrix: np.ndarray | None = None
+        self.state: tuple[str | None, np.ndarray, np.ndarray | None] = (
+            None,
+            np.zeros(0, dtype=np.int64),
+            None,
+        )
 
     def read(self, store, fingerprint: str, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(the ids of `wanted` (sorted) that have a vector, their vectors' matrix): those read
         before taken from here, the rest read from the store."""
-        kept = np.zeros(len(wanted), dtype=bool)
-        if fingerprint == self.fingerprint and len(self.ids):
-            kept = _members(wanted, self.ids)
+        held_for, held_ids, held = self.state
+        if held_for != fingerprint or not len(held_ids):
+            held_ids, held = np.zeros(0, dtype=np.int64), None
+        kept = _members(wanted, held_ids)
         found = store.vectors_of(fingerprint, wanted[~kept]) if (~kept).any() else {}
         ids = np.sort(np.concatenate([wanted[kept], np.fromiter(found, dtype=np.int64, count=len(found))]))
         matrix = None
         if len(ids):
-            dim = self.matrix.shape[1] if kept.any() else len(next(iter(found.values())))
+            dim = held.shape[1] if kept.any() else len(next(iter(found.values())))
             matrix = np.empty((len(ids), dim), dtype=np.float32)
-            old = _members(ids, self.ids) if kept.any() else np.zeros(len(ids), dtype=bool)
+            old = _members(ids, held_ids)
             if old.any():
-                matrix[old] = self.matrix[np.searchsorted(self.ids, ids[old])]
+                matrix[old] = held[np.searchsorted(held_ids, ids[old])]
             for row in np.flatnonzero(~old):
                 matrix[row] = found[int(ids[row])]
-        self.fingerprint, self.ids, self.matrix = fingerprint, ids, matrix
+        self.state = (fingerprint, ids, matrix)
         return ids, matrix
 
 
