@@ -7,6 +7,15 @@ import time
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _model_cache(tmp_path_factory):
+    """Prepared model files (kenning.models.embed.prepared) go to a folder of the test run, not the
+    user's cache; processes the tests start inherit it."""
+    import os
+
+    os.environ["KENNING_MODEL_CACHE"] = str(tmp_path_factory.mktemp("model-cache"))
+
+
 @pytest.fixture
 def http_server():
     """http_server(index_dir, **options) -> base URL of a running server; stopped after the test."""

@@ -272,3 +272,37 @@ def test_an_index_embedded_before_int8_keeps_its_float32_vectors(tmp_path):
     assert ix.embed().embedded == 1  # the recorded model embeds the new chunk: no mixing error
     assert ix.embedding_model()["fingerprint"] == recorded["fingerprint"]
     ix.close()
+
+
+def test_a_new_process_loads_the_prepared_model_and_gets_the_same_vectors(tmp_path, monkeypatch):
+    """The first load prepares the graph (rewritten and optimised) in the model cache; a later
+    process starts its session from that file without preparing again, and embeds bit for bit the
+    same. A damaged prepared file is made again; KENNING_MODEL_CACHE=off keeps none."""
+    from kenning.models.embed import prepared as prepared_module
+
+    monkeypatch.setenv(prepared_module.MODEL_CACHE_ENV, str(tmp_path / "cache"))
+
+    def new_process():
+        for key in [k for k in minilm_module._CACHE if k[0] == "session"]:
+            del minilm_module._CACHE[key]
+
+    new_process()
+    first = MiniLMEmbedder().embed(INT8_TEXTS)
+    kept = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(kept) == 2 and kept[0].endswith(".json") and kept[1].endswith(".onnx")
+    new_process()
+    prepare = minilm_module._model_bytes
+    monkeypatch.setattr(minilm_module, "_model_bytes", lambda *a: pytest.fail("prepared again"))
+    assert np.array_equal(MiniLMEmbedder().embed(INT8_TEXTS), first)
+    changes = {k[3:]: v[2] for k, v in minilm_module._CACHE.items() if k[0] == "session"}
+    assert changes[True, True] == {"nan_guards_removed": 6, "gelu_reordered": 6, "int8_products": 36}
+    monkeypatch.setattr(minilm_module, "_model_bytes", prepare)
+    model = next((tmp_path / "cache").glob("*.onnx"))
+    model.write_bytes(b"damaged")
+    new_process()
+    assert np.array_equal(MiniLMEmbedder().embed(INT8_TEXTS), first)
+    assert model.stat().st_size > 1_000_000  # made again
+    monkeypatch.setenv(prepared_module.MODEL_CACHE_ENV, "off")
+    new_process()
+    MiniLMEmbedder(precision="float32").embed(["x"])
+    assert len(list((tmp_path / "cache").iterdir())) == 2  # nothing kept for the float32 graph
