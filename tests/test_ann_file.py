@@ -302,3 +302,41 @@ def test_an_embed_run_between_saves_records_what_the_graph_lacks_and_readers_rea
         assert index.store.get_meta(VECTOR_GRAPH_LACKS_META) is None
         response = index.search("quay boats dusk", mode="dense", limit=20)
         assert response.funnel.channels["dense"]["newer"] == len(seen)
+
+
+def test_a_write_between_two_embed_commits_ends_the_record_of_what_the_graph_lacks(
+    tmp_path, small_threshold, monkeypatch
+):
+    """A write that commits between an embed run's commits (here a file whose text is already
+    embedded: its new chunk has a vector at once) may give chunks vectors the run does not know of:
+    the run stops keeping the record, and readers find every chunk with a vector as before."""
+    from kenning.indexing.writer import IndexWriter
+    from kenning.models.embed.minilm import MiniLMEmbedder
+
+    root, index = _embedded_notes(tmp_path, 8)
+    with index:
+        for i in range(8, 12):
+            (root / f"more{i}.md").write_text(f"# More {i}\n\nThe quay shelters {i} boats at dusk.\n")
+        index.add([root])
+        fingerprint = index.embedder().fingerprint()
+        monkeypatch.setattr(IndexWriter, "sync_graph", lambda self: None)  # the save has not come yet
+        calls, embed = [], MiniLMEmbedder.embed
+
+        def embed_then_write(self, texts, kind="document"):
+            calls.append(1)
+            if len(calls) == 2:  # between the run's first and second commit
+                (root / "copy.md").write_text((root / "note3.md").read_text())
+                with Index(tmp_path / "ix") as other:
+                    other.add([root])
+            return embed(self, texts, kind)
+
+        monkeypatch.setattr(MiniLMEmbedder, "embed", embed_then_write)
+        index.embed(commit_every=1)
+        assert len(calls) == 4 and index.store.get_meta(VECTOR_GRAPH_LACKS_META) is None
+        with index.store.reading():
+            live = index.lexical.view().live_mask
+            mapped = DenseView(
+                index.store, fingerprint, live, graph_file=GraphFile(tmp_path / "ix", fingerprint)
+            )
+            exact = DenseView(index.store, fingerprint, live)
+        assert mapped.ids.tolist() == exact.ids.tolist() and len(mapped.newer_ids) == 5  # the copy too

@@ -490,10 +490,13 @@ class IndexWriter:
                 if start == 0:
                     self._record_embedder(description, replace)
                 self.store.put_vectors(fingerprint, [item.text_hash for item in block], np.vstack(vectors))
+                if lacks is not None and self.store.generation() != lacks[2]:
+                    lacks = None  # another write committed meanwhile: what it changed is not known here
                 if lacks is not None:
-                    graph, ids = lacks
+                    graph, ids, generation = lacks
                     ids.update(cid for item in block for cid in item.chunk_ids)
                     self.store.set_meta(VECTOR_GRAPH_LACKS_META, graph.lacks_record(ids))
+                    lacks = (graph, ids, generation + 1)  # the generation this commit makes
             report.embedded += len(block)
             unsaved += len(block)
             if unsaved >= GRAPH_SAVE_EVERY and start + commit_every < len(missing):
@@ -507,13 +510,14 @@ class IndexWriter:
         report.per_second = report.embedded / report.seconds if report.seconds > 0 else 0.0
         return report
 
-    def _graph_lacks(self, fingerprint: str) -> tuple[ann.GraphFile, BitMap] | None:
-        """The saved graph of a folder index and the chunks with a committed vector it lacks, when
-        the index knows them: none when its record says the graph holds exactly the committed
-        vectors, those of the record an earlier (interrupted) run left; None otherwise (readers then
-        list every chunk's vector to find them). An embed run keeps the record in each commit
-        (meta VECTOR_GRAPH_LACKS_META): while it commits between two saves of the graph, a reader
-        of a new generation reads the few hundred new vectors instead of listing a million."""
+    def _graph_lacks(self, fingerprint: str) -> tuple[ann.GraphFile, BitMap, int] | None:
+        """The saved graph of a folder index, the chunks with a committed vector it lacks, and the
+        generation that holds for, when the index knows them: none when its record says the graph
+        holds exactly the committed vectors, those of the record an earlier (interrupted) run left;
+        None otherwise (readers then list every chunk's vector to find them). An embed run keeps the
+        record in each commit (meta VECTOR_GRAPH_LACKS_META) while no other write commits between
+        its own: while it commits between two saves of the graph, a reader of a new generation reads
+        the few hundred new vectors instead of listing a million."""
         if not getattr(self.store, "directory", None) or isinstance(self.store, VectorSearch):
             return None
         graph = ann.GraphFile(self.directory, fingerprint)
@@ -521,11 +525,12 @@ class IndexWriter:
         if stamp is None:
             return None
         with self.store.reading():
+            generation = self.store.generation()
             recorded = self.store.get_meta(VECTOR_GRAPH_META)
             lacks = graph.read_lacks(self.store.get_meta(VECTOR_GRAPH_LACKS_META))
         if recorded and all(json.loads(recorded).get(k) == stamp.get(k) for k in ann.STAMP_KEYS):
-            return graph, BitMap()
-        return (graph, lacks) if lacks is not None else None
+            return graph, BitMap(), generation
+        return (graph, lacks, generation) if lacks is not None else None
 
     def sync_graph(self) -> dict | None:
         """Bring the saved HNSW graph (kenning.signals.ann) up to date with the committed vectors, so
