@@ -22,14 +22,18 @@ class SqliteVectors:
         _chunk_hashes)."""
         held = self._hashes_with_vectors(fingerprint)
         texts: dict[str, str] = {}
-        holders: dict[str, list[int]] = {}
-        for cid, h, title, body in self.conn.execute("SELECT id, text_hash, title, body FROM chunks"):
+        first: dict[str, int] = {}  # a text's first chunk, and (rarely) the others: no list per text
+        others: dict[str, list[int]] = {}
+        rows = self.conn.execute("SELECT id, text_hash, title, body FROM chunks ORDER BY id")
+        for cid, h, title, body in rows:
             if h in held:
                 continue
             if h not in texts:
                 texts[h] = embedding_text(title, unpack_text(body))
-            holders.setdefault(h, []).append(cid)
-        return [MissingText(h, text, tuple(sorted(holders[h]))) for h, text in texts.items()]
+                first[h] = cid
+            else:
+                others.setdefault(h, []).append(cid)
+        return [MissingText(h, text, (first[h], *others.get(h, ()))) for h, text in texts.items()]
 
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
         self._require_txn()
