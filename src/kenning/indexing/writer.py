@@ -26,6 +26,7 @@ from pyroaring import BitMap
 
 from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+from kenning.cache import BoundedCache
 from kenning.entities.collect import EntityCollector
 from kenning.indexing.analysis import Analysed, ChunkAnalysis
 from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
@@ -37,6 +38,8 @@ from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.query.spelling import vocabulary_delta
 from kenning.signals import ann
+from kenning.signals.lengths_file import LengthsFile
+from kenning.signals.lexical import LexicalView
 from kenning.store import StorageError
 from kenning.store.protocols import VectorSearch
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
@@ -250,6 +253,7 @@ class IndexWriter:
                 entities.flush()
         if report.chunks_added or report.chunks_removed or force:
             self.sync_graph()
+            self.save_lengths()
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
@@ -305,6 +309,7 @@ class IndexWriter:
                 self._settle(live, vocab, report)
         if report.files_removed:
             self.sync_graph()
+            self.save_lengths()
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
@@ -531,6 +536,20 @@ class IndexWriter:
         if recorded and all(json.loads(recorded).get(k) == stamp.get(k) for k in ann.STAMP_KEYS):
             return graph, BitMap(), generation
         return (graph, lacks, generation) if lacks is not None else None
+
+    def save_lengths(self) -> None:
+        """Save the committed generation's field lengths and live mask for readers to map
+        (kenning.signals.lengths_file); a folder that cannot take them leaves readers building them."""
+        directory = getattr(self.store, "directory", None)
+        if not directory:
+            return
+        with self.store.reading():
+            snapshot = self.store.read_snapshot()
+            view = LexicalView(self.store, snapshot, BoundedCache(0))
+        try:
+            LengthsFile(directory).save(snapshot, view)
+        except OSError:
+            pass
 
     def sync_graph(self) -> dict | None:
         """Bring the saved HNSW graph (kenning.signals.ann) up to date with the committed vectors, so

@@ -34,6 +34,7 @@ from kenning import kernels
 from kenning.arrays import bitmap_of, sorted_unique
 from kenning.cache import BoundedCache, IndexCaches
 from kenning.signals.base import Channel
+from kenning.signals.lengths_file import LengthsFile
 from kenning.signals.pruning import BLOCK_BITS
 from kenning.topk import top_k
 from kenning.validate import check_number
@@ -191,6 +192,16 @@ class LexicalView:
         self.n_docs = len(self.live)
         self.cache = cache  # keys ("seg", segment, ...) and ("gen", generation, ...): kenning.cache
         self._params_ids: dict[Bm25Params, int] = {}
+        directory = getattr(store, "directory", None)
+        mapped = LengthsFile(directory).open(snapshot) if directory else None
+        if mapped is not None:  # the writer saved this generation's arrays (kenning.signals.lengths_file)
+            self.title_len, self.body_len, self.live_mask, self.max_id = mapped[:4]
+            self.avg_title_len, self.avg_body_len = mapped[4:]
+        else:
+            self._build_arrays(snapshot)
+
+    def _build_arrays(self, snapshot) -> None:
+        """The field lengths and live mask by chunk id, and the mean lengths, from the segments."""
         segments = [self._segment(s) for s in snapshot.segment_ids]
         places = [seg.place for seg in segments]
         self.max_id = max((_last_id(place) for place in places), default=0)

@@ -1,0 +1,115 @@
+"""The lexical view's arrays kept beside a folder index (kenning.signals.lengths_file): the writer
+saves them after each write, a new process maps them, and a file that is not of the reader's commit
+(not saved yet, another index's, damaged) is never used."""
+
+import shutil
+import struct
+
+import numpy as np
+import pytest
+
+from kenning import Index
+from kenning.cache import BoundedCache
+from kenning.indexing.writer import IndexWriter
+from kenning.signals.lengths_file import LengthsFile
+from kenning.signals.lexical import LexicalView
+
+
+def _notes(root, count, start=0):
+    root.mkdir(exist_ok=True)
+    for i in range(start, start + count):
+        words = " ".join(["harbour", "lantern", "mill", "gate"][: 1 + i % 4])
+        (root / f"note{i}.md").write_text(
+            f"# Note {i}\n\nThe {words} keeps {i} lamps lit {'late ' * (i % 7)}.\n"
+        )
+
+
+def _built(index: Index) -> LexicalView:
+    """The view as the segments give it, whatever file there is."""
+    with index.store.reading():
+        view = LexicalView(index.store, index.store.read_snapshot(), BoundedCache(0))
+        view._build_arrays(index.store.read_snapshot())
+    return view
+
+
+def _view(path) -> LexicalView:
+    with Index(path) as index, index.store.reading():
+        return index.lexical.view()
+
+
+def _same(a: LexicalView, b: LexicalView) -> bool:
+    return (
+        a.max_id == b.max_id
+        and np.array_equal(a.title_len[: a.max_id + 1], b.title_len[: b.max_id + 1])
+        and np.array_equal(a.body_len[: a.max_id + 1], b.body_len[: b.max_id + 1])
+        and np.array_equal(a.live_mask[: a.max_id + 1], b.live_mask[: b.max_id + 1])
+        and (a.avg_title_len, a.avg_body_len) == (b.avg_title_len, b.avg_body_len)
+    )
+
+
+def test_a_new_process_maps_the_arrays_the_writer_saved_and_ranks_the_same(tmp_path):
+    root = tmp_path / "notes"
+    _notes(root, 30)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        (root / "note3.md").unlink()  # a deletion: the live mask has a hole
+        _notes(root, 5, start=30)
+        index.add([root])
+        built = _built(index)
+        want = [(h.id, h.score) for h in index.search("harbour lantern lamps", mode="lexical", limit=10).hits]
+    assert (tmp_path / "ix" / "views" / "lengths.bin").is_file()
+    mapped = _view(tmp_path / "ix")
+    assert isinstance(mapped.title_len, np.memmap) and _same(mapped, built)
+    assert mapped.max_id == 35 and int(mapped.live_mask.sum()) == mapped.n_docs == 34  # note3's hole
+    with Index(tmp_path / "ix") as index:
+        got = [(h.id, h.score) for h in index.search("harbour lantern lamps", mode="lexical", limit=10).hits]
+    assert got == want
+
+
+def test_a_file_not_of_the_readers_commit_is_not_used(tmp_path, monkeypatch):
+    root = tmp_path / "notes"
+    _notes(root, 12)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+    saved = (tmp_path / "ix" / "views" / "lengths.bin").read_bytes()
+    other = tmp_path / "other"  # another index written as the first will be: two adds, 12 then 15
+    _notes(other, 12, start=100)
+    with Index(tmp_path / "ix2") as index:
+        index.add([other])
+        _notes(other, 3, start=200)
+        index.add([other])
+    # a commit whose arrays are not saved (yet): the reader builds them
+    monkeypatch.setattr(IndexWriter, "save_lengths", lambda self: None)
+    _notes(root, 3, start=12)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        built = _built(index)
+    stale = _view(tmp_path / "ix")
+    assert not isinstance(stale.title_len, np.memmap) and _same(stale, built) and stale.max_id == 15
+    # another index's file of the same generation and live count, and a damaged one: not used
+    head = struct.unpack_from("<QQQd", (tmp_path / "ix2" / "views" / "lengths.bin").read_bytes(), 16)
+    with Index(tmp_path / "ix") as index:
+        snapshot = index.store.read_snapshot()
+    assert (head[0], head[2]) == (snapshot.generation, len(snapshot.live))  # only the commit time differs
+    assert head[3] != snapshot.last_commit
+    shutil.copy(tmp_path / "ix2" / "views" / "lengths.bin", tmp_path / "ix" / "views" / "lengths.bin")
+    assert not isinstance(_view(tmp_path / "ix").title_len, np.memmap)
+    (tmp_path / "ix" / "views" / "lengths.bin").write_bytes(saved[:100])
+    assert _same(_view(tmp_path / "ix"), built)
+
+
+@pytest.mark.parametrize("how", ["remove", "collection"])
+def test_writes_that_remove_chunks_save_the_arrays_again(tmp_path, how):
+    root = tmp_path / "notes"
+    _notes(root, 10)
+    with Index(tmp_path / "ix") as index:
+        index.add([root], collection="notes")
+        if how == "remove":
+            (root / "note0.md").unlink()
+            index.add([root], collection="notes")
+        else:
+            index.remove_collection("notes")
+        built = _built(index)
+    mapped = _view(tmp_path / "ix")
+    assert isinstance(mapped.title_len, np.memmap) and _same(mapped, built)
+    assert LengthsFile(tmp_path / "ix").path.is_file()
