@@ -370,3 +370,33 @@ def unpack_doc_ids(blob: bytes, count: int) -> np.ndarray:
     """A segment's ids read back as the store reads them (decode_segment), lengths aside."""
     lengths = np.zeros(count, dtype=np.uint16).tobytes()
     return decode_segment(1, (count, blob, lengths, lengths)).doc_ids
+
+
+def test_damaged_compressed_text_is_damaged_text_and_a_search_of_titles_loads_no_zstd(tmp_path):
+    """A flipped byte in a stored zstd frame is DAMAGED_TEXT (kenning's own DamagedText, so catching
+    it needs no zstd); zstd loads only when something is decompressed, which a lexical search that
+    shows titles never does (~1 ms of a new process's first query)."""
+    import subprocess
+    import sys
+
+    from kenning.store.compact import DAMAGED_TEXT, DamagedText, pack_text, unpack_text
+
+    packed = bytearray(pack_text("the harbour lantern keeps the mill gate lit " * 20))
+    packed[len(packed) // 2] ^= 0xFF
+    with pytest.raises(DamagedText) as caught:
+        unpack_text(bytes(packed))
+    assert isinstance(caught.value, DAMAGED_TEXT)
+    (tmp_path / "notes.md").write_text("# Keys\n\n" + "Rotate the signing keys every month. " * 20)
+    with Index(tmp_path / "ix") as index:
+        index.add([tmp_path / "notes.md"])
+    script = (
+        "import sys; from kenning import Index\n"
+        f"ix = Index({str(tmp_path / 'ix')!r})\n"
+        "assert ix.search('signing keys', mode='lexical', detail='heads').hits\n"
+        "print('zstandard' in sys.modules)\n"
+        "assert 'month' in ix.search('signing keys', mode='lexical').hits[0].snippet\n"
+        "print('zstandard' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True"]

@@ -28,7 +28,6 @@ import threading
 import zlib
 
 import numpy as np
-import zstandard
 
 from kenning import kernels
 from kenning.store.checksum import digest_of_columns
@@ -38,15 +37,31 @@ PACK_TEXT_FROM = 256  # characters: shorter bodies are not worth compressing
 TEXT_LEVEL = 1
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # how every zstd frame begins; a zlib stream begins 0x78
 _codecs = threading.local()  # zstd contexts are reused (a new one per body costs more than the body)
+
+
+class DamagedText(ValueError):
+    """Stored text whose zstd frame does not decompress (kenning's own name for zstd's error, so
+    that catching it needs no zstd loaded)."""
+
+
 # what reading damaged stored text raises (zstd frames carry a checksum of their content, as zlib
 # streams do, so a flipped byte is an error rather than other text)
-DAMAGED_TEXT = (zlib.error, zstandard.ZstdError, UnicodeDecodeError)
+DAMAGED_TEXT = (zlib.error, DamagedText, UnicodeDecodeError)
 
 
-def _zstd() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
+def _zstandard():
+    """The zstd module, loaded on first use: a search that decompresses nothing (a lexical query
+    showing titles) never needs it, ~1 ms of a new process's first query."""
+    import zstandard
+
+    return zstandard
+
+
+def _zstd() -> tuple:
     """This thread's zstd compressor and decompressor (a context serves one thread at a time)."""
     pair = getattr(_codecs, "pair", None)
     if pair is None:
+        zstandard = _zstandard()
         pair = _codecs.pair = (
             zstandard.ZstdCompressor(level=TEXT_LEVEL, write_checksum=True),
             zstandard.ZstdDecompressor(),
@@ -66,7 +81,11 @@ def unpack_text(value: str | bytes) -> str:
     if isinstance(value, str):
         return value
     if value[:4] == _ZSTD_MAGIC:
-        raw = _zstd()[1].decompress(value)
+        decompressor = _zstd()[1]
+        try:
+            raw = decompressor.decompress(value)
+        except _zstandard().ZstdError as exc:
+            raise DamagedText(f"stored text does not decompress: {exc}") from exc
     else:  # written by kenning before zstd
         raw = zlib.decompress(value)
     return raw.decode("utf-8", "surrogatepass")
