@@ -64,6 +64,7 @@ def test_a_folder_to_postgres_and_back(folder_index, tmp_path, pg_url, monkeypat
     assert vectors(pg_url) == vectors(folder_index) == vectors(back)
     assert main(["verify", "--store", pg_url, "--full"]) == 0
     assert main(["verify", "--index", str(back), "--full"]) == 0
+    assert (back / "views" / "lengths.bin").is_file()  # its lexical arrays saved, as a write leaves them
     with Index(pg_url) as ix:  # the copy takes new files, with new ids after the copied ones
         assert ix.glossary.is_empty() is False
         extra = tmp_path / "more"
