@@ -113,3 +113,35 @@ def test_writes_that_remove_chunks_save_the_arrays_again(tmp_path, how):
     mapped = _view(tmp_path / "ix")
     assert isinstance(mapped.title_len, np.memmap) and _same(mapped, built)
     assert LengthsFile(tmp_path / "ix").path.is_file()
+
+
+def test_document_frequencies_are_counted_from_row_sizes_only_while_nothing_is_deleted(tmp_path, monkeypatch):
+    """Query feedback asks terms for their df only: counted from the stored rows' sizes (packed rows
+    too) while every chunk the segments hold is live, from the live postings once one is deleted;
+    either way the df the postings give."""
+    root = tmp_path / "notes"
+    _notes(root, 80)  # "harbour" in all 80: a row of its own (over 256 bytes), the rarer ones packed
+    terms = ["harbour", "lantern", "mill", "gate", "lamp", "keep", "late", "note", "absent"]
+    asked = []
+    postings = LexicalView.postings
+    monkeypatch.setattr(LexicalView, "postings", lambda v, ts: asked.append(1) or postings(v, ts))
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        for deleted in (False, True):
+            if deleted:
+                (root / "note5.md").unlink()
+                index.add([root])
+            with index.store.reading():
+                view = index.lexical.view()
+                asked.clear()
+                counted = view.document_frequencies(terms)
+                assert bool(asked) == deleted  # no postings read until a chunk is deleted
+                if not deleted:
+                    segment = view.snapshot.segment_ids[0]
+                    stored = index.store.conn.execute(
+                        "SELECT count(*) FROM postings WHERE segment_id=? AND term='harbour'", (segment,)
+                    ).fetchone()[0]
+                    assert stored == 1  # counted from a row's size, not only from packs
+                found = view.postings(terms)
+            assert counted == {t: (found[t].df if found[t] else 0) for t in terms}
+            assert counted["harbour"] == (79 if deleted else 80) and counted["absent"] == 0

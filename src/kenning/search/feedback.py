@@ -23,6 +23,7 @@ from kenning import signals
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.fusion import FEEDBACK_FUSIONS, fuse
 from kenning.signals.base import Learned, feedback_channel
+from kenning.signals.lexical import idf
 
 
 def applies(state: QueryState) -> bool:
@@ -95,12 +96,11 @@ def expansion_terms(
     plan = state.plan
     skip = set(plan.terms) | {t for i in plan.exclusions for t in i.terms}
     wanted = [t for t in weight if t not in skip and len(t) >= 3 and not analyzer.is_stopword(t)]
-    found = view.postings(wanted)  # one read per segment for all of them (a round trip on a server)
+    df = view.document_frequencies(wanted)  # counted, or one read per segment for all of them
     scored = []
     for term in wanted:
-        postings = found[term]
-        if postings is None or postings.df < 2:
+        if df[term] < 2:
             continue
-        scored.append((weight[term] * view.idf(term), term))
+        scored.append((weight[term] * idf(view.n_docs, df[term]), term))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return [(t, w) for w, t in scored[:n_terms]]
