@@ -66,7 +66,21 @@ def test_a_new_process_maps_the_arrays_the_writer_saved_and_ranks_the_same(tmp_p
     assert got == want
 
 
-def test_a_file_not_of_the_readers_commit_is_not_used(tmp_path, monkeypatch):
+def test_a_commit_that_changes_neither_segments_nor_live_set_keeps_the_file(tmp_path):
+    """An embed run's commits (or any commit that touches neither the segments nor the live set)
+    leave the saved arrays valid: a new process still maps them."""
+    root = tmp_path / "notes"
+    _notes(root, 12)
+    with Index(tmp_path / "ix") as index:
+        index.add([root])
+        before = index.store.generation()
+        with index.store.transaction():
+            index.store.set_meta("note", "a commit of its own")
+        assert index.store.generation() == before + 1
+    assert isinstance(_view(tmp_path / "ix").title_len, np.memmap)
+
+
+def test_a_file_not_of_the_readers_segments_and_live_set_is_not_used(tmp_path, monkeypatch):
     root = tmp_path / "notes"
     _notes(root, 12)
     with Index(tmp_path / "ix") as index:
@@ -87,11 +101,10 @@ def test_a_file_not_of_the_readers_commit_is_not_used(tmp_path, monkeypatch):
     stale = _view(tmp_path / "ix")
     assert not isinstance(stale.title_len, np.memmap) and _same(stale, built) and stale.max_id == 15
     # another index's file of the same generation and live count, and a damaged one: not used
-    head = struct.unpack_from("<QQQd", (tmp_path / "ix2" / "views" / "lengths.bin").read_bytes(), 16)
+    live = struct.unpack_from("<Q", (tmp_path / "ix2" / "views" / "lengths.bin").read_bytes(), 24)[0]
     with Index(tmp_path / "ix") as index:
         snapshot = index.store.read_snapshot()
-    assert (head[0], head[2]) == (snapshot.generation, len(snapshot.live))  # only the commit time differs
-    assert head[3] != snapshot.last_commit
+    assert live == len(snapshot.live) and tuple(snapshot.segment_ids) == (1, 2)  # as ix2's; content differs
     shutil.copy(tmp_path / "ix2" / "views" / "lengths.bin", tmp_path / "ix" / "views" / "lengths.bin")
     assert not isinstance(_view(tmp_path / "ix").title_len, np.memmap)
     (tmp_path / "ix" / "views" / "lengths.bin").write_bytes(saved[:100])

@@ -547,7 +547,7 @@ class IndexWriter:
             snapshot = self.store.read_snapshot()
             view = LexicalView(self.store, snapshot, BoundedCache(0))
         try:
-            LengthsFile(directory).save(snapshot, view)
+            LengthsFile(directory).save(self.store, snapshot, view)
         except OSError:
             pass
 

@@ -1,22 +1,26 @@
-"""The lexical view's corpus-wide arrays of one generation, kept beside a folder index as one file
-that a new process memory-maps instead of building them.
+"""The lexical view's corpus-wide arrays, kept beside a folder index as one file that a new
+process memory-maps instead of building them.
 
 BM25 needs every chunk's title and body length and the live set, as arrays by chunk id. A view
 built them from the segments' stored lengths: at 1M chunks ~10 ms of a new process's first query
 (reading and decoding 4 MB of lengths, filling three corpus-sized arrays), a third of it. The writer
 saves them after each write that changes the live set (`views/lengths.bin`, replaced atomically and
-flushed to disk); a reader of the generation the file names maps it (nothing is read until a
-query's candidates touch their pages), and any other reader (a commit not saved yet, a damaged file,
-a server store with no folder) builds them from the segments as before.
+flushed to disk); a reader whose segments and live set the file was made from maps it (nothing is
+read until a query's candidates touch their pages), and any other reader (a write not saved yet, a
+damaged file, a server store with no folder) builds them from the segments as before.
 
-Layout: a 64-byte header (magic, version, generation, largest chunk id, live chunks, the commit's
-time (another index copied in with the same generation is not taken for it), mean title and body
-lengths), then title lengths (uint16 by chunk id), body lengths (uint16), the live mask (uint8),
+The arrays depend only on the segments and the live set, so the file names those (a digest of the
+segments' ids and content checksums and of the live set): a commit that changes neither (an embed
+run's, a glossary edit) leaves it valid, and another index's file is never taken for this one's.
+
+Layout: a 64-byte header (magic, version, largest chunk id, live chunks, the digest, mean title and
+body lengths), then title lengths (uint16 by chunk id), body lengths (uint16), the live mask (uint8),
 each starting on an 8-byte boundary.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 from pathlib import Path
@@ -25,14 +29,17 @@ import numpy as np
 
 MAGIC = b"KNLENGTH"
 VERSION = 1
-# magic, version, (pad), generation, max id, live chunks, the commit's time, mean title and body lengths
-_HEADER = struct.Struct("<8sIIQQQddd")
+# magic, version, (pad), max id, live chunks, what the arrays were made from, mean title and body lengths
+_HEADER = struct.Struct("<8sIIQQ16sdd")
 HEADER_BYTES = 64
 
 
-def _stamp(snapshot) -> float:
-    """The commit's time (meta last_commit), -1 when the index has none."""
-    return -1.0 if snapshot.last_commit is None else float(snapshot.last_commit)
+def made_from(store, snapshot) -> bytes:
+    """A digest of what a view's arrays depend on: the segments (ids and content checksums, in
+    order) and the live set."""
+    checksums = store.segment_checksums()
+    segments = ";".join(f"{sid}:{checksums.get(sid, '')}" for sid in snapshot.segment_ids)
+    return hashlib.sha256(segments.encode() + b"\0" + snapshot.live.serialize()).digest()[:16]
 
 
 def _aligned(n: int) -> int:
@@ -45,11 +52,11 @@ class LengthsFile:
     def __init__(self, directory: str | os.PathLike):
         self.path = Path(directory) / "views" / "lengths.bin"
 
-    def save(self, snapshot, view) -> None:
+    def save(self, store, snapshot, view) -> None:
         """Write `view`'s arrays (a LexicalView of `snapshot`) in place of the file."""
         size = view.max_id + 1
         header = _HEADER.pack(
-            MAGIC, VERSION, 0, snapshot.generation, view.max_id, view.n_docs, _stamp(snapshot),
+            MAGIC, VERSION, 0, view.max_id, view.n_docs, made_from(store, snapshot),
             view.avg_title_len, view.avg_body_len,
         )  # fmt: skip
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,17 +73,17 @@ class LengthsFile:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def open(self, snapshot):
+    def open(self, store, snapshot):
         """(title lengths, body lengths, live mask, max id, mean title length, mean body length),
-        memory-mapped, if the file is whole and of `snapshot`'s commit; else None."""
+        memory-mapped, if the file is whole and made from `snapshot`'s segments and live set; else
+        None. Call inside store.reading()."""
         try:
             with open(self.path, "rb") as f:
                 head = f.read(HEADER_BYTES)
-                magic, version, _, generation, max_id, live, stamp, avg_title, avg_body = _HEADER.unpack_from(
-                    head
-                )
-                wanted = (MAGIC, VERSION, snapshot.generation, len(snapshot.live), _stamp(snapshot))
-                if (magic, version, generation, live, stamp) != wanted:
+                magic, version, _, max_id, live, digest, avg_title, avg_body = _HEADER.unpack_from(head)
+                if (magic, version, live) != (MAGIC, VERSION, len(snapshot.live)):
+                    return None
+                if digest != made_from(store, snapshot):
                     return None
                 size = max_id + 1
                 title_at = HEADER_BYTES

@@ -194,7 +194,7 @@ class LexicalView:
         self._params_ids: dict[Bm25Params, int] = {}
         self._all_live: bool | None = None  # every chunk the segments hold is live (_nothing_deleted)
         directory = getattr(store, "directory", None)
-        mapped = LengthsFile(directory).open(snapshot) if directory else None
+        mapped = LengthsFile(directory).open(store, snapshot) if directory else None
         if mapped is not None:  # the writer saved this generation's arrays (kenning.signals.lengths_file)
             self.title_len, self.body_len, self.live_mask, self.max_id = mapped[:4]
             self.avg_title_len, self.avg_body_len = mapped[4:]
