@@ -7,6 +7,7 @@ folder it indexes is never read back as documents, and backup tools skip it too.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 CACHEDIR_TAG = "CACHEDIR.TAG"
@@ -35,3 +36,10 @@ def tag_as_cache(folder: Path) -> None:
         )
     except OSError:
         pass
+
+
+def user_cache(name: str) -> Path:
+    """kenning's folder `name` in the user's cache: `$XDG_CACHE_HOME/kenning/NAME`, else
+    `~/.cache/kenning/NAME` (eval indexes, prepared models)."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / "kenning" / name

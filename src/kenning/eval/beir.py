@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kenning.api.index import Index
+from kenning.cachedir import user_cache
 from kenning.search.fusion import FusionParams
 from kenning.signals.lexical import Bm25Params
 from kenning.store import is_server_url
@@ -119,7 +120,7 @@ class EvalReport:
 
 def default_eval_index(dataset_dir: Path, stem: bool) -> Path:
     """A cache directory per dataset (and analyzer setting), so repeated evals reuse their index."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kenning" / "eval"
+    base = user_cache("eval")
     digest = hashlib.sha1(f"{dataset_dir.resolve()}|stem={stem}".encode()).hexdigest()[:10]
     return base / f"{dataset_dir.resolve().name}-{digest}"
 

@@ -131,19 +131,20 @@ def _prepared_session(ort, options, path: Path, optimise: bool, int8: bool):
             prepared.discard()
     model, rewritten = _model_bytes(path, optimise, int8)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    for keeping in (True, False) if prepared else (False,):
-        options.optimized_model_filepath = str(prepared.making) if keeping else ""
+    if prepared:
+        options.optimized_model_filepath = str(prepared.making)
         try:
             session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own exception types
-            if keeping:  # the prepared copy could not be written (a full disk): load without it
-                prepared.discard()
-                continue
-            raise EmbedderError(f"minilm embedder: cannot load ONNX model {path}: {exc}") from exc
-        if keeping:
             prepared.keep(rewritten)
-        return session, rewritten
-    raise AssertionError("unreachable")
+            return session, rewritten
+        except Exception:  # the prepared copy could not be written (a full disk): load without it
+            prepared.discard()
+            options.optimized_model_filepath = ""
+    try:
+        session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own exception types
+        raise EmbedderError(f"minilm embedder: cannot load ONNX model {path}: {exc}") from exc
+    return session, rewritten
 
 
 def _load_session(path: Path, threads: int, optimise: bool = True, int8: bool = False):

@@ -21,6 +21,8 @@ import json
 import os
 from pathlib import Path
 
+from kenning.cachedir import user_cache
+
 MODEL_CACHE_ENV = "KENNING_MODEL_CACHE"
 _REWRITE_CODE = Path(__file__).with_name("_onnx_graph.py")
 
@@ -30,10 +32,7 @@ def cache_folder() -> Path | None:
     chosen = os.environ.get(MODEL_CACHE_ENV, "").strip()
     if chosen.lower() == "off":
         return None
-    if chosen:
-        return Path(chosen).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "kenning" / "models"
+    return Path(chosen).expanduser() if chosen else user_cache("models")
 
 
 class PreparedModel:
