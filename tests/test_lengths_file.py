@@ -128,10 +128,10 @@ def test_writes_that_remove_chunks_save_the_arrays_again(tmp_path, how):
     assert LengthsFile(tmp_path / "ix").path.is_file()
 
 
-def test_document_frequencies_are_counted_from_row_sizes_only_while_nothing_is_deleted(tmp_path, monkeypatch):
-    """Query feedback asks terms for their df only: counted from the stored rows' sizes (packed rows
-    too) while every chunk the segments hold is live, from the live postings once one is deleted;
-    either way the df the postings give."""
+def test_term_counts_come_from_row_sizes_and_count_deleted_chunks_until_a_merge(tmp_path, monkeypatch):
+    """Query feedback weighs terms by idf alone: their counts come from the stored rows' sizes (packed
+    rows too), never from reading postings, over every chunk the segments hold, deleted ones included
+    until a merge drops them (as Lucene counts df); scoring keeps the live postings' df."""
     root = tmp_path / "notes"
     _notes(root, 80)  # "harbour" in all 80: a row of its own (over 256 bytes), the rarer ones packed
     terms = ["harbour", "lantern", "mill", "gate", "lamp", "keep", "late", "note", "absent"]
@@ -140,6 +140,8 @@ def test_document_frequencies_are_counted_from_row_sizes_only_while_nothing_is_d
     monkeypatch.setattr(LexicalView, "postings", lambda v, ts: asked.append(1) or postings(v, ts))
     with Index(tmp_path / "ix") as index:
         index.add([root])
+        gone = set(index.analyzer.terms((root / "note5.md").read_text()))  # the chunk deleted below
+        assert gone >= {"harbour", "lantern", "late"} and "mill" not in gone
         for deleted in (False, True):
             if deleted:
                 (root / "note5.md").unlink()
@@ -147,8 +149,8 @@ def test_document_frequencies_are_counted_from_row_sizes_only_while_nothing_is_d
             with index.store.reading():
                 view = index.lexical.view()
                 asked.clear()
-                counted = view.document_frequencies(terms)
-                assert bool(asked) == deleted  # no postings read until a chunk is deleted
+                held, counted = view.term_counts(terms)
+                assert not asked  # no postings read
                 if not deleted:
                     segment = view.snapshot.segment_ids[0]
                     stored = index.store.conn.execute(
@@ -156,5 +158,7 @@ def test_document_frequencies_are_counted_from_row_sizes_only_while_nothing_is_d
                     ).fetchone()[0]
                     assert stored == 1  # counted from a row's size, not only from packs
                 found = view.postings(terms)
-            assert counted == {t: (found[t].df if found[t] else 0) for t in terms}
-            assert counted["harbour"] == (79 if deleted else 80) and counted["absent"] == 0
+                live = {t: (found[t].df if found[t] else 0) for t in terms}
+            assert held == 80 and view.n_docs == (79 if deleted else 80)
+            assert counted["harbour"] == 80 and counted["absent"] == 0
+            assert counted == {t: live[t] + (deleted and t in gone) for t in terms}

@@ -158,6 +158,8 @@ def test_segments_postings_and_positions(store):
     assert got["alpha"].ids.tolist() == ids and got["alpha"].tf_body.tolist() == [2, 1]
     assert store.load_positions(seg, "alpha", "body").tolist() == [3, 5, 0]
     assert store.load_positions(seg, "gamma", "body") is None
+    assert store.posting_counts([seg], ["alpha", "beta", "gamma"]) == {"alpha": 2, "beta": 1, "gamma": 0}
+    assert store.posting_counts([], ["alpha"]) == {"alpha": 0}
     every = list(store.iter_segment_postings(seg))
     assert [p.term for p in every] == ["alpha", "beta"] and isinstance(every[0], SegmentPostings)
     assert every[1].pos_body.tolist() == [7]

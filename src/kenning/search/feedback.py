@@ -96,11 +96,11 @@ def expansion_terms(
     plan = state.plan
     skip = set(plan.terms) | {t for i in plan.exclusions for t in i.terms}
     wanted = [t for t in weight if t not in skip and len(t) >= 3 and not analyzer.is_stopword(t)]
-    df = view.document_frequencies(wanted)  # counted, or one read per segment for all of them
+    held, df = view.term_counts(wanted)  # counted from the rows' sizes: no postings read
     scored = []
     for term in wanted:
         if df[term] < 2:
             continue
-        scored.append((weight[term] * idf(view.n_docs, df[term]), term))
+        scored.append((weight[term] * idf(held, df[term]), term))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return [(t, w) for w, t in scored[:n_terms]]

@@ -77,21 +77,25 @@ class SqlitePostings:
             )
         return out
 
-    def posting_counts(self, segment_id: int, terms: Sequence[str]) -> dict[str, int]:
-        """Each of `terms` the segment holds, with its number of postings, from the size of its row
-        (ids are four bytes each): no postings read (the 70 commonest terms' rows at 1M chunks are
-        91 MB, their sizes 0.7 ms)."""
-        out: dict[str, int] = {}
-        for batch in batches(list(terms)):
-            out.update(
-                self.conn.execute(
-                    "SELECT term, length(ids) / 4 FROM postings"
-                    f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
-                    (segment_id, *batch),
+    def posting_counts(self, segment_ids: Sequence[int], terms: Sequence[str]) -> dict[str, int]:
+        """Each of `terms` with its number of postings summed over the segments, deleted chunks'
+        included, from the size of its rows (ids are four bytes each): no postings read (the 70
+        commonest terms' rows at 1M chunks are 91 MB, their sizes 0.7 ms)."""
+        out = dict.fromkeys(terms, 0)
+        for segment_id in segment_ids:
+            found: dict[str, int] = {}
+            for batch in batches(list(terms)):
+                found.update(
+                    self.conn.execute(
+                        "SELECT term, length(ids) / 4 FROM postings"
+                        f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
+                        (segment_id, *batch),
+                    )
                 )
-            )
-        for row in self._packed_rows(segment_id, [t for t in terms if t not in out]):
-            out[row[0]] = len(row[1]) // 4
+            for row in self._packed_rows(segment_id, [t for t in terms if t not in found]):
+                found[row[0]] = len(row[1]) // 4
+            for term, n in found.items():
+                out[term] += n
         return out
 
     def _packed_rows(self, segment_id: int, terms: Sequence[str]) -> list[tuple]:
