@@ -115,17 +115,51 @@ static PyObject *roaring_bytes(PyObject *self, PyObject *arg)
     return out;
 }
 
-/* The saturated term frequency of one field, as kenning.signals.lexical.saturate computes it. */
-static double saturate(double tf, double length, double avg, int variant, double k1, double b,
-                       double delta)
+/* A field's length normalisation, and the saturated term frequency of one field from it: together
+ * what kenning.signals.lexical.saturate computes, in its order of operations. */
+static double field_norm(double length, double avg, double b)
 {
-    double norm = (1.0 - b) + b * (avg > 0 ? length / avg : 1.0);
+    return (1.0 - b) + b * (avg > 0 ? length / avg : 1.0);
+}
+
+static double saturate_norm(double tf, double norm, int variant, double k1, double delta)
+{
     if (variant == 0)
         return tf * (k1 + 1.0) / (tf + k1 * norm);
     if (variant == 1)
         return tf * (k1 + 1.0) / (tf + k1 * norm) + delta;
     double c = tf / norm + delta;
     return (k1 + 1.0) * c / (k1 + c);
+}
+
+/* A common term's postings meet the same few thousand field lengths over and over, and each
+ * saturation cost two divisions (a third of a million postings: ~4 ms). From TABLE_FROM postings a
+ * call first tabulates, for the lengths below NORM_TABLE, each field's norm and its saturation at
+ * tf 1 (most postings): each entry is the same expression on the same values, so the scores do not
+ * change by a bit. */
+#define NORM_TABLE 4096
+#define TABLE_FROM 16384
+
+typedef struct {
+    const double *norm, *once; /* by length below NORM_TABLE; NULL: no table */
+    double avg;
+} FieldTable;
+
+static double saturate_field(const FieldTable *t, uint16_t tf, uint16_t length, int variant, double k1,
+                             double b, double delta)
+{
+    if (t->norm != NULL && length < NORM_TABLE)
+        return tf == 1 ? t->once[length] : saturate_norm((double)tf, t->norm[length], variant, k1, delta);
+    return saturate_norm((double)tf, field_norm((double)length, t->avg, b), variant, k1, delta);
+}
+
+static void fill_table(double *norm, double *once, double avg, int variant, double k1, double b,
+                       double delta)
+{
+    for (int length = 0; length < NORM_TABLE; length++) {
+        norm[length] = field_norm((double)length, avg, b);
+        once[length] = saturate_norm(1.0, norm[length], variant, k1, delta);
+    }
 }
 
 PyDoc_STRVAR(weigh_doc,
@@ -155,6 +189,7 @@ static PyObject *weigh(PyObject *self, PyObject *args)
     Py_buffer views[5];
     int got = 0;
     PyObject *out = NULL;
+    double *tables = NULL; /* the fields' norm tables, for a common term */
     for (; got < 5; got++)
         if (get_buffer(objects[got], &views[got], itemsizes[got], names[got]) < 0)
             goto done;
@@ -176,18 +211,31 @@ static PyObject *weigh(PyObject *self, PyObject *args)
     out = PyBytes_FromStringAndSize(NULL, n * 8);
     if (out == NULL)
         goto done;
+    FieldTable title = {NULL, NULL, avg_t}, body = {NULL, NULL, avg_b};
+    if (n >= TABLE_FROM) {
+        tables = PyMem_Malloc(4 * NORM_TABLE * sizeof(double));
+        if (tables == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        fill_table(tables, tables + NORM_TABLE, avg_t, variant, k1, b, delta);
+        fill_table(tables + 2 * NORM_TABLE, tables + 3 * NORM_TABLE, avg_b, variant, k1, b, delta);
+        title.norm = tables, title.once = tables + NORM_TABLE;
+        body.norm = tables + 2 * NORM_TABLE, body.once = tables + 3 * NORM_TABLE;
+    }
     double *restrict w = (double *)PyBytes_AS_STRING(out);
     /* a field's saturation only where the term occurs in it: most postings have no title
      * occurrence, and the branch is well predicted */
     for (Py_ssize_t i = 0; i < n; i++) {
         double acc = 0.0;
         if (use_title && tft[i] > 0)
-            acc += tw * saturate((double)tft[i], (double)tl[ids[i]], avg_t, variant, k1, b, delta);
+            acc += tw * saturate_field(&title, tft[i], tl[ids[i]], variant, k1, b, delta);
         if (use_body && tfb[i] > 0)
-            acc += bw * saturate((double)tfb[i], (double)bl[ids[i]], avg_b, variant, k1, b, delta);
+            acc += bw * saturate_field(&body, tfb[i], bl[ids[i]], variant, k1, b, delta);
         w[i] = idf * acc;
     }
 done:
+    PyMem_Free(tables);
     while (got > 0)
         PyBuffer_Release(&views[--got]);
     if (PyErr_Occurred()) {
