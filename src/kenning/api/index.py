@@ -16,10 +16,8 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
-from kenning.api.documents import Document, assemble, matching_paths, parse_ref
 from kenning.api.request import build_request
 from kenning.cache import IndexCaches
-from kenning.entities.graph import EntityGraph
 from kenning.glossary.glossary import Glossary
 from kenning.models.embed.base import EmbedderError
 from kenning.models.endpoints import REMOTE_BACKENDS, EndpointError, not_configured, user_endpoint
@@ -41,6 +39,9 @@ from kenning.store import ChunkRow, StorageError, is_server_url, open_store
 from kenning.store.protocols import VectorSearch
 
 if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
+    # (nor the documents API or the entity graph: importing kenning is most of a command's start)
+    from kenning.api.documents import Document
+    from kenning.entities.graph import EntityGraph
     from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
 
 DEFAULT_INDEX_DIR = ".kenning"
@@ -122,9 +123,13 @@ class Index:
         """The entity graph of the current generation (built once per generation)."""
         with self.store.reading():
             snapshot = self.store.read_snapshot()
-            return self.caches.view(
-                snapshot.generation, "graph", lambda: EntityGraph.load(self.store, snapshot.live)
-            )
+            return self._graph_of(snapshot.generation, snapshot.live)
+
+    def _graph_of(self, generation: int, live: BitMap) -> EntityGraph:
+        """A generation's entity graph, built once."""
+        from kenning.entities.graph import EntityGraph
+
+        return self.caches.view(generation, "graph", lambda: EntityGraph.load(self.store, live))
 
     def entity_neighbours(self, name: str, limit: int = 20, scoring: str = "relatedness") -> dict:
         """An entity (as written, any case or accents) and its neighbours with a, b, k, z and weight.
@@ -189,9 +194,7 @@ class Index:
                 resolve_filters=self._resolve_filters,
                 reranker=self._reranker(request.rerank),
             )
-            ctx.graph = lambda: self.caches.view(
-                view.generation, "graph", lambda: EntityGraph.load(self.store, view.live)
-            )
+            ctx.graph = lambda: self._graph_of(view.generation, view.live)
             ctx.substring = lambda: self._substring_view(view)
             mode = request.mode
             if mode == "auto":
@@ -378,6 +381,8 @@ class Index:
     def read(self, ref: str | int) -> Document | None:
         """A document (or one chunk, or a line range of a document) as it reads, each line once and
         numbered (kenning.api.documents); None when the index holds nothing under `ref`."""
+        from kenning.api.documents import assemble, parse_ref
+
         rows, line_range = self.get(ref), None
         if not rows:
             doc_ref, line_range = parse_ref(str(ref))
@@ -394,6 +399,8 @@ class Index:
     def read_many(self, refs: str | list[str], max_chars: int = 50_000) -> dict:
         """Several documents: a glob over the indexed paths (`notes/*.md`) or a list of references,
         until `max_chars`; what did not fit or was not found is listed, never dropped silently."""
+        from kenning.api.documents import matching_paths
+
         if isinstance(refs, str):
             with self.store.reading():
                 paths = sorted(s.path for s in self.store.sources())

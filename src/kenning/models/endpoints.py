@@ -23,7 +23,6 @@ OPENAI_API_KEY), never from a file kenning writes.
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 REMOTE_BACKENDS = ("openai", "ollama")
@@ -53,6 +52,8 @@ def user_endpoint(backend: str) -> str | None:
         if value:
             return _with_scheme(value)
     path = user_config_path()
+    import tomllib  # only when the environment names no endpoint (kenning's import: ~1.5 ms)
+
     try:
         with open(path, "rb") as fh:
             config = tomllib.load(fh)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -163,7 +162,7 @@ class HttpEmbedder:
             reason = exc.reason
             if isinstance(reason, ConnectionRefusedError):
                 raise _Transient(f"{where}: connection refused (is the server running?)") from None
-            if isinstance(reason, TimeoutError | socket.timeout):
+            if isinstance(reason, TimeoutError):  # socket.timeout is TimeoutError
                 raise _Transient(f"{where}: no answer within {budget:g} s") from None
             raise _Transient(f"{where}: cannot connect ({reason})") from None
         except TimeoutError:

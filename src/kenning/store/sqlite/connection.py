@@ -7,7 +7,6 @@ intact, and WAL mode lets searches in other processes read a consistent snapshot
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import sqlite3
 import time
@@ -30,7 +29,16 @@ from kenning.store.sqlite.schema import (
 )
 
 DB_NAME = "index.db"
-LOG = logging.getLogger("kenning")
+
+
+def _log():
+    """The `kenning` logger, for the rare notes a connection makes (a writer waiting for another):
+    logging loads only then (~2 ms of a search process's start)."""
+    import logging
+
+    return logging.getLogger("kenning")
+
+
 BATCH = 500  # ids per `IN (...)` list: well under SQLite's limit on bound parameters
 
 
@@ -309,7 +317,7 @@ class SqliteConnection(CommitsCommon):
         try:
             self.conn.execute("PRAGMA journal_mode=WAL")
         except sqlite3.OperationalError as exc:
-            LOG.debug("the index at %s keeps a rollback journal until reopened: %s", self.directory, exc)
+            _log().debug("the index at %s keeps a rollback journal until reopened: %s", self.directory, exc)
 
     def _begin_writing(self) -> None:
         self.conn.execute("PRAGMA busy_timeout=0")
@@ -321,7 +329,7 @@ class SqliteConnection(CommitsCommon):
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise StorageError(f"cannot write the index at {self.directory}: {exc}") from exc
             wait = lock_timeout()
-            LOG.warning(
+            _log().warning(
                 "the index at %s is being written by another process; waiting up to %g s for it",
                 self.directory,
                 wait,
