@@ -18,7 +18,9 @@ query in a new process are the real thing:
   workers; tantivy indexes in threads) and of all of them together (sampled every 50 ms), disk size
   of the index directory;
 - first query: opening the index and answering one query in a fresh process, p50/p95 (the import of
-  the package is timed apart: it does not grow with the index);
+  the package is timed apart: it does not grow with the index), --first queries, one process each;
+  before each, the index's files are read into the page cache (--first-cache warm: a new process
+  on a machine in use) or dropped from it (cold: a machine just started), for both systems alike;
 - warm: one process answers half the queries to warm up, then the other half, each timed, p50/p95
   (common terms recur, rare ones are new: a steady state, not a replay); the medians of --rounds
   such processes;
@@ -458,10 +460,33 @@ def median_build(rounds: list[dict]) -> dict:
     }
 
 
+def page_cache(directory: Path, state: str) -> None:
+    """Every file of an index in the page cache ("warm": read whole) or out of it ("cold": synced,
+    then posix_fadvise DONTNEED), so that the systems measured one after the other start alike
+    ("as-is" leaves it). This machine pages out file pages untouched for about a minute (DAMON
+    reclaim: /sys/kernel/mm/damon), so an index built or read a minute before the other one's
+    started colder: the first queries right after the builds read kenning's postings from the disk
+    (built first) and tantivy's from memory (built last)."""
+    if state == "as-is":
+        return
+    if state == "cold":
+        os.sync()
+    buffer = bytearray(1 << 20)
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        with open(path, "rb", buffering=0) as fh:
+            if state == "cold":
+                os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            else:
+                while fh.readinto(buffer):
+                    pass
+
+
 def measure_queries(tier: Path, queries: list[str], args) -> dict[str, dict]:
     """First queries (fresh processes) and warm rounds, the systems alternating run by run, so that a
     slow stretch of the machine falls on both and their ratio holds (this machine's speed moves by
-    tens of percent over minutes); then the soak. Warm p50 and p95 are the medians of the rounds'."""
+    tens of percent over minutes); then the soak. Warm p50 and p95 are the medians of the rounds'.
+    Before each first-query process its index's files are put in the page cache state
+    `args.first_cache` (page_cache), and before each warm process in the cache."""
     systems = args.systems
     firsts = {s: [] for s in systems}
     imports = {s: [] for s in systems}
@@ -469,6 +494,7 @@ def measure_queries(tier: Path, queries: list[str], args) -> dict[str, dict]:
     for i in range(args.first):
         one.write_text(json.dumps([queries[i % len(queries)]]))
         for system in systems:
+            page_cache(tier / f"index-{system}", args.first_cache)
             first = run_worker("first", system, tier / f"index-{system}", one)
             firsts[system].append(first["seconds"])
             imports[system].append(first["import_s"])
@@ -491,6 +517,7 @@ def warm_rounds(system: str, tier: Path, rounds: int) -> dict:
     """One system's warm p50 / p95 on one tier: the medians over `rounds` warm processes."""
     p50s, p95s = [], []
     for _ in range(rounds):
+        page_cache(tier / f"index-{system}", "warm")
         times = run_worker("warm", system, tier / f"index-{system}", tier / "queries.json")["times"]
         p50s.append(1000 * statistics.median(times))
         p95s.append(1000 * percentile(times, 0.95))
@@ -590,7 +617,7 @@ def run_tier(n: int, stats: dict, args) -> dict:
     queries = make_queries(tier, stats, args.queries)
     (tier / "queries.json").write_text(json.dumps(queries))
     print(f"[{n:,} chunks] corpus ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    result = {"chunks_requested": n, "queries": len(queries)}
+    result = {"chunks_requested": n, "queries": len(queries), "first_cache": args.first_cache}
     builds = {system: [] for system in args.systems}
     for _ in range(args.build_rounds):  # the systems in turn, round after round
         for system in args.systems:
@@ -646,7 +673,8 @@ ROWS = [
 def table(results: list[dict], systems: list[str]) -> str:
     lines = []
     for res in results:
-        lines.append(f"{res['chunks_requested']:,} chunks, {res['queries']} queries")
+        cache = f", first queries with the index files {res['first_cache']}" if "first_cache" in res else ""
+        lines.append(f"{res['chunks_requested']:,} chunks, {res['queries']} queries{cache}")
         head = f"  {'':22s}" + "".join(f"{s:>12s}" for s in systems)
         if "tantivy" in systems and "kenning" in systems:
             head += f"{'ratio':>10s}"
@@ -706,6 +734,13 @@ def main() -> None:
     ap.add_argument("--systems", default="kenning,tantivy")
     ap.add_argument("--queries", type=int, default=400, help="distinct queries per tier (half warm up)")
     ap.add_argument("--first", type=int, default=10, help="fresh processes for the first-query latency")
+    ap.add_argument(
+        "--first-cache",
+        choices=["warm", "cold", "as-is"],
+        default="warm",
+        help="each index's files before its first-query process: all in the page cache (warm), none "
+        "(cold: a machine just started), or as the runs before left them (as-is)",
+    )
     ap.add_argument("--soak", type=int, default=10_000, help="queries in the soak process (0: skip)")
     ap.add_argument("--rounds", type=int, default=3, help="warm processes per system and tier (medians)")
     ap.add_argument(
