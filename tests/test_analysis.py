@@ -16,6 +16,15 @@ def test_accent_and_case_folding():
     assert a.terms("Dantès") == a.terms("dantes")
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=20))
+def test_an_ascii_token_folds_as_the_full_normalisation_folds_it(token):
+    """fold() gives ASCII its lower case without normalising: the same as casefold, NFKD, stripping
+    combining marks and NFC give."""
+    full = unicodedata.normalize("NFC", unicodedata.normalize("NFKD", token.casefold()))
+    assert fold(token) == full
+
+
 def test_stemming_is_switchable():
     assert Analyzer().terms("running databases") == ["run", "databas"]
     assert Analyzer(AnalyzerConfig(stem=False)).terms("running databases") == ["running", "databases"]

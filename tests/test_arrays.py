@@ -37,6 +37,30 @@ def test_a_lexical_search_does_not_import_numpy_ma(tmp_path):
     assert run.stdout.strip() == "False"
 
 
+def test_a_lexical_search_process_loads_no_module_only_other_features_need(tmp_path):
+    """Importing kenning is most of a command's start: logging, tomllib, sockets, thread pools, the
+    documents API and the entity graph load with the features that use them, and the wide CJK
+    pattern with the first text outside ASCII."""
+    (tmp_path / "notes.md").write_text("# Keys\n\nRotate the signing keys every month.\n")
+    with Index(tmp_path / "ix") as index:
+        index.add([tmp_path / "notes.md"])
+    deferred = [
+        "logging", "tomllib", "socket", "concurrent.futures", "kenning.api.documents",
+        "kenning.entities.graph",
+    ]  # fmt: skip
+    script = (
+        "import sys; from kenning import Index; from kenning.analysis import analyzer\n"
+        f"ix = Index({str(tmp_path / 'ix')!r})\n"
+        "assert ix.search('signing keys rotate', mode='lexical').hits\n"
+        f"print([m for m in {deferred!r} if m in sys.modules], analyzer._pattern.cache_info().currsize)\n"
+        "assert ix.search('キー', mode='lexical') is not None\n"
+        "print(analyzer._pattern.cache_info().currsize)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[:2] == ["[] 0", "2"]  # both wide patterns, for the first non-ASCII text
+
+
 def test_bitmap_of_holds_exactly_the_ids_whatever_their_dtype():
     from pyroaring import BitMap
 
