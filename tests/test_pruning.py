@@ -5,6 +5,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyroaring import BitMap
 
 import kenning.signals.pruning as pruning
@@ -234,3 +236,18 @@ def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
         assert len(narrowings) == checked  # every few-candidate check went by positions first
     else:
         assert narrowings == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_where_some_postings_positions_begin_is_the_frequencies_before_them(data):
+    """The phrase check reads a few chunks' slices of a term's positions: each begins after the term
+    frequencies of every posting before it, summed by runs (the first posting among them or not)."""
+    import numpy as np
+
+    from kenning.signals.lexical import _starts_at
+
+    tf = np.array(data.draw(st.lists(st.integers(0, 70_000 // 50), min_size=1, max_size=50)), dtype=np.uint16)
+    at = np.array(sorted(data.draw(st.sets(st.integers(0, len(tf) - 1), min_size=1))), dtype=np.int64)
+    before = np.concatenate(([0], np.cumsum(tf.astype(np.int64))))
+    assert _starts_at(tf, at).tolist() == before[at].tolist()
