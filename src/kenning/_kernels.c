@@ -133,7 +133,7 @@ static double saturate_norm(double tf, double norm, int variant, double k1, doub
 }
 
 /* A common term's postings meet the same few thousand field lengths over and over, and each
- * saturation cost two divisions (a third of a million postings: ~4 ms). From TABLE_FROM postings a
+ * saturation cost two divisions (168k postings of one word at 1M chunks: ~4 ms). From TABLE_FROM postings a
  * call first tabulates, for the lengths below NORM_TABLE, each field's norm and its saturation at
  * tf 1 (most postings): each entry is the same expression on the same values, so the scores do not
  * change by a bit. */
