@@ -158,10 +158,73 @@ def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, 
     coord = floor + (1.0 - floor) * (matched[held] / clauses)
     want_ids, want_scores = top_k(held, sums[held] * coord, k)
     maxima = [float(s.max()) if len(s) else 0.0 for s in scores]
-    got_ids, got_scores, scored, essential = kernels.maxscore(ids, scores, maxima, clauses, floor, k, allowed)
+    given_maxima = [m if rng.random() < 0.5 else None for m in maxima]  # None: the kernel finds it
+    got_ids, got_scores, scored, essential, found = kernels.maxscore(
+        ids, scores, given_maxima, clauses, floor, k, allowed
+    )
     assert got_ids.tolist() == want_ids.tolist()
     assert np.array_equal(got_scores.view(np.uint64), want_scores.view(np.uint64))
     assert len(want_ids) <= scored <= len(held) and 0 <= essential <= terms
+    assert list(found) == maxima
+
+
+@native
+@settings(max_examples=150, deadline=None)
+@given(
+    params=PARAMS,
+    seed=st.integers(0, 2**32 - 1),
+    terms=st.integers(1, 4),
+    # past 16,384 postings in all, the kernel weighs with the norm tables as weigh() does
+    chunks=st.sampled_from([600, 6000, 40_000]),
+    k=st.integers(1, 20),
+)
+def test_maxscore_weighing_on_demand_equals_weighed_lists(params, seed, terms, chunks, k):
+    """Postings MaxScore weighs itself (only those it visits) give the same top k, to the bit, as the
+    same postings weighed whole by weigh() and times their clause's weight; and the maxima it finds
+    without weighing every posting (the shortest length of each frequency, one field at a time)
+    are the weighed lists' largest values. Frequencies past the kernel's buckets (64), terms
+    in both fields, field-restricted terms and lengths past the norm table are all drawn."""
+    rng = np.random.default_rng(seed)
+    # (a field that holds the term is never empty: an empty one with b = 1 weighs to NaN either way)
+    tl = rng.integers(1, 12, chunks).astype(np.uint16)
+    bl = rng.integers(1, 400, chunks).astype(np.uint16)
+    bl[rng.random(chunks) < 0.05] = rng.integers(4096, 65535)
+    avg_t, avg_b = float(tl.mean()), float(bl.mean())
+    ids, specs, weighed_scores = [], [], []
+    for _ in range(terms):
+        n = int(rng.integers(0, chunks // 2))
+        term_ids = np.sort(rng.choice(chunks, n, replace=False)).astype(np.int64)
+        tft = np.where(rng.random(n) < 0.1, rng.integers(1, 4, n), 0).astype(np.uint16)
+        tfb = np.where(rng.random(n) < 0.8, 1, rng.integers(0, 90, n)).astype(np.uint16)
+        field = rng.choice([None, "title", "body"], p=[0.8, 0.1, 0.1])
+        weight = float(rng.choice([1.0, 1.6, 2.5]))
+        idf = float(rng.random() * 8)
+        full = kernels.weigh(term_ids, tft, tfb, tl, bl, avg_t, avg_b, params, idf, field)
+        ids.append(term_ids)
+        specs.append(kernels.weighed(tft, tfb, idf, weight, field))
+        weighed_scores.append(full * weight if weight != 1.0 else full)
+    maxima = [float(s.max()) if len(s) else 0.0 for s in weighed_scores]
+    clauses = terms + int(rng.integers(0, 2))
+    want = kernels.maxscore(ids, weighed_scores, maxima, clauses, 0.5, k, None)
+    weighing = kernels.weighing_of(tl, bl, avg_t, avg_b, params)
+    got = kernels.maxscore(ids, specs, [None] * terms, clauses, 0.5, k, None, weighing)
+    assert got[0].tolist() == want[0].tolist()
+    assert np.array_equal(got[1].view(np.uint64), want[1].view(np.uint64))
+    # (equal but for rounding: a longer field's saturation can round an ulp above a shorter one's when
+    # b / avg is tiny; MaxScore's bounds carry a 1e-9 margin for such)
+    assert np.allclose(got[4], maxima, rtol=1e-12, atol=0)
+
+
+@native
+def test_maxscore_rejects_ids_without_lengths():
+    """A chunk id past the lengths is an error, not a read outside them."""
+    lengths = np.ones(10, dtype=np.uint16)
+    ids = np.array([3, 12], dtype=np.int64)
+    tf = np.ones(2, dtype=np.uint16)
+    weighing = kernels.weighing_of(lengths, lengths, 1.0, 1.0, Bm25Params())
+    for maxima in ([None], [5.0]):
+        with pytest.raises(IndexError, match="no length"):
+            kernels.maxscore([ids], [kernels.weighed(tf, tf, 2.0, 1.0)], maxima, 1, 1.0, 3, None, weighing)
 
 
 @native

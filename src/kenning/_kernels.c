@@ -162,6 +162,30 @@ static void fill_table(double *norm, double *once, double avg, int variant, doub
     }
 }
 
+/* What weighing one posting needs besides the posting: the fields' lengths by chunk id, the BM25
+ * parameters and the fields' tables (when tabulated). */
+typedef struct {
+    const uint16_t *tl, *bl;
+    Py_ssize_t chunks;
+    int variant;
+    double k1, b, delta, tw, bw;
+    FieldTable title, body;
+} Weighing;
+
+/* One posting's weighted score: idf x (tw x S_title + bw x S_body). A field's saturation only where
+ * the term occurs in it: most postings have no title occurrence, and the branch is well predicted.
+ * weigh() and MaxScore's scores on demand both call this, so they agree to the last bit. */
+static inline double weigh_one(const Weighing *w, uint16_t tft, uint16_t tfb, int64_t id, double idf,
+                               int use_title, int use_body)
+{
+    double acc = 0.0;
+    if (use_title && tft > 0)
+        acc += w->tw * saturate_field(&w->title, tft, w->tl[id], w->variant, w->k1, w->b, w->delta);
+    if (use_body && tfb > 0)
+        acc += w->bw * saturate_field(&w->body, tfb, w->bl[id], w->variant, w->k1, w->b, w->delta);
+    return idf * acc;
+}
+
 PyDoc_STRVAR(weigh_doc,
              "weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, variant, k1, b,\n"
              "      delta, title_weight, body_weight, idf, use_title, use_body) -> bytes\n\n"
@@ -224,16 +248,9 @@ static PyObject *weigh(PyObject *self, PyObject *args)
         body.norm = tables + 2 * NORM_TABLE, body.once = tables + 3 * NORM_TABLE;
     }
     double *restrict w = (double *)PyBytes_AS_STRING(out);
-    /* a field's saturation only where the term occurs in it: most postings have no title
-     * occurrence, and the branch is well predicted */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double acc = 0.0;
-        if (use_title && tft[i] > 0)
-            acc += tw * saturate_field(&title, tft[i], tl[ids[i]], variant, k1, b, delta);
-        if (use_body && tfb[i] > 0)
-            acc += bw * saturate_field(&body, tfb[i], bl[ids[i]], variant, k1, b, delta);
-        w[i] = idf * acc;
-    }
+    Weighing how = {tl, bl, chunks, variant, k1, b, delta, tw, bw, title, body};
+    for (Py_ssize_t i = 0; i < n; i++)
+        w[i] = weigh_one(&how, tft[i], tfb[i], ids[i], idf, use_title, use_body);
 done:
     PyMem_Free(tables);
     while (got > 0)
@@ -337,10 +354,102 @@ done:
 
 typedef struct {
     const int64_t *ids;
-    const double *scores;
+    const double *scores; /* each posting's score, or NULL: weighed when needed, from the below */
+    const uint16_t *tft, *tfb;
+    double idf, weight; /* weight: the clause's (query term frequency, boost); 1.0 none */
+    int use_title, use_body;
     Py_ssize_t n, at; /* postings, cursor */
     double max;       /* the largest score in the list */
 } Cursor;
+
+/* A posting's score: given, or weighed as weigh() weighs it, then times the clause's weight as
+ * kenning.signals.pruning multiplies the weighed scores. `bad` is set for an id without a length. */
+static inline double cursor_score(const Cursor *c, Py_ssize_t at, const Weighing *w, int *bad)
+{
+    if (c->scores != NULL)
+        return c->scores[at];
+    int64_t id = c->ids[at];
+    if (id < 0 || id >= w->chunks) {
+        *bad = 1;
+        return 0.0;
+    }
+    double s = weigh_one(w, c->tft[at], c->tfb[at], id, c->idf, c->use_title, c->use_body);
+    return c->weight != 1.0 ? s * c->weight : s;
+}
+
+/* The largest score in a cursor's list without weighing every posting. For a fixed term frequency
+ * a field's saturation falls as the field grows longer (b in [0, 1], k1 and delta >= 0, as
+ * Bm25Params holds them), so among the postings whose term is in one field only, the largest score
+ * of each frequency is the one at the shortest length: a pass of integer minima finds them, and only
+ * those few, and the postings with the term in both fields or at a high frequency, are weighed.
+ * (Exact but for rounding: when b / avg is tiny a longer field can round an ulp higher, which the
+ * bounds' 1e-9 margin covers.) At 1M chunks the commonest term of a query (168k postings) was weighed whole on a
+ * process's first query only to find this maximum. */
+#define TF_BUCKETS 64
+static double cursor_max(const Cursor *c, const Weighing *w, int *bad)
+{
+    if (c->n == 0)
+        return 0.0;
+    double best = -INFINITY;
+    if (c->scores != NULL) {
+        for (Py_ssize_t i = 0; i < c->n; i++)
+            if (c->scores[i] > best)
+                best = c->scores[i];
+        return best;
+    }
+    uint32_t shortest[2][TF_BUCKETS]; /* title, body: the shortest field length by frequency */
+    for (int f = 0; f < 2; f++)
+        for (int t = 0; t < TF_BUCKETS; t++)
+            shortest[f][t] = UINT32_MAX;
+    int nothing = 0; /* a posting whose used fields hold no occurrence: score 0 */
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        int64_t id = c->ids[i];
+        if (id < 0 || id >= w->chunks) {
+            *bad = 1;
+            return 0.0;
+        }
+        uint16_t t = c->use_title ? c->tft[i] : 0, u = c->use_body ? c->tfb[i] : 0;
+        if (t == 0 && u == 0)
+            nothing = 1;
+        else if (t == 0 && u < TF_BUCKETS) {
+            if (w->bl[id] < shortest[1][u])
+                shortest[1][u] = w->bl[id];
+        } else if (u == 0 && t < TF_BUCKETS) {
+            if (w->tl[id] < shortest[0][t])
+                shortest[0][t] = w->tl[id];
+        } else {
+            double s = cursor_score(c, i, w, bad);
+            if (s > best)
+                best = s;
+        }
+    }
+    for (int f = 0; f < 2; f++)
+        for (uint16_t t = 1; t < TF_BUCKETS; t++) {
+            if (shortest[f][t] == UINT32_MAX)
+                continue;
+            /* a posting of this frequency and length, weighed as any other */
+            Weighing one = *w;
+            uint16_t length = (uint16_t)shortest[f][t];
+            one.tl = one.bl = &length;
+            one.chunks = 1;
+            Cursor alone = *c;
+            uint16_t zero = 0;
+            int64_t at_zero = 0;
+            alone.ids = &at_zero;
+            alone.tft = f == 0 ? &t : &zero;
+            alone.tfb = f == 1 ? &t : &zero;
+            double s = cursor_score(&alone, 0, &one, bad);
+            if (s > best)
+                best = s;
+        }
+    if (nothing) {
+        double s = c->idf * 0.0;
+        s = c->weight != 1.0 ? s * c->weight : s;
+        if (s > best)
+            best = s;
+    }
+    return best;
+}
 
 typedef struct {
     double score;
@@ -422,23 +531,27 @@ static double coordination(double floor, Py_ssize_t matched, Py_ssize_t clauses)
 #define WINDOW (1 << WINDOW_BITS)
 
 PyDoc_STRVAR(maxscore_doc,
-             "maxscore(ids, scores, maxima, clauses, floor, k, allowed) -> (ids, scores, scored, essential)\n\n"
+             "maxscore(ids, scores, maxima, clauses, floor, k, allowed, weighing=None)\n"
+             "    -> (ids, scores, scored, essential, maxima)\n\n"
              "The exact top k by summed scores times coordination, ties by ascending id (Turtle &\n"
              "Flood's MaxScore, by windows of chunk ids). ids: a tuple of int64 buffers (ascending), one per\n"
-             "term in the query's order; scores: their float64 scores; maxima: each list's largest score\n"
-             "(a bound: no score may exceed it); clauses: the coordination's\n"
+             "term in the query's order; scores: for each, its float64 scores, or (tf_title, tf_body, idf,\n"
+             "weight, use_title, use_body) to weigh the postings it needs as weigh() does, times weight;\n"
+             "then weighing is (title_len, body_len, avg_title, avg_body, variant, k1, b, delta,\n"
+             "title_weight, body_weight). maxima: each list's largest score (a bound: no score may exceed\n"
+             "it), or None to find it exactly (weight must then be >= 0). clauses: the coordination's\n"
              "denominator; floor: its floor (1.0: none); allowed: a bool buffer over chunk ids or None.\n"
-             "Returns the top k best first (int64 and float64 bytes), how many chunks were scored, and\n"
-             "how many terms were still essential (candidates came from them) at the end.");
+             "Returns the top k best first (int64 and float64 bytes), how many chunks were scored, how\n"
+             "many terms were still essential (candidates came from them) at the end, and the maxima.");
 
 
 static PyObject *maxscore(PyObject *self, PyObject *args)
 {
-    PyObject *ids_t, *scores_t, *maxima_t, *allowed_o;
+    PyObject *ids_t, *scores_t, *maxima_t, *allowed_o, *weighing_o = Py_None;
     Py_ssize_t clauses, k;
     double floor;
-    if (!PyArg_ParseTuple(args, "O!O!O!ndnO", &PyTuple_Type, &ids_t, &PyTuple_Type, &scores_t, &PyTuple_Type,
-                          &maxima_t, &clauses, &floor, &k, &allowed_o))
+    if (!PyArg_ParseTuple(args, "O!O!O!ndnO|O", &PyTuple_Type, &ids_t, &PyTuple_Type, &scores_t, &PyTuple_Type,
+                          &maxima_t, &clauses, &floor, &k, &allowed_o, &weighing_o))
         return NULL;
     Py_ssize_t terms = PyTuple_GET_SIZE(ids_t);
     if (PyTuple_GET_SIZE(scores_t) != terms || PyTuple_GET_SIZE(maxima_t) != terms || clauses < 1 || k < 1 ||
@@ -447,7 +560,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                         "maxscore: one score list and maximum per id list, 1 <= terms <= clauses, k >= 1");
         return NULL;
     }
-    Py_buffer *views = PyMem_Calloc(2 * terms + 1, sizeof(Py_buffer));
+    Py_buffer *views = PyMem_Calloc(3 * terms + 3, sizeof(Py_buffer));
     Cursor *cursors = PyMem_Calloc(terms, sizeof(Cursor));
     Py_ssize_t *order = PyMem_Calloc(terms, sizeof(Py_ssize_t));
     Py_ssize_t *rank = PyMem_Calloc(terms, sizeof(Py_ssize_t));
@@ -464,35 +577,119 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
     uint64_t *touched = PyMem_Calloc(WINDOW / 64, sizeof(uint64_t));
     uint16_t *count = PyMem_Calloc(WINDOW, sizeof(uint16_t));
     double *partial_at = PyMem_Calloc(WINDOW, sizeof(double));
-    Py_ssize_t got = 0, size = 0, scored = 0, essential_from = 0;
+    Py_ssize_t got = 0, size = 0, scored = 0, essential_from = 0, weighed = 0;
     const unsigned char *allowed = NULL;
     Py_ssize_t allowed_n = 0;
-    int has_allowed = 0;
-    PyObject *result = NULL;
+    int has_allowed = 0, bad = 0;
+    PyObject *result = NULL, *maxima_out = NULL;
+    double *tables = NULL;
+    Weighing how = {NULL, NULL, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, {NULL, NULL, 0.0}, {NULL, NULL, 0.0}};
     if (!views || !cursors || !order || !rank || !bound || !bound_sum || !found || !coord || !present || !heap ||
         !val || !bits || !touched || !count || !partial_at) {
         PyErr_NoMemory();
         goto done;
     }
+    if (weighing_o != Py_None) {
+        PyObject *tl_o, *bl_o;
+        if (!PyArg_ParseTuple(weighing_o, "OOddiddddd", &tl_o, &bl_o, &how.title.avg, &how.body.avg, &how.variant,
+                              &how.k1, &how.b, &how.delta, &how.tw, &how.bw))
+            goto done;
+        if (how.variant < 0 || how.variant > 2) {
+            PyErr_SetString(PyExc_ValueError, "maxscore: variant 0, 1 or 2");
+            goto done;
+        }
+        if (get_buffer(tl_o, &views[got], 2, "title_len") < 0)
+            goto done;
+        got++;
+        if (get_buffer(bl_o, &views[got], 2, "body_len") < 0)
+            goto done;
+        got++;
+        how.tl = (const uint16_t *)views[got - 2].buf;
+        how.bl = (const uint16_t *)views[got - 1].buf;
+        how.chunks = views[got - 2].len / 2;
+        if (views[got - 1].len / 2 != how.chunks) {
+            PyErr_SetString(PyExc_ValueError, "maxscore: title and body lengths of different lengths");
+            goto done;
+        }
+    }
     for (Py_ssize_t t = 0; t < terms; t++) {
         if (get_buffer(PyTuple_GET_ITEM(ids_t, t), &views[got], 8, "ids") < 0)
             goto done;
         got++;
-        if (get_buffer(PyTuple_GET_ITEM(scores_t, t), &views[got], 8, "scores") < 0)
-            goto done;
-        got++;
         Cursor *c = &cursors[t];
-        c->ids = (const int64_t *)views[got - 2].buf;
-        c->scores = (const double *)views[got - 1].buf;
-        c->n = views[got - 2].len / 8;
-        if (views[got - 1].len / 8 != c->n) {
-            PyErr_SetString(PyExc_ValueError, "maxscore: ids and scores of different lengths");
+        c->ids = (const int64_t *)views[got - 1].buf;
+        c->n = views[got - 1].len / 8;
+        c->weight = 1.0;
+        PyObject *spec = PyTuple_GET_ITEM(scores_t, t);
+        if (PyTuple_Check(spec)) { /* frequencies, weighed when needed */
+            PyObject *tft_o, *tfb_o;
+            if (weighing_o == Py_None) {
+                PyErr_SetString(PyExc_ValueError, "maxscore: frequencies given without weighing");
+                goto done;
+            }
+            if (!PyArg_ParseTuple(spec, "OOddpp", &tft_o, &tfb_o, &c->idf, &c->weight, &c->use_title,
+                                  &c->use_body))
+                goto done;
+            if (get_buffer(tft_o, &views[got], 2, "tf_title") < 0)
+                goto done;
+            got++;
+            if (get_buffer(tfb_o, &views[got], 2, "tf_body") < 0)
+                goto done;
+            got++;
+            if (views[got - 2].len / 2 != c->n || views[got - 1].len / 2 != c->n) {
+                PyErr_SetString(PyExc_ValueError, "maxscore: ids and frequencies of different lengths");
+                goto done;
+            }
+            c->tft = (const uint16_t *)views[got - 2].buf;
+            c->tfb = (const uint16_t *)views[got - 1].buf;
+            weighed += c->n;
+        } else {
+            if (get_buffer(spec, &views[got], 8, "scores") < 0)
+                goto done;
+            got++;
+            c->scores = (const double *)views[got - 1].buf;
+            if (views[got - 1].len / 8 != c->n) {
+                PyErr_SetString(PyExc_ValueError, "maxscore: ids and scores of different lengths");
+                goto done;
+            }
+        }
+        order[t] = t;
+    }
+    if (weighed >= TABLE_FROM) { /* as weigh() tabulates a common term's */
+        tables = PyMem_Malloc(4 * NORM_TABLE * sizeof(double));
+        if (tables == NULL) {
+            PyErr_NoMemory();
             goto done;
         }
-        c->max = PyFloat_AsDouble(PyTuple_GET_ITEM(maxima_t, t)); /* kept by the caller's cache */
-        if (c->max == -1.0 && PyErr_Occurred())
+        fill_table(tables, tables + NORM_TABLE, how.title.avg, how.variant, how.k1, how.b, how.delta);
+        fill_table(tables + 2 * NORM_TABLE, tables + 3 * NORM_TABLE, how.body.avg, how.variant, how.k1, how.b,
+                   how.delta);
+        how.title.norm = tables, how.title.once = tables + NORM_TABLE;
+        how.body.norm = tables + 2 * NORM_TABLE, how.body.once = tables + 3 * NORM_TABLE;
+    }
+    maxima_out = PyTuple_New(terms);
+    if (maxima_out == NULL)
+        goto done;
+    for (Py_ssize_t t = 0; t < terms; t++) {
+        Cursor *c = &cursors[t];
+        PyObject *given = PyTuple_GET_ITEM(maxima_t, t);
+        if (given == Py_None) { /* found here (the caller keeps it for the next query) */
+            if (c->scores == NULL && c->weight < 0) {
+                PyErr_SetString(PyExc_ValueError, "maxscore: a maximum to find needs weight >= 0");
+                goto done;
+            }
+            c->max = cursor_max(c, &how, &bad);
+            if (bad)
+                goto no_length;
+        } else {
+            c->max = PyFloat_AsDouble(given); /* kept by the caller's cache */
+            if (c->max == -1.0 && PyErr_Occurred())
+                goto done;
+        }
+        PyObject *value = PyFloat_FromDouble(c->max);
+        if (value == NULL)
             goto done;
-        order[t] = t;
+        PyTuple_SET_ITEM(maxima_out, t, value);
     }
     if (allowed_o != Py_None) {
         if (get_buffer(allowed_o, &views[got], 1, "allowed") < 0)
@@ -543,17 +740,17 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             Py_ssize_t t = order[j];
             Cursor *c = &cursors[t];
             const int64_t *ids = c->ids;
-            const double *sc = c->scores;
             double *v = val + (size_t)t * WINDOW;
             uint64_t *b = bits + (size_t)t * (WINDOW / 64);
             Py_ssize_t at = c->at, n = c->n;
             for (; at < n && ids[at] < end; at++) {
                 uint32_t off = (uint32_t)(ids[at] - base);
-                v[off] = sc[at];
+                double score = cursor_score(c, at, &how, &bad);
+                v[off] = score;
                 b[off >> 6] |= 1ull << (off & 63);
                 touched[off >> 6] |= 1ull << (off & 63);
                 count[off]++;
-                partial_at[off] += sc[at];
+                partial_at[off] += score;
             }
             c->at = at;
         }
@@ -584,7 +781,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                     rest -= c->max;
                     seek(c, id);
                     if (c->at < c->n && c->ids[c->at] == id) {
-                        found[t] = c->scores[c->at];
+                        found[t] = cursor_score(c, c->at, &how, &bad);
                         present[t] = 1;
                         partial += found[t];
                         matched++;
@@ -622,6 +819,8 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
         for (Py_ssize_t j = ess; j < terms; j++)
             memset(bits + (size_t)order[j] * (WINDOW / 64), 0, (WINDOW / 64) * sizeof(uint64_t));
     }
+    if (bad)
+        goto no_length;
     {
         Py_ssize_t n = size;
         PyObject *out_ids = PyBytes_FromStringAndSize(NULL, n * 8);
@@ -639,9 +838,14 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             heap[0] = heap[--size];
             sift_down(heap, size, 0);
         }
-        result = Py_BuildValue("NNnn", out_ids, out_scores, scored, terms - essential_from);
+        result = Py_BuildValue("NNnnO", out_ids, out_scores, scored, terms - essential_from, maxima_out);
     }
+    goto done;
+no_length:
+    PyErr_SetString(PyExc_IndexError, "maxscore: a chunk id has no length");
 done:
+    Py_XDECREF(maxima_out);
+    PyMem_Free(tables);
     for (Py_ssize_t i = 0; i < got; i++)
         PyBuffer_Release(&views[i]);
     PyMem_Free(views);

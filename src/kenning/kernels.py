@@ -39,6 +39,21 @@ def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, para
     return np.frombuffer(raw, dtype=np.float64)
 
 
+def weighing_of(title_len, body_len, avg_title, avg_body, params):
+    """What `maxscore` needs to weigh postings itself: the fields' lengths by chunk id (uint16), their
+    means and the BM25 parameters."""
+    return (
+        title_len, body_len, float(avg_title), float(avg_body), VARIANT_CODES[params.variant], params.k1,
+        params.b, params.delta, params.title_weight, params.body_weight,
+    )  # fmt: skip
+
+
+def weighed(tf_title, tf_body, idf: float, weight: float, field=None):
+    """A term's postings for `maxscore` to weigh as `weigh` does (uint16 frequencies), times `weight`
+    (the clause's; 1.0 none); `field` keeps one field's part only."""
+    return (tf_title, tf_body, float(idf), float(weight), field != "body", field != "title")
+
+
 def roaring_bytes(ids: np.ndarray) -> bytes | None:
     """Ascending distinct uint32 ids in roaring's portable serialization, for `BitMap.deserialize`;
     None when they are not ascending or without the C module."""
@@ -47,21 +62,26 @@ def roaring_bytes(ids: np.ndarray) -> bytes | None:
     return _kernels.roaring_bytes(np.ascontiguousarray(ids, dtype=np.uint32))
 
 
-def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed):
+def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None):
     """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
     id, with MaxScore by windows of chunk ids: (ids, scores, chunks scored, terms still essential at the
-    end). `ids` and `scores` hold one array per present term, in the query's order, `maxima` each
-    one's largest score; `allowed` is a bool mask over chunk ids or None."""
+    end, each term's largest score). `ids` and `scores` hold one array per present term, in the
+    query's order; a term's scores may instead be `weighed(...)`: its postings are then weighed as
+    `weigh` does, only those MaxScore visits, with `weighing = weighing_of(...)`. `maxima` holds each
+    term's largest score, or None to have it found (exactly, without weighing every posting);
+    `allowed` is a bool mask over chunk ids or None."""
     if _kernels is None:
         return None
-    got_ids, got_scores, scored, essential = _kernels.maxscore(
-        tuple(ids), tuple(scores), tuple(map(float, maxima)), clauses, float(floor), k, allowed
-    )
+    got_ids, got_scores, scored, essential, found = _kernels.maxscore(
+        tuple(ids), tuple(scores), tuple(None if m is None else float(m) for m in maxima), clauses,
+        float(floor), k, allowed, weighing,
+    )  # fmt: skip
     return (
         np.frombuffer(got_ids, dtype=np.int64),
         np.frombuffer(got_scores, dtype=np.float64),
         scored,
         essential,
+        found,
     )
 
 

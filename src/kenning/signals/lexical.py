@@ -479,7 +479,7 @@ class LexicalView:
         key = ("gen", self.generation, "weighted", self._params_key(params), term, field)
         out = self.cache.get(key)
         if out is None:
-            weight = idf(self.n_docs, postings.df)
+            weight = self.postings_idf(postings)
             out = kernels.weigh(
                 postings.ids, postings.tf_title, postings.tf_body, self.title_len, self.body_len,
                 self.avg_title_len, self.avg_body_len, params, weight, field,
@@ -508,18 +508,20 @@ class LexicalView:
             self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
         return out
 
-    def max_weight(
-        self, term: str, postings: TermPostings, params: Bm25Params, field: str | None = None
-    ) -> float:
-        """A term's largest weighted score (MaxScore's bound for it), kept beside its weighted scores:
-        found anew, it was a pass over every posting on every query."""
-        key = ("gen", self.generation, "max", self._params_key(params), term, field)
-        out = self.cache.get(key)
-        if out is None:
-            weighted = self.weighted(term, postings, params, field)
-            out = float(weighted.max()) if len(weighted) else 0.0
-            self.cache.put(key, out, 96)
-        return out
+    def cached_max(self, term: str, params: Bm25Params, field: str | None, weight: float) -> float | None:
+        """A term's largest weighted score times `weight` (MaxScore's bound for it), when an earlier
+        query found it (`keep_max`); found anew, it is a pass over every posting."""
+        return self.cache.get(self._max_key(term, params, field, weight))
+
+    def keep_max(self, term: str, params: Bm25Params, field: str | None, weight: float, value: float) -> None:
+        self.cache.put(self._max_key(term, params, field, weight), value, 96)
+
+    def _max_key(self, term: str, params: Bm25Params, field: str | None, weight: float) -> tuple:
+        return ("gen", self.generation, "max", self._params_key(params), term, field, weight)
+
+    def postings_idf(self, postings: TermPostings) -> float:
+        """The idf `weighted` weighs these postings by (`idf` takes a term and reads its postings)."""
+        return idf(self.n_docs, postings.df)
 
     def _params_key(self, params: Bm25Params) -> int:
         """A small number per parameter set, so that cache keys hash in a few nanoseconds."""

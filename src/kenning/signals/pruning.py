@@ -73,7 +73,6 @@ class _Term:
     blocks: np.ndarray  # the id blocks it occurs in, ascending
     block_max: np.ndarray  # its largest contribution in each of them
     block_start: np.ndarray  # where each one's postings begin in `ids` (one more entry: the end)
-    maximum: float = 0.0  # its largest contribution (asked for by MaxScore)
 
     def ranges(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(start, end) in `ids` of its postings in each wanted block (empty where it has none)."""
@@ -129,22 +128,54 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
     """MaxScore (Turtle & Flood 1995) in C, by windows of chunk ids: the terms whose largest scores
     together (with the coordination they would earn) cannot reach the k-th best so far stop
     supplying candidates, and are looked up only for chunks the others bring, while those can
-    still reach it. Exact; no block maxima needed, so a common term's first query skips them."""
-    present = [t for t in _terms(view, clauses, found, params, maxima=True) if t is not None]
+    still reach it. Exact. The kernel weighs only the postings it visits, and finds a term's largest
+    score without weighing the rest (kept in the view's cache for the next query): a common term
+    met first weighed whole cost 1-4 ms of a 1M-chunk index's first query, most of it for a
+    maximum."""
+    present = []
+    for clause in clauses:
+        st = clause.terms[0]
+        postings = found.get(st.term)
+        if postings is None:
+            continue
+        weight = (params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0) * clause.boost
+        if weight < 0:  # (a maximum is then a minimum: the exhaustive path scores it)
+            return None
+        present.append((st, postings, weight))
     if not present:
         return None
+    maxima = [view.cached_max(st.term, params, st.field, weight) for st, _, weight in present]
     use_coord = params.coord_floor < 1.0 and len(clauses) > 1
-    ids, scores, scored, essential = kernels.maxscore(
-        tuple(t.ids for t in present),
-        tuple(np.ascontiguousarray(t.contribution, dtype=np.float64) for t in present),
-        tuple(t.maximum for t in present),
+    ids, scores, scored, essential, found_maxima = kernels.maxscore(
+        tuple(postings.ids for _, postings, _ in present),
+        tuple(
+            _scores_for_maxscore(view, st, postings, params, weight, met_before=maximum is not None)
+            for (st, postings, weight), maximum in zip(present, maxima, strict=True)
+        ),
+        maxima,
         len(clauses),
         params.coord_floor if use_coord else 1.0,
         k,
         allowed,
+        kernels.weighing_of(view.title_len, view.body_len, view.avg_title_len, view.avg_body_len, params),
     )
+    for (st, _, weight), known, maximum in zip(present, maxima, found_maxima, strict=True):
+        if known is None:
+            view.keep_max(st.term, params, st.field, weight, maximum)
     how = f"MaxScore: candidates from {essential} of {len(present)} terms at the end"
     return PrunedTop(ids, scores, scored, how)
+
+
+def _scores_for_maxscore(view, st, postings, params, weight: float, met_before: bool):
+    """A term's scores for the MaxScore kernel: on its first query in this view its postings, for the
+    kernel to weigh those it visits; from its second on, all of them weighed and kept in the view's
+    cache (visiting an essential common term's postings costs less read than weighed, ~1 ms at
+    168k postings)."""
+    if not met_before:
+        idf = view.postings_idf(postings)
+        return kernels.weighed(postings.tf_title, postings.tf_body, idf, weight, st.field)
+    contribution = view.weighted(st.term, postings, params, st.field)
+    return contribution * weight if weight != 1.0 else contribution
 
 
 def _spans(terms, blocks: np.ndarray) -> list:
@@ -195,9 +226,9 @@ def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
     return _score_ids(np.asarray(ids, dtype=np.int64), terms, _coordination(params, len(clauses)))
 
 
-def _terms(view, clauses, found, params, blocks: bool = False, maxima: bool = False) -> list[_Term | None]:
-    """Each clause's term with its weighted contributions, and (`blocks`) their block maxima or
-    (`maxima`) their largest (None: no postings)."""
+def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | None]:
+    """Each clause's term with its weighted contributions, and (`blocks`) their block maxima (None:
+    no postings)."""
     out: list[_Term | None] = []
     for clause in clauses:
         st = clause.terms[0]
@@ -210,15 +241,10 @@ def _terms(view, clauses, found, params, blocks: bool = False, maxima: bool = Fa
         occupied = block_max = block_start = None
         if blocks:
             occupied, block_max, block_start = view.block_bounds(st.term, postings, params, st.field)
-        maximum = 0.0
         if weight != 1.0:
             contribution = contribution * weight
             block_max = None if block_max is None else block_max * weight
-            if maxima:  # of the products themselves: a bound no contribution may exceed
-                maximum = float(contribution.max()) if len(contribution) else 0.0
-        elif maxima:
-            maximum = view.max_weight(st.term, postings, params, st.field)
-        out.append(_Term(st.term, postings.ids, contribution, occupied, block_max, block_start, maximum))
+        out.append(_Term(st.term, postings.ids, contribution, occupied, block_max, block_start))
     return out
 
 
