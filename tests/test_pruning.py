@@ -251,3 +251,48 @@ def test_where_some_postings_positions_begin_is_the_frequencies_before_them(data
     at = np.array(sorted(data.draw(st.sets(st.integers(0, len(tf) - 1), min_size=1))), dtype=np.int64)
     before = np.concatenate(([0], np.cumsum(tf.astype(np.int64))))
     assert _starts_at(tf, at).tolist() == before[at].tolist()
+
+
+@pytest.mark.parametrize("text_token_us", [0.0, 1e9])
+def test_few_candidates_of_words_all_read_narrowed_by_the_rarest_two_give_the_same_chunks(
+    index, monkeypatch, text_token_us
+):
+    """With every word's postings read (a verbatim check after gathering), a few candidates are
+    narrowed first by the two rarest words' positions when that costs less than their text; the
+    chunks found are the full positions check's either way (random four-word phrases cut from the
+    corpus, and the same phrases with a word swapped, which most candidates fail)."""
+    import kenning.signals.lexical as lexical
+
+    rng = random.Random(23)
+    monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)
+    narrowings = _count_narrowings(monkeypatch)
+    with index.store.reading():
+        view = index.lexical.view()
+        rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
+        checked = found = 0
+        for row in rows[:120]:
+            words = row.body.split()
+            start = rng.randrange(max(1, len(words) - 5))
+            phrase = words[start : start + 4]
+            if rng.random() < 0.5:
+                phrase[1], phrase[2] = phrase[2], phrase[1]
+            terms = index.analyzer.query_terms(" ".join(phrase), remove_stopwords=False)
+            spec = list(zip(terms, range(9), strict=False))
+            distinct = list(dict.fromkeys(terms))
+            if len(distinct) < 3:
+                continue
+            expected = view._phrase_by_positions(spec, view.live, None)
+            every = view.postings(distinct)
+            candidates = BitMap(view.live)
+            for term in distinct:
+                candidates &= every[term].bitmap
+            if not candidates or len(candidates) > lexical.PHRASE_TEXT_CHECK:
+                continue
+            assert view.phrase_docs(spec, view.live, None) == expected, terms
+            checked += 1
+            found += len(expected) > 0
+    assert checked > 20 and 0 < found < checked
+    if text_token_us:
+        assert len(narrowings) == checked
+    else:
+        assert narrowings == []

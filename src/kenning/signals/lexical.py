@@ -350,11 +350,21 @@ class LexicalView:
                 docs &= found[t].bitmap
             if not docs:
                 return docs
+            narrowed = False
             if group is loaded and unread and self._positions_first(group, found, docs, field):
                 docs = self._sub_phrase_docs(words, set(loaded), docs, field)
+                narrowed = True
                 if not docs:
                     return docs
             if len(words) > 1 and self.analyzer is not None and len(docs) <= PHRASE_TEXT_CHECK:
+                rarest = sorted(found, key=lambda t: found[t].df)[:2]
+                if not narrowed and len(rarest) == 2 and self._positions_first(rarest, found, docs, field):
+                    # the two rarest words at their offsets, from their positions, when that costs less
+                    # than re-analysing the candidates' text: random chunks seldom hold them side by
+                    # side (1M chunks, a six-word query: 41 candidates' text 5.5 ms)
+                    docs = self._sub_phrase_docs(words, set(rarest), docs, field)
+                    if not docs:
+                        return docs
                 return self._phrase_in_text(words, docs, field)
         if len(words) == 1:
             return docs if field is None else docs & self.field_docs(words[0][0], field)
@@ -387,12 +397,16 @@ class LexicalView:
         return self._phrase_by_positions(part, docs, field) if len(part) > 1 else docs
 
     def _phrase_by_positions(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
-        """The docs in which every (term, offset) shares one start, from the stored positions."""
+        """The docs in which every (term, offset) shares one start, from the stored positions. The
+        rarest words first: the starts shared so far often run out before a common word's positions
+        (a stopword's: a million at 1M chunks) are read at all."""
         wanted = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
+        found = self.postings(list(dict.fromkeys(t for t, _ in words)))
+        rarest_first = sorted(words, key=lambda w: found[w[0]].df if found[w[0]] is not None else 0)
         matched = BitMap()
         for f in [field] if field else ["title", "body"]:
             shared = None
-            for term, offset in words:
+            for term, offset in rarest_first:
                 keys = []
                 for seg_id in self.snapshot.segment_ids:
                     entry = self._field_positions(seg_id, term, f)
