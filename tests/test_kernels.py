@@ -85,8 +85,10 @@ def test_weigh_refuses_ids_without_a_length():
     lengths = np.ones(5, dtype=np.uint16)
     with pytest.raises(IndexError, match="chunk id 5"):
         kernels.weigh(ids, tf, tf, lengths, lengths, 1.0, 1.0, p, 1.0)
-    with pytest.raises(ValueError, match="different lengths"):
+    with pytest.raises(ValueError, match="each of 2 postings"):
         kernels.weigh(ids, tf[:1], tf, lengths, lengths, 1.0, 1.0, p, 1.0)
+    with pytest.raises(ValueError, match="different lengths"):
+        kernels.weigh(ids, tf, tf, lengths, lengths[:4], 1.0, 1.0, p, 1.0)
 
 
 def _pyroaring(ids: np.ndarray) -> BitMap:
@@ -229,15 +231,16 @@ def test_maxscore_rejects_ids_without_lengths():
 
 @native
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), parts=st.integers(1, 4))
-def test_live_postings_equal_numpy(seed, parts):
+@given(seed=st.integers(0, 2**32 - 1), parts=st.integers(1, 4), deleted=st.sampled_from([0.0, 0.001, 0.2]))
+def test_live_postings_equal_numpy(seed, parts, deleted):
     """Segments' parts (frequencies one or two bytes wide, or empty when all zero) joined, deleted
-    chunks dropped, frequencies as uint16: as LexicalView._merge_live does it in NumPy."""
+    chunks dropped, frequencies as uint16: as LexicalView._merge_live does it in NumPy. One part
+    with every chunk live is served as stored, the very arrays given."""
     rng = np.random.default_rng(seed)
     chunks, stored = 3000, []
     for _ in range(parts):
         n = int(rng.integers(0, 300))
-        ids = np.sort(rng.choice(chunks + 10, n, replace=False)).astype(np.uint32)
+        ids = np.sort(rng.choice(chunks + (10 if deleted else 0), n, replace=False)).astype(np.uint32)
         columns = []
         for _field in range(2):
             kind = rng.integers(0, 3)
@@ -249,7 +252,7 @@ def test_live_postings_equal_numpy(seed, parts):
                 )
             )
         stored.append((ids, *columns))
-    live = rng.random(chunks) < 0.8  # ids past its end are not live
+    live = rng.random(chunks) >= deleted  # ids past its end are not live
     ids, tft, tfb = kernels.live_postings(stored, live)
     all_ids = np.concatenate([p[0] for p in stored])
     keep = (all_ids < chunks) & live[np.minimum(all_ids, chunks - 1)]
@@ -261,7 +264,12 @@ def test_live_postings_equal_numpy(seed, parts):
     want_b = np.concatenate([widened(p[2], len(p[0])) for p in stored])[keep]
     assert ids.tolist() == all_ids[keep].astype(np.int64).tolist()
     assert np.array_equal(tft, want_t) and np.array_equal(tfb, want_b)
-    assert ids.dtype == np.int64 and tft.dtype == tfb.dtype == np.uint16
+    assert ids.dtype == np.uint32 and tft.dtype == tfb.dtype == np.uint16
+    as_stored = kernels.live_as_stored(stored, live)
+    if parts == 1 and keep.all():  # one segment's postings, all live: served as stored, no copy
+        assert all(got is column for got, column in zip(as_stored, stored[0], strict=True))
+    else:
+        assert as_stored is None
 
 
 @native

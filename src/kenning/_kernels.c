@@ -36,6 +36,37 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const
     return 0;
 }
 
+/* A term frequency column as the stores give it: one or two bytes a posting, or empty when every
+ * frequency is zero (width 0). Read in place: widening a common term's columns to uint16 filled
+ * new memory the first query of a process pays for page by page. */
+typedef struct {
+    const unsigned char *buf;
+    int width;
+} Freqs;
+
+static inline uint16_t freq_at(Freqs f, Py_ssize_t i)
+{
+    return f.width == 1 ? f.buf[i] : f.width == 2 ? ((const uint16_t *)f.buf)[i] : 0;
+}
+
+/* `obj` as a frequency column of `n` postings, held in `view` (released by the caller) */
+static int get_freqs(PyObject *obj, Py_buffer *view, Py_ssize_t n, const char *name, Freqs *out)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->len == 0) {
+        out->buf = NULL, out->width = 0;
+        return 0;
+    }
+    if (!((view->itemsize == 1 || view->itemsize == 2) && view->len / view->itemsize == n)) {
+        PyErr_Format(PyExc_ValueError, "%s: one or two bytes for each of %zd postings expected", name, n);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    out->buf = (const unsigned char *)view->buf, out->width = (int)view->itemsize;
+    return 0;
+}
+
 static void put_u16(unsigned char *at, uint32_t v)
 {
     at[0] = v & 0xFF;
@@ -175,7 +206,7 @@ typedef struct {
 /* One posting's weighted score: idf x (tw x S_title + bw x S_body). A field's saturation only where
  * the term occurs in it: most postings have no title occurrence, and the branch is well predicted.
  * weigh() and MaxScore's scores on demand both call this, so they agree to the last bit. */
-static inline double weigh_one(const Weighing *w, uint16_t tft, uint16_t tfb, int64_t id, double idf,
+static inline double weigh_one(const Weighing *w, uint16_t tft, uint16_t tfb, uint32_t id, double idf,
                                int use_title, int use_body)
 {
     double acc = 0.0;
@@ -190,8 +221,9 @@ PyDoc_STRVAR(weigh_doc,
              "weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, variant, k1, b,\n"
              "      delta, title_weight, body_weight, idf, use_title, use_body) -> bytes\n\n"
              "Each posting's weighted BM25 score as float64 bytes: idf x (title_weight x S_title +\n"
-             "body_weight x S_body), a field left out when its use_ flag is 0. ids: int64; tf_*: uint16\n"
-             "per posting; *_len: uint16 per chunk id; variant 0 classic, 1 plus, 2 l.");
+             "body_weight x S_body), a field left out when its use_ flag is 0. ids: uint32; tf_*: one or\n"
+             "two bytes per posting, or empty (all zero); *_len: uint16 per chunk id; variant 0\n"
+             "classic, 1 plus, 2 l.");
 
 static PyObject *weigh(PyObject *self, PyObject *args)
 {
@@ -205,30 +237,35 @@ static PyObject *weigh(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "variant: 0, 1 or 2");
         return NULL;
     }
-    /* ids (int64), title and body frequencies (uint16 a posting), title and body lengths (uint16 a
-     * chunk id) */
-    PyObject *objects[5] = {ids_o, tft_o, tfb_o, tl_o, bl_o};
-    static const Py_ssize_t itemsizes[5] = {8, 2, 2, 2, 2};
-    static const char *names[5] = {"ids", "tf_title", "tf_body", "title_len", "body_len"};
+    /* ids (uint32), title and body lengths (uint16 a chunk id); then the frequencies as stored */
+    PyObject *objects[3] = {ids_o, tl_o, bl_o};
+    static const Py_ssize_t itemsizes[3] = {4, 2, 2};
+    static const char *names[3] = {"ids", "title_len", "body_len"};
     Py_buffer views[5];
     int got = 0;
     PyObject *out = NULL;
     double *tables = NULL; /* the fields' norm tables, for a common term */
-    for (; got < 5; got++)
+    for (; got < 3; got++)
         if (get_buffer(objects[got], &views[got], itemsizes[got], names[got]) < 0)
             goto done;
-    Py_buffer ids_v = views[0], tft_v = views[1], tfb_v = views[2], tl_v = views[3], bl_v = views[4];
-    Py_ssize_t n = ids_v.len / 8, chunks = tl_v.len / 2;
-    if (tft_v.len / 2 != n || tfb_v.len / 2 != n || bl_v.len / 2 != chunks) {
+    Py_buffer ids_v = views[0], tl_v = views[1], bl_v = views[2];
+    Py_ssize_t n = ids_v.len / 4, chunks = tl_v.len / 2;
+    Freqs tft, tfb;
+    if (get_freqs(tft_o, &views[got], n, "tf_title", &tft) < 0)
+        goto done;
+    got++;
+    if (get_freqs(tfb_o, &views[got], n, "tf_body", &tfb) < 0)
+        goto done;
+    got++;
+    if (bl_v.len / 2 != chunks) {
         PyErr_SetString(PyExc_ValueError, "weigh: columns of different lengths");
         goto done;
     }
-    const int64_t *ids = (const int64_t *)ids_v.buf;
-    const uint16_t *tft = (const uint16_t *)tft_v.buf, *tfb = (const uint16_t *)tfb_v.buf;
+    const uint32_t *ids = (const uint32_t *)ids_v.buf;
     const uint16_t *tl = (const uint16_t *)tl_v.buf, *bl = (const uint16_t *)bl_v.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= chunks) {
-            PyErr_Format(PyExc_IndexError, "weigh: chunk id %lld has no length", (long long)ids[i]);
+        if (ids[i] >= chunks) {
+            PyErr_Format(PyExc_IndexError, "weigh: chunk id %lu has no length", (unsigned long)ids[i]);
             goto done;
         }
     }
@@ -250,7 +287,7 @@ static PyObject *weigh(PyObject *self, PyObject *args)
     double *restrict w = (double *)PyBytes_AS_STRING(out);
     Weighing how = {tl, bl, chunks, variant, k1, b, delta, tw, bw, title, body};
     for (Py_ssize_t i = 0; i < n; i++)
-        w[i] = weigh_one(&how, tft[i], tfb[i], ids[i], idf, use_title, use_body);
+        w[i] = weigh_one(&how, freq_at(tft, i), freq_at(tfb, i), ids[i], idf, use_title, use_body);
 done:
     PyMem_Free(tables);
     while (got > 0)
@@ -273,11 +310,38 @@ static uint16_t frequency_at(const Py_buffer *v, Py_ssize_t i)
     return ((const uint16_t *)v->buf)[i];
 }
 
+PyDoc_STRVAR(all_live_doc,
+             "all_live(ids, live) -> bool\n\n"
+             "Whether the bool buffer `live` marks every one of the uint32 `ids`: then a segment's\n"
+             "postings serve as stored, with no copy.");
+
+static PyObject *all_live(PyObject *self, PyObject *args)
+{
+    PyObject *ids_o, *live_o;
+    if (!PyArg_ParseTuple(args, "OO", &ids_o, &live_o))
+        return NULL;
+    Py_buffer ids_v, live_v;
+    if (get_buffer(ids_o, &ids_v, 4, "ids") < 0)
+        return NULL;
+    if (get_buffer(live_o, &live_v, 1, "live") < 0) {
+        PyBuffer_Release(&ids_v);
+        return NULL;
+    }
+    const uint32_t *ids = (const uint32_t *)ids_v.buf;
+    const unsigned char *live = (const unsigned char *)live_v.buf;
+    Py_ssize_t n = ids_v.len / 4, live_n = live_v.len, dead = 0;
+    for (Py_ssize_t i = 0; i < n; i++) /* counted, not stopped at: no branch in the loop */
+        dead += !(ids[i] < live_n && live[ids[i]]);
+    PyBuffer_Release(&ids_v);
+    PyBuffer_Release(&live_v);
+    return PyBool_FromLong(dead == 0);
+}
+
 PyDoc_STRVAR(live_postings_doc,
              "live_postings(parts, live) -> (ids, tf_title, tf_body)\n\n"
              "One term's postings from its segments' parts, each (uint32 ids, title and body term\n"
              "frequencies as uint8 or uint16, or empty when all zero), in the order given, keeping the\n"
-             "chunks the bool buffer `live` marks: int64 ids, uint16 frequencies (bytes).");
+             "chunks the bool buffer `live` marks: uint32 ids, uint16 frequencies (bytes).");
 
 static PyObject *live_postings(PyObject *self, PyObject *args)
 {
@@ -316,12 +380,12 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
         }
         total += n;
     }
-    ids_out = PyBytes_FromStringAndSize(NULL, total * 8);
+    ids_out = PyBytes_FromStringAndSize(NULL, total * 4);
     tft_out = PyBytes_FromStringAndSize(NULL, total * 2);
     tfb_out = PyBytes_FromStringAndSize(NULL, total * 2);
     if (ids_out == NULL || tft_out == NULL || tfb_out == NULL)
         goto done;
-    int64_t *oi = (int64_t *)PyBytes_AS_STRING(ids_out);
+    uint32_t *oi = (uint32_t *)PyBytes_AS_STRING(ids_out);
     uint16_t *ot = (uint16_t *)PyBytes_AS_STRING(tft_out), *ob = (uint16_t *)PyBytes_AS_STRING(tfb_out);
     Py_ssize_t kept = 0;
     for (Py_ssize_t p = 0; p < n_parts; p++) {
@@ -336,7 +400,7 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
             kept += ids[i] < live_n && live[ids[i]];
         }
     }
-    if (_PyBytes_Resize(&ids_out, kept * 8) < 0 || _PyBytes_Resize(&tft_out, kept * 2) < 0 ||
+    if (_PyBytes_Resize(&ids_out, kept * 4) < 0 || _PyBytes_Resize(&tft_out, kept * 2) < 0 ||
         _PyBytes_Resize(&tfb_out, kept * 2) < 0)
         goto done;
     result = PyTuple_Pack(3, ids_out, tft_out, tfb_out);
@@ -353,9 +417,9 @@ done:
 /* ---------------------------------------------------------------- MaxScore */
 
 typedef struct {
-    const int64_t *ids;
+    const uint32_t *ids;
     const double *scores; /* each posting's score, or NULL: weighed when needed, from the below */
-    const uint16_t *tft, *tfb;
+    Freqs tft, tfb;
     double idf, weight; /* weight: the clause's (query term frequency, boost); 1.0 none */
     int use_title, use_body;
     Py_ssize_t n, at; /* postings, cursor */
@@ -368,12 +432,12 @@ static inline double cursor_score(const Cursor *c, Py_ssize_t at, const Weighing
 {
     if (c->scores != NULL)
         return c->scores[at];
-    int64_t id = c->ids[at];
-    if (id < 0 || id >= w->chunks) {
+    uint32_t id = c->ids[at];
+    if (id >= w->chunks) {
         *bad = 1;
         return 0.0;
     }
-    double s = weigh_one(w, c->tft[at], c->tfb[at], id, c->idf, c->use_title, c->use_body);
+    double s = weigh_one(w, freq_at(c->tft, at), freq_at(c->tfb, at), id, c->idf, c->use_title, c->use_body);
     return c->weight != 1.0 ? s * c->weight : s;
 }
 
@@ -403,12 +467,12 @@ static double cursor_max(const Cursor *c, const Weighing *w, int *bad)
             shortest[f][t] = UINT32_MAX;
     int nothing = 0; /* a posting whose used fields hold no occurrence: score 0 */
     for (Py_ssize_t i = 0; i < c->n; i++) {
-        int64_t id = c->ids[i];
-        if (id < 0 || id >= w->chunks) {
+        uint32_t id = c->ids[i];
+        if (id >= w->chunks) {
             *bad = 1;
             return 0.0;
         }
-        uint16_t t = c->use_title ? c->tft[i] : 0, u = c->use_body ? c->tfb[i] : 0;
+        uint16_t t = c->use_title ? freq_at(c->tft, i) : 0, u = c->use_body ? freq_at(c->tfb, i) : 0;
         if (t == 0 && u == 0)
             nothing = 1;
         else if (t == 0 && u < TF_BUCKETS) {
@@ -433,11 +497,11 @@ static double cursor_max(const Cursor *c, const Weighing *w, int *bad)
             one.tl = one.bl = &length;
             one.chunks = 1;
             Cursor alone = *c;
-            uint16_t zero = 0;
-            int64_t at_zero = 0;
+            const uint32_t at_zero = 0;
+            const Freqs held = {(const unsigned char *)&t, 2}, none = {NULL, 0};
             alone.ids = &at_zero;
-            alone.tft = f == 0 ? &t : &zero;
-            alone.tfb = f == 1 ? &t : &zero;
+            alone.tft = f == 0 ? held : none;
+            alone.tfb = f == 1 ? held : none;
             double s = cursor_score(&alone, 0, &one, bad);
             if (s > best)
                 best = s;
@@ -534,9 +598,10 @@ PyDoc_STRVAR(maxscore_doc,
              "maxscore(ids, scores, maxima, clauses, floor, k, allowed, weighing=None)\n"
              "    -> (ids, scores, scored, essential, maxima)\n\n"
              "The exact top k by summed scores times coordination, ties by ascending id (Turtle &\n"
-             "Flood's MaxScore, by windows of chunk ids). ids: a tuple of int64 buffers (ascending), one per\n"
+             "Flood's MaxScore, by windows of chunk ids). ids: a tuple of uint32 buffers (ascending), one per\n"
              "term in the query's order; scores: for each, its float64 scores, or (tf_title, tf_body, idf,\n"
-             "weight, use_title, use_body) to weigh the postings it needs as weigh() does, times weight;\n"
+             "weight, use_title, use_body) to weigh the postings it needs as weigh() does, times weight\n"
+             "(frequencies as weigh() takes them);\n"
              "then weighing is (title_len, body_len, avg_title, avg_body, variant, k1, b, delta,\n"
              "title_weight, body_weight). maxima: each list's largest score (a bound: no score may exceed\n"
              "it), or None to find it exactly (weight must then be >= 0). clauses: the coordination's\n"
@@ -613,12 +678,12 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
         }
     }
     for (Py_ssize_t t = 0; t < terms; t++) {
-        if (get_buffer(PyTuple_GET_ITEM(ids_t, t), &views[got], 8, "ids") < 0)
+        if (get_buffer(PyTuple_GET_ITEM(ids_t, t), &views[got], 4, "ids") < 0)
             goto done;
         got++;
         Cursor *c = &cursors[t];
-        c->ids = (const int64_t *)views[got - 1].buf;
-        c->n = views[got - 1].len / 8;
+        c->ids = (const uint32_t *)views[got - 1].buf;
+        c->n = views[got - 1].len / 4;
         c->weight = 1.0;
         PyObject *spec = PyTuple_GET_ITEM(scores_t, t);
         if (PyTuple_Check(spec)) { /* frequencies, weighed when needed */
@@ -630,18 +695,12 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             if (!PyArg_ParseTuple(spec, "OOddpp", &tft_o, &tfb_o, &c->idf, &c->weight, &c->use_title,
                                   &c->use_body))
                 goto done;
-            if (get_buffer(tft_o, &views[got], 2, "tf_title") < 0)
+            if (get_freqs(tft_o, &views[got], c->n, "tf_title", &c->tft) < 0)
                 goto done;
             got++;
-            if (get_buffer(tfb_o, &views[got], 2, "tf_body") < 0)
+            if (get_freqs(tfb_o, &views[got], c->n, "tf_body", &c->tfb) < 0)
                 goto done;
             got++;
-            if (views[got - 2].len / 2 != c->n || views[got - 1].len / 2 != c->n) {
-                PyErr_SetString(PyExc_ValueError, "maxscore: ids and frequencies of different lengths");
-                goto done;
-            }
-            c->tft = (const uint16_t *)views[got - 2].buf;
-            c->tfb = (const uint16_t *)views[got - 1].buf;
             weighed += c->n;
         } else {
             if (get_buffer(spec, &views[got], 8, "scores") < 0)
@@ -739,7 +798,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
         for (Py_ssize_t j = ess; j < terms; j++) {
             Py_ssize_t t = order[j];
             Cursor *c = &cursors[t];
-            const int64_t *ids = c->ids;
+            const uint32_t *ids = c->ids;
             double *v = val + (size_t)t * WINDOW;
             uint64_t *b = bits + (size_t)t * (WINDOW / 64);
             Py_ssize_t at = c->at, n = c->n;
@@ -1421,6 +1480,7 @@ done:
 }
 
 static PyMethodDef kernel_methods[] = {
+    {"all_live", all_live, METH_VARARGS, all_live_doc},
     {"roaring_bytes", (PyCFunction)roaring_bytes, METH_O, roaring_bytes_doc},
     {"weigh", (PyCFunction)weigh, METH_VARARGS, weigh_doc},
     {"maxscore", (PyCFunction)maxscore, METH_VARARGS, maxscore_doc},

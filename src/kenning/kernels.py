@@ -27,16 +27,29 @@ except ImportError:  # not compiled here
 
 def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, params, idf, field=None):
     """idf x (title_weight x S_title + body_weight x S_body) for each posting (kenning.signals.lexical
-    has the formula); `field` keeps one field's part only. ids int64 and tf uint16 per posting,
-    lengths uint16 per chunk id. None without the C module."""
+    has the formula); `field` keeps one field's part only. Chunk ids and term frequencies per
+    posting (frequencies as stored: one or two bytes, or empty when all zero), lengths uint16 per
+    chunk id. None without the C module."""
     if _kernels is None:
         return None
     raw = _kernels.weigh(
-        ids, tf_title, tf_body, title_len, body_len, float(avg_title), float(avg_body),
+        _ids(ids), _frequencies(tf_title), _frequencies(tf_body), title_len, body_len, float(avg_title),
+        float(avg_body),
         VARIANT_CODES[params.variant], params.k1, params.b, params.delta, params.title_weight,
         params.body_weight, float(idf), field != "body", field != "title",
     )  # fmt: skip
     return np.frombuffer(raw, dtype=np.float64)
+
+
+def _ids(ids) -> np.ndarray:
+    """Chunk ids as the kernels read them: uint32 (no copy when they are already)."""
+    return np.ascontiguousarray(ids, dtype=np.uint32)
+
+
+def _frequencies(tf) -> np.ndarray:
+    """Term frequencies as the kernels read them: one or two bytes each, as stored (others widened)."""
+    tf = np.ascontiguousarray(tf)
+    return tf if tf.dtype in (np.uint8, np.uint16) else tf.astype(np.uint16)
 
 
 def weighing_of(title_len, body_len, avg_title, avg_body, params):
@@ -49,9 +62,16 @@ def weighing_of(title_len, body_len, avg_title, avg_body, params):
 
 
 def weighed(tf_title, tf_body, idf: float, weight: float, field=None):
-    """A term's postings for `maxscore` to weigh as `weigh` does (uint16 frequencies), times `weight`
-    (the clause's; 1.0 none); `field` keeps one field's part only."""
-    return (tf_title, tf_body, float(idf), float(weight), field != "body", field != "title")
+    """A term's postings for `maxscore` to weigh as `weigh` does (frequencies as `weigh` takes them),
+    times `weight` (the clause's; 1.0 none); `field` keeps one field's part only."""
+    return (
+        _frequencies(tf_title),
+        _frequencies(tf_body),
+        float(idf),
+        float(weight),
+        field != "body",
+        field != "title",
+    )
 
 
 def roaring_bytes(ids: np.ndarray) -> bytes | None:
@@ -72,10 +92,10 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
     `allowed` is a bool mask over chunk ids or None."""
     if _kernels is None:
         return None
+    maxima = tuple(None if m is None else float(m) for m in maxima)
     got_ids, got_scores, scored, essential, found = _kernels.maxscore(
-        tuple(ids), tuple(scores), tuple(None if m is None else float(m) for m in maxima), clauses,
-        float(floor), k, allowed, weighing,
-    )  # fmt: skip
+        tuple(_ids(i) for i in ids), tuple(scores), maxima, clauses, float(floor), k, allowed, weighing
+    )
     return (
         np.frombuffer(got_ids, dtype=np.int64),
         np.frombuffer(got_scores, dtype=np.float64),
@@ -88,11 +108,22 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
 def live_postings(parts, live: np.ndarray):
     """A term's postings joined from its segments' parts ((uint32 ids, title tf, body tf) each, tf as
     stored: uint8, uint16, or empty when all zero), in the order given, keeping the chunks `live`
-    marks: (int64 ids, uint16 title tf, uint16 body tf). None without the C module."""
+    marks: (uint32 ids, uint16 title tf, uint16 body tf). None without the C module."""
     if _kernels is None or not all(_as_stored(p) for p in parts):
         return None
     ids, tft, tfb = _kernels.live_postings(tuple((p[0], p[1], p[2]) for p in parts), live)
-    return np.frombuffer(ids, dtype=np.int64), np.frombuffer(tft, np.uint16), np.frombuffer(tfb, np.uint16)
+    return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(tft, np.uint16), np.frombuffer(tfb, np.uint16)
+
+
+def live_as_stored(parts, live: np.ndarray):
+    """A term's postings as stored, with no copy, when they lie in one segment's part and `live`
+    marks every one of them (a built index before any deletion): (uint32 ids, title tf, body tf).
+    None otherwise, or without the C module. At 1M chunks the copy `live_postings` makes of the
+    commonest term of a query is 2 MB of new memory on a process's first query."""
+    if _kernels is None or len(parts) != 1 or not _as_stored(parts[0]):
+        return None
+    ids, tft, tfb = parts[0][0], parts[0][1], parts[0][2]
+    return (ids, tft, tfb) if _kernels.all_live(ids, live) else None
 
 
 def _as_stored(part) -> bool:
