@@ -58,12 +58,15 @@ PARAMS = st.builds(
     n=st.one_of(st.integers(0, 300), st.sampled_from([16_383, 16_384, 20_000])),
     field=st.sampled_from([None, "title", "body"]),
     avg=st.sampled_from([0.0, 0.7, 3.5, 180.25]),
+    stored=st.sampled_from(["uint16", "uint8", "no title"]),
 )
-def test_weighted_scores_equal_numpy_to_the_bit(params, seed, n, field, avg):
+def test_weighted_scores_equal_numpy_to_the_bit(params, seed, n, field, avg, stored):
+    """Frequencies are read as the stores keep them: two bytes, one byte, or an empty column when
+    every one is zero (here the title's)."""
     rng = np.random.default_rng(seed)
     chunks = max(1000, 2 * n)
-    ids = np.sort(rng.choice(chunks, n, replace=False)).astype(np.int64)
-    tft = rng.integers(0, 3, n).astype(np.uint16)
+    ids = np.sort(rng.choice(chunks, n, replace=False)).astype(np.uint32)
+    tft = rng.integers(0, 3, n).astype(np.uint16) * (stored != "no title")
     tfb = rng.integers(0, 40, n).astype(np.uint16)
     tfb[rng.random(n) < 0.5] = 1
     tl = rng.integers(0, 30, chunks).astype(np.uint16)
@@ -71,7 +74,12 @@ def test_weighted_scores_equal_numpy_to_the_bit(params, seed, n, field, avg):
     short = rng.random(chunks) < 0.5  # lengths inside the table and past it
     bl[short] = rng.integers(0, 4100, int(short.sum()))
     weight = float(rng.random() * 9)
-    got = kernels.weigh(ids, tft, tfb, tl, bl, avg, avg * 40, params, weight, field)
+    given_t, given_b = tft, tfb
+    if stored == "uint8":
+        given_t, given_b = tft.astype(np.uint8), tfb.astype(np.uint8)
+    elif stored == "no title":
+        given_t = np.zeros(0, dtype=np.uint8)
+    got = kernels.weigh(ids, given_t, given_b, tl, bl, avg, avg * 40, params, weight, field)
     want = _numpy_weighted(ids, tft, tfb, tl, bl, avg, avg * 40, params, weight, field)
     assert got.dtype == np.float64
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
@@ -201,6 +209,8 @@ def test_maxscore_weighing_on_demand_equals_weighed_lists(params, seed, terms, c
         field = rng.choice([None, "title", "body"], p=[0.8, 0.1, 0.1])
         weight = float(rng.choice([1.0, 1.6, 2.5]))
         idf = float(rng.random() * 8)
+        if rng.random() < 0.5:  # stored one byte wide
+            tft, tfb = tft.astype(np.uint8), tfb.astype(np.uint8)
         full = kernels.weigh(term_ids, tft, tfb, tl, bl, avg_t, avg_b, params, idf, field)
         ids.append(term_ids)
         specs.append(kernels.weighed(tft, tfb, idf, weight, field))
