@@ -267,3 +267,29 @@ def test_packs_an_older_forced_rebuild_left_go_at_the_next_drop(tmp_path):
         _notes(docs, "other{i} words")  # every file changes: the first segment is dropped
         index.add([docs], progress=False)
         assert conn.execute(ORPHAN_PACKS).fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_rows_read_through_blob_io_are_the_rows_selected(tmp_path, monkeypatch, seed):
+    """load_postings reads a long row's columns through incremental blob I/O: every row read that way
+    (empty frequency columns too) is the row a SELECT gives, inside a read transaction as outside."""
+    from kenning.store.sqlite import postings
+
+    rng = np.random.default_rng(seed)
+    rows = _random_rows(rng, 80)
+    monkeypatch.setattr(packs, "PACK_ROW_BYTES", -1)  # a row per term: none in a pack
+    with Index(tmp_path / "rows") as index:
+        segment = _segment(index.store, rows)
+        terms = [row[0] for row in rows] + ["absent"]
+        monkeypatch.setattr(postings, "BLOB_READ_FROM", 10**9)
+        selected = index.store.load_postings(segment, terms)
+        monkeypatch.setattr(postings, "BLOB_READ_FROM", 0)
+        through_blobs = index.store.load_postings(segment, terms)
+        with index.store.reading():
+            in_transaction = index.store.load_postings(segment, terms)
+    assert set(selected) == set(through_blobs) == set(in_transaction) == {row[0] for row in rows}
+    assert any(len(p.tf_title) and not p.tf_title.any() for p in selected.values())  # stored empty
+    for term, want in selected.items():
+        for got in (through_blobs[term], in_transaction[term]):
+            for column in ("ids", "tf_title", "tf_body"):
+                assert getattr(got, column).tolist() == getattr(want, column).tolist()
