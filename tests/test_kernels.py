@@ -479,3 +479,40 @@ def test_joining_rows_refuses_parts_out_of_term_order_and_rows_that_do_not_fit()
         kernels.join_rows([[("a", b"\x01\x00\x00\x00", b"\x01\x02\x03", b"", b"", b"")]], none)
     with pytest.raises(TypeError):
         kernels.join_rows([[("a", b"")]], none)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), parts=st.integers(0, 5))
+def test_union_of_id_arrays_is_the_union_of_their_bitmaps(seed, parts):
+    """In any order, with repeats, empty arrays, sparse and dense containers (over 4,096 ids in one
+    2^16 range), and ids in far containers: the same set as pyroaring's union."""
+    rng = np.random.default_rng(seed)
+    arrays_ = []
+    for _ in range(parts):
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            ids = np.zeros(0, dtype=np.uint32)
+        elif kind == 1:  # dense: a bitset container
+            ids = rng.choice(70_000, int(rng.integers(4_000, 20_000)), replace=False)
+        else:
+            ids = rng.integers(0, 3_000_000, int(rng.integers(1, 500)))
+        if rng.random() < 0.5:
+            ids = np.sort(ids)
+        arrays_.append(np.asarray(ids, dtype=rng.choice([np.uint32, np.int64])))
+    want = BitMap.union(*(BitMap(a.astype(np.uint32).tolist()) for a in arrays_)) if arrays_ else BitMap()
+    assert arrays.union_of(arrays_) == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), few=st.booleans())
+def test_chunks_holding_a_term_looked_up_or_intersected_agree(seed, few):
+    """Few candidates are looked up in the term's ids, many intersected with its bitmap: the same
+    chunks either way (candidates on and off the term's ids, at both ends of them)."""
+    from kenning.signals import lexical
+
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(50_000, int(rng.integers(0, 8_000)), replace=False)).astype(np.uint32)
+    postings = lexical.TermPostings(ids, np.ones(len(ids), np.uint8), np.ones(len(ids), np.uint8))
+    count = int(rng.integers(0, lexical.LOOKUP_UP_TO if few else 3 * lexical.LOOKUP_UP_TO))
+    docs = BitMap(rng.choice(50_001, count, replace=False).tolist()) | BitMap([0, 50_000])
+    assert lexical.chunks_holding(docs, postings) == docs & BitMap(ids.tolist())

@@ -13,7 +13,7 @@ from array import array
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.kernels import roaring_bytes
+from kenning.kernels import roaring_bytes, roaring_union_bytes
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -66,3 +66,13 @@ def bitmap_of(ids: np.ndarray) -> BitMap:
     values = array("I")
     values.frombytes(ids.tobytes())
     return BitMap(values)
+
+
+def union_of(id_arrays: list[np.ndarray]) -> BitMap:
+    """The roaring union of several id arrays (a query's candidates from its terms' postings), made in
+    one pass over them in C without a bitmap for each: at 1M chunks a query's terms' own bitmaps cost
+    ~1 ms on its first sight of them. Without the C module, the union of their bitmaps."""
+    packed = roaring_union_bytes(id_arrays)
+    if packed is not None:
+        return BitMap.deserialize(packed)
+    return BitMap.union(*(bitmap_of(ids) for ids in id_arrays)) if id_arrays else BitMap()

@@ -82,6 +82,14 @@ def roaring_bytes(ids: np.ndarray) -> bytes | None:
     return _kernels.roaring_bytes(np.ascontiguousarray(ids, dtype=np.uint32))
 
 
+def roaring_union_bytes(id_arrays) -> bytes | None:
+    """The union of chunk id arrays (any order) in roaring's portable serialization, for
+    `BitMap.deserialize`; None without the C module."""
+    if _kernels is None:
+        return None
+    return _kernels.roaring_union_bytes(tuple(_ids(ids) for ids in id_arrays))
+
+
 def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None):
     """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
     id, with MaxScore by windows of chunk ids: (ids, scores, chunks scored, terms still essential at the

@@ -1,10 +1,9 @@
 """Stage gather: every chunk holding any of the query's positive terms, as one roaring union of their
-posting bitmaps (Lume's first funnel stage), and the postings the later stages score with."""
+postings (Lume's first funnel stage), and the postings the later stages score with."""
 
 from __future__ import annotations
 
-from pyroaring import BitMap
-
+from kenning.arrays import union_of
 from kenning.search.context import QueryState, SearchContext
 
 
@@ -12,5 +11,4 @@ def gather(ctx: SearchContext, state: QueryState) -> None:
     plan = state.plan
     exclusion_terms = [t for i in plan.exclusions for t in i.terms]
     state.found = ctx.view.postings(list(dict.fromkeys(plan.terms + exclusion_terms)))
-    bitmaps = [state.found[t].bitmap for t in plan.terms if state.found[t] is not None]
-    state.candidates = BitMap.union(*bitmaps) if bitmaps else BitMap()
+    state.candidates = union_of([state.found[t].ids for t in plan.terms if state.found[t] is not None])

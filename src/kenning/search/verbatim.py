@@ -14,6 +14,7 @@ from kenning.query.plan import plan_item
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.relax import strict_first
 from kenning.search.score import lexical_scores
+from kenning.signals.lexical import chunks_holding
 
 VERBATIM_MIN_WORDS = 5
 
@@ -36,12 +37,11 @@ def _holding_every_term(state: QueryState, within: BitMap) -> BitMap:
     hold the whole query. A cheap cut before the query is analysed again as one phrase; long questions
     rarely pass it."""
     own = dict.fromkeys(t for c in state.plan.clauses for i in c.items if i.via is None for t in i.terms)
+    if any(state.found.get(term) is None for term in own):
+        return BitMap()
     out = within
-    for term in own:
-        postings = state.found.get(term)
-        if postings is None:
-            return BitMap()
-        out = out & postings.bitmap
+    for term in sorted(own, key=lambda t: state.found[t].df):  # rarest first: the set shrinks fastest
+        out = chunks_holding(out, state.found[term])
         if not out:
             break
     return out

@@ -24,6 +24,7 @@ path recomputes every number from the raw term frequencies, and tests hold both 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -32,7 +33,7 @@ from pyroaring import BitMap
 
 from kenning import kernels
 from kenning.arrays import bitmap_of, sorted_unique
-from kenning.cache import BoundedCache, IndexCaches
+from kenning.cache import BoundedCache, IndexCaches, nbytes
 from kenning.signals.base import Channel
 from kenning.signals.lengths_file import LengthsFile
 from kenning.signals.pruning import BLOCK_BITS
@@ -138,11 +139,16 @@ class TermPostings:
     ids: np.ndarray
     tf_title: np.ndarray
     tf_body: np.ndarray
-    bitmap: BitMap
 
     @property
     def df(self) -> int:
         return len(self.ids)
+
+    @functools.cached_property
+    def bitmap(self) -> BitMap:
+        """Its chunks as a roaring bitmap, made when first asked for: a query's candidates are made
+        from the ids themselves (kenning.arrays.union_of), and a common word's bitmap is ~0.3 ms."""
+        return bitmap_of(self.ids)
 
 
 # phrase candidates up to this many are checked on their text, re-analysed, instead of on stored
@@ -157,6 +163,21 @@ PHRASE_TEXT_CHECK = 64
 TEXT_TOKEN_US = 1.7
 POSITION_US = 0.017
 POSITION_READ_US = 20.0
+
+
+# up to this many chunks are looked up in a term's ids (a binary search each) rather than intersected
+# with its bitmap, which a common term would first have to build (~0.3 ms for 168k postings)
+LOOKUP_UP_TO = 2048
+
+
+def chunks_holding(docs: BitMap, postings: TermPostings) -> BitMap:
+    """Those of `docs` that hold the term of `postings`."""
+    if len(docs) > LOOKUP_UP_TO:
+        return docs & postings.bitmap
+    wanted = np.frombuffer(docs.to_array(), dtype=np.uint32)
+    at = np.minimum(np.searchsorted(postings.ids, wanted), max(len(postings.ids) - 1, 0))
+    held = postings.ids[at] == wanted if len(postings.ids) else np.zeros(len(wanted), dtype=bool)
+    return bitmap_of(wanted[held])
 
 
 def _last_id(place: slice | np.ndarray) -> int:
@@ -256,7 +277,9 @@ class LexicalView:
                     per_segment[s][t] for s in self.snapshot.segment_ids if per_segment[s][t] is not None
                 ]
                 out[t] = self._merge_live(parts)
-                self.cache.put(self._postings_key(t), out[t])
+                # (with room for the bitmap it may make later: at most two bytes a chunk)
+                size = None if out[t] is None else nbytes(out[t]) + 2 * out[t].df
+                self.cache.put(self._postings_key(t), out[t], size)
         return out
 
     def _postings_key(self, term: str) -> tuple:
@@ -302,7 +325,7 @@ class LexicalView:
         if len(parts) > 1 and not np.all(ids[1:] > ids[:-1]):
             order = np.argsort(ids, kind="stable")
             ids, tft, tfb = ids[order], tft[order], tfb[order]
-        return TermPostings(ids, tft, tfb, bitmap_of(ids))
+        return TermPostings(ids, tft, tfb)
 
     # ------------------------------------------------------------------ fields and phrases
     def field_docs(self, term: str, field: str) -> BitMap:
@@ -347,10 +370,10 @@ class LexicalView:
             found = self.postings(group)
             if any(found[t] is None for t in group):
                 return BitMap()
-            for t in group:
-                docs &= found[t].bitmap
-            if not docs:
-                return docs
+            for t in sorted(group, key=lambda t: found[t].df):  # rarest first: fewest to look up
+                docs = chunks_holding(docs, found[t])
+                if not docs:
+                    return docs
             narrowed = False
             if group is loaded and unread and self._positions_first(group, found, docs, field):
                 docs = self._sub_phrase_docs(words, set(loaded), docs, field)

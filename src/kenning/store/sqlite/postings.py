@@ -69,14 +69,15 @@ class SqlitePostings:
         incremental blob I/O, straight from the pages into Python's bytes: a selected blob longer
         than a page is first copied whole into SQLite's own buffer, and then again into bytes."""
         rows = []
+        blob_from = BLOB_READ_FROM if self._postings_have_rowids else 1 << 62
         for batch in batches(list(terms)):
             rows += self.conn.execute(
-                "SELECT term, rowid, length(ids) >= ?,"
+                "SELECT term, " + ("rowid" if self._postings_have_rowids else "NULL") + ", length(ids) >= ?,"
                 " CASE WHEN length(ids) >= ? THEN NULL ELSE ids END,"
                 " CASE WHEN length(ids) >= ? THEN NULL ELSE tf_title END,"
                 " CASE WHEN length(ids) >= ? THEN NULL ELSE tf_body END FROM postings"
                 f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
-                (*[BLOB_READ_FROM] * 4, segment_id, *batch),
+                (*[blob_from] * 4, segment_id, *batch),
             ).fetchall()
         rows = [
             (term, *self._blobs(rowid)) if long else (term, ids, tft, tfb)
@@ -91,6 +92,16 @@ class SqlitePostings:
                 np.frombuffer(ids, dtype=np.uint32), unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
             )
         return out
+
+    @property
+    def _postings_have_rowids(self) -> bool:
+        """Whether `postings` is a rowid table, as incremental blob I/O needs (indexes written before it
+        was hold a WITHOUT ROWID one, which stays)."""
+        found = self.__dict__.get("_rowids")
+        if found is None:
+            sql = self.conn.execute("SELECT sql FROM sqlite_master WHERE name='postings'").fetchone()
+            found = self.__dict__["_rowids"] = sql is not None and "WITHOUT ROWID" not in sql[0].upper()
+        return found
 
     def _blobs(self, rowid: int) -> tuple[bytes, bytes, bytes]:
         """A `postings` row's ids and term frequencies, each read through incremental blob I/O."""
