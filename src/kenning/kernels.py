@@ -96,7 +96,7 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
     end, each term's largest score). `ids` and `scores` hold one array per present term, in the
     query's order; a term's scores may instead be `weighed(...)`: its postings are then weighed as
     `weigh` does, only those MaxScore visits, with `weighing = weighing_of(...)`. `maxima` holds each
-    term's largest score, or None to have it found (exactly, without weighing every posting);
+    term's largest score, or None to have it found (without weighing every posting);
     `allowed` is a bool mask over chunk ids or None."""
     if _kernels is None:
         return None
