@@ -190,10 +190,10 @@ def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, 
 )
 def test_maxscore_weighing_on_demand_equals_weighed_lists(params, seed, terms, chunks, k):
     """Postings MaxScore weighs itself (only those it visits) give the same top k, to the bit, as the
-    same postings weighed whole by weigh() and times their clause's weight; and the maxima it finds
-    without weighing every posting (the shortest length of each frequency, one field at a time)
-    are the weighed lists' largest values. Frequencies past the kernel's buckets (64), terms
-    in both fields, field-restricted terms and lengths past the norm table are all drawn."""
+    same postings weighed whole by weigh() and times their clause's weight. It bounds their scores
+    from their largest frequencies (no posting above the bound), and finds given scores' exact
+    maximum. High frequencies, terms in both fields, field-restricted terms and lengths past the norm
+    table are all drawn."""
     rng = np.random.default_rng(seed)
     # (a field that holds the term is never empty: an empty one with b = 1 weighs to NaN either way)
     tl = rng.integers(1, 12, chunks).astype(np.uint16)
@@ -222,9 +222,9 @@ def test_maxscore_weighing_on_demand_equals_weighed_lists(params, seed, terms, c
     got = kernels.maxscore(ids, specs, [None] * terms, clauses, 0.5, k, None, weighing)
     assert got[0].tolist() == want[0].tolist()
     assert np.array_equal(got[1].view(np.uint64), want[1].view(np.uint64))
-    # (equal but for rounding: a longer field's saturation can round an ulp above a shorter one's when
-    # b / avg is tiny; MaxScore's bounds carry a 1e-9 margin for such)
-    assert np.allclose(got[4], maxima, rtol=1e-12, atol=0)
+    assert all(bound >= maximum for bound, maximum in zip(got[4], maxima, strict=True))  # bounds
+    given = kernels.maxscore(ids, weighed_scores, [None] * terms, clauses, 0.5, k, None)
+    assert list(given[4]) == maxima  # given scores: their exact maximum
 
 
 @native

@@ -546,13 +546,17 @@ class LexicalView:
             self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
         return out
 
-    def cached_max(self, term: str, params: Bm25Params, field: str | None, weight: float) -> float | None:
-        """A term's largest weighted score times `weight` (MaxScore's bound for it), when an earlier
-        query found it (`keep_max`); found anew, it is a pass over every posting."""
+    def cached_max(
+        self, term: str, params: Bm25Params, field: str | None, weight: float
+    ) -> tuple[float, bool] | None:
+        """(MaxScore's bound on a term's weighted scores times `weight`, whether it is their exact
+        maximum), when an earlier query kept it (`keep_max`); None for a term not met in this view."""
         return self.cache.get(self._max_key(term, params, field, weight))
 
-    def keep_max(self, term: str, params: Bm25Params, field: str | None, weight: float, value: float) -> None:
-        self.cache.put(self._max_key(term, params, field, weight), value, 96)
+    def keep_max(
+        self, term: str, params: Bm25Params, field: str | None, weight: float, value: float, exact: bool
+    ) -> None:
+        self.cache.put(self._max_key(term, params, field, weight), (value, exact), 96)
 
     def _max_key(self, term: str, params: Bm25Params, field: str | None, weight: float) -> tuple:
         return ("gen", self.generation, "max", self._params_key(params), term, field, weight)
