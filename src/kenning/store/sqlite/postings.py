@@ -69,7 +69,7 @@ class SqlitePostings:
         incremental blob I/O, straight from the pages into Python's bytes: a selected blob longer
         than a page is first copied whole into SQLite's own buffer, and then again into bytes."""
         rows = []
-        blob_from = BLOB_READ_FROM if self._postings_have_rowids else 1 << 62
+        blob_from = BLOB_READ_FROM if self._postings_have_rowids else 1 << 62  # (never: select them all)
         for batch in batches(list(terms)):
             rows += self.conn.execute(
                 "SELECT term, " + ("rowid" if self._postings_have_rowids else "NULL") + ", length(ids) >= ?,"
@@ -100,7 +100,9 @@ class SqlitePostings:
         found = self.__dict__.get("_rowids")
         if found is None:
             sql = self.conn.execute("SELECT sql FROM sqlite_master WHERE name='postings'").fetchone()
-            found = self.__dict__["_rowids"] = sql is not None and "WITHOUT ROWID" not in sql[0].upper()
+            if sql is None:  # (no table yet: asked again once there is one)
+                return False
+            found = self.__dict__["_rowids"] = "WITHOUT ROWID" not in sql[0].upper()
         return found
 
     def _blobs(self, rowid: int) -> tuple[bytes, bytes, bytes]:
