@@ -546,20 +546,18 @@ class LexicalView:
             self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
         return out
 
-    def cached_max(
-        self, term: str, params: Bm25Params, field: str | None, weight: float
-    ) -> tuple[float, bool] | None:
-        """(MaxScore's bound on a term's weighted scores times `weight`, whether it is their exact
-        maximum), when an earlier query kept it (`keep_max`); None for a term not met in this view."""
-        return self.cache.get(self._max_key(term, params, field, weight))
+    def cached_bound(self, term: str, params: Bm25Params, field: str | None, weight: float) -> float | None:
+        """MaxScore's bound on a term's weighted scores times `weight`, when an earlier query kept it
+        (`keep_bound`); None for a term not met in this view."""
+        return self.cache.get(self._bound_key(term, params, field, weight))
 
-    def keep_max(
-        self, term: str, params: Bm25Params, field: str | None, weight: float, value: float, exact: bool
+    def keep_bound(
+        self, term: str, params: Bm25Params, field: str | None, weight: float, value: float
     ) -> None:
-        self.cache.put(self._max_key(term, params, field, weight), (value, exact), 96)
+        self.cache.put(self._bound_key(term, params, field, weight), value, 96)
 
-    def _max_key(self, term: str, params: Bm25Params, field: str | None, weight: float) -> tuple:
-        return ("gen", self.generation, "max", self._params_key(params), term, field, weight)
+    def _bound_key(self, term: str, params: Bm25Params, field: str | None, weight: float) -> tuple:
+        return ("gen", self.generation, "bound", self._params_key(params), term, field, weight)
 
     def postings_idf(self, postings: TermPostings) -> float:
         """The idf `weighted` weighs these postings by (`idf` takes a term and reads its postings)."""
