@@ -5,8 +5,9 @@
  * A common term at a million chunks has ~300k postings. In NumPy, its weighted BM25 scores took
  * ~10 array passes (two fields' saturation, the weights, the idf), its roaring bitmap pyroaring's
  * adding of values (2 ms), and joining its segments' postings without the deleted chunks a
- * concatenation, a mask and three widenings: here each is one pass. MaxScore (Turtle & Flood 1995)
- * finds the exact top k by windows of chunk ids.
+ * concatenation, a mask and three widenings: here each is one pass, or none (postings as stored,
+ * read in place). MaxScore (Turtle & Flood 1995) finds the exact top k by windows of chunk ids,
+ * weighing only the postings it visits.
  *
  * The arithmetic is NumPy's, operation for operation and in the same order (see
  * kenning.signals.lexical.saturate), so the scores are equal to the last bit: built with

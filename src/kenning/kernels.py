@@ -1,10 +1,12 @@
 """Per-posting and per-row loops in C (kenning/_kernels.c, built when kenning is installed): on the
-query path a term's weighted BM25 scores, its live postings joined from its segments, its roaring
-bitmap, and MaxScore top-k; on the write path the encoding of a segment's rows.
+query path a term's weighted BM25 scores, its live postings (as stored when nothing is to be
+dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's terms,
+and MaxScore top-k weighing the postings it visits; on the write path the encoding of a segment's
+rows.
 
-The first query that meets a common term pays the first three over every posting (~300k at a
-million chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for
-the postings and pyroaring's adding of values for the bitmap.
+The first query that meets a common term pays these over every posting (~300k at a million
+chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for the
+postings and pyroaring's adding of values for the bitmap.
 Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
 the same in NumPy (kenning.signals.lexical, kenning.signals.pruning, kenning.arrays);
 tests/test_kernels.py holds both ways equal to the last bit.
