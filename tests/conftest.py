@@ -63,3 +63,13 @@ def pg_server():
 def pg_url(pg_server):
     """A fresh index (its own schema) on the test server."""
     return pg_server.url()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say how many tests were skipped, and why, even when none was: CI's log must show it (pytest's
+    own summary names skips only when there are some)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    terminalreporter.write_line(f"tests skipped: {len(skipped)}")
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        terminalreporter.write_line(f"  {report.nodeid}: {reason}")
