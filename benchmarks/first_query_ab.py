@@ -8,7 +8,8 @@ tier's first --queries queries is answered once per version, each in its own pro
 (`scale.py --worker first`, which times opening the index and answering, the import apart), with the
 index's files read into the page cache first (scale.page_cache), the versions' order reversed every
 other round. The machine's speed drifts over minutes, so only versions measured side by side like
-this are compared. Prints p50 / p95 per version, then each query's median per version.
+this are compared. Prints p50 / p95 per version and the median number of pages its processes first
+touched while opening and answering (minor faults), then each query's median per version.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main() -> None:
     args = ap.parse_args()
     queries = json.loads((args.tier / "queries.json").read_text())[: args.queries]
     times: dict[tuple[str, int], list[float]] = {}
+    faults: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for r in range(args.rounds):
             for i, query in enumerate(queries):
@@ -60,12 +62,16 @@ def main() -> None:
                         cwd=scratch,
                         check=True,
                     )
-                    times.setdefault((version, i), []).append(1000 * json.loads(out.stdout)["seconds"])
+                    measured = json.loads(out.stdout)
+                    times.setdefault((version, i), []).append(1000 * measured["seconds"])
+                    faults.setdefault(version, []).append(measured["minor_faults"])
     for version in args.versions:
         every = sorted(t for i in range(len(queries)) for t in times[(version, i)])
         p95 = every[int(0.95 * (len(every) - 1))]
         p50 = statistics.median(every)
-        print(f"{version[-28:]:28s} first query p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  n={len(every)}")
+        pages = statistics.median(faults[version])
+        times_text = f"p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  n={len(every)}"
+        print(f"{version[-28:]:28s} first query {times_text}  faults {pages:.0f}")
     for i, query in enumerate(queries):
         row = "  ".join(f"{statistics.median(times[(v, i)]):6.1f}" for v in args.versions)
         print(f"{i:3d} {row} | {query}")

@@ -165,6 +165,29 @@ def _count_narrowings(monkeypatch) -> list:
     return narrowings
 
 
+def _cut_phrases(index, rows, rng, length, swap=False):
+    """Phrases cut from the rows' bodies, `length()` words each (two of them swapped in about half when
+    `swap`), that hold at least three distinct terms: (phrase, spec, distinct terms) each."""
+    for row in rows:
+        words = row.body.split()
+        start = rng.randrange(max(1, len(words) - 5))
+        phrase = words[start : start + length()]
+        if swap and rng.random() < 0.5:
+            phrase[1], phrase[2] = phrase[2], phrase[1]
+        terms = index.analyzer.query_terms(" ".join(phrase), remove_stopwords=False)
+        distinct = list(dict.fromkeys(terms))
+        if len(distinct) >= 3:
+            yield " ".join(phrase), list(zip(terms, range(9), strict=False)), distinct
+
+
+def _holding_all(view, postings, terms) -> BitMap:
+    """The live chunks holding every one of `terms` (their postings in `postings`)."""
+    candidates = BitMap(view.live)
+    for term in terms:
+        candidates &= postings[term].bitmap
+    return candidates
+
+
 def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index, monkeypatch):
     """When the words whose postings are already read leave many candidates, their own positions
     narrow them before a common word's postings are read; the chunks found are the ones the stored
@@ -178,15 +201,7 @@ def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index,
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
         checked = found = 0
-        for row in rows[:80]:
-            words = row.body.split()
-            start = rng.randrange(max(1, len(words) - 5))
-            phrase = " ".join(words[start : start + rng.randint(3, 5)])
-            terms = index.analyzer.query_terms(phrase, remove_stopwords=False)
-            spec = list(zip(terms, range(9), strict=False))
-            distinct = list(dict.fromkeys(terms))
-            if len(distinct) < 3:
-                continue
+        for phrase, spec, distinct in _cut_phrases(index, rows[:80], rng, lambda: rng.randint(3, 5)):
             for field in (None, "body"):
                 expected = view._phrase_by_positions(spec, view.live, field)
                 view.cache.drop(lambda key: False)  # nothing read yet
@@ -213,23 +228,13 @@ def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
         checked = 0
-        for row in rows[:80]:
-            words = row.body.split()
-            start = rng.randrange(max(1, len(words) - 5))
-            terms = index.analyzer.query_terms(" ".join(words[start : start + 4]), remove_stopwords=False)
-            spec = list(zip(terms, range(9), strict=False))
-            distinct = list(dict.fromkeys(terms))
-            if len(distinct) < 3:
-                continue
+        for phrase, spec, distinct in _cut_phrases(index, rows[:80], rng, lambda: 4):
             expected = view._phrase_by_positions(spec, view.live, None)
             view.cache.drop(lambda key: False)
-            few = view.postings(distinct[:-1])
-            candidates = BitMap(view.live)
-            for term in distinct[:-1]:
-                candidates &= few[term].bitmap
+            candidates = _holding_all(view, view.postings(distinct[:-1]), distinct[:-1])
             if not candidates or len(candidates) > lexical.PHRASE_TEXT_CHECK:
                 continue
-            assert view.phrase_docs(spec, view.live, None) == expected, terms
+            assert view.phrase_docs(spec, view.live, None) == expected, phrase
             checked += 1
     assert checked > 20
     if text_token_us:
@@ -270,25 +275,12 @@ def test_few_candidates_of_words_all_read_narrowed_by_the_rarest_two_give_the_sa
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
         checked = found = 0
-        for row in rows[:120]:
-            words = row.body.split()
-            start = rng.randrange(max(1, len(words) - 5))
-            phrase = words[start : start + 4]
-            if rng.random() < 0.5:
-                phrase[1], phrase[2] = phrase[2], phrase[1]
-            terms = index.analyzer.query_terms(" ".join(phrase), remove_stopwords=False)
-            spec = list(zip(terms, range(9), strict=False))
-            distinct = list(dict.fromkeys(terms))
-            if len(distinct) < 3:
-                continue
+        for phrase, spec, distinct in _cut_phrases(index, rows[:120], rng, lambda: 4, swap=True):
             expected = view._phrase_by_positions(spec, view.live, None)
-            every = view.postings(distinct)
-            candidates = BitMap(view.live)
-            for term in distinct:
-                candidates &= every[term].bitmap
+            candidates = _holding_all(view, view.postings(distinct), distinct)
             if not candidates or len(candidates) > lexical.PHRASE_TEXT_CHECK:
                 continue
-            assert view.phrase_docs(spec, view.live, None) == expected, terms
+            assert view.phrase_docs(spec, view.live, None) == expected, phrase
             checked += 1
             found += len(expected) > 0
     assert checked > 20 and 0 < found < checked

@@ -410,15 +410,6 @@ done:
 
 /* ---------------------------------------------------------------- live postings */
 
-static uint16_t frequency_at(const Py_buffer *v, Py_ssize_t i)
-{
-    if (v->len == 0)
-        return 0; /* stored empty: every frequency is zero */
-    if (v->itemsize == 1)
-        return ((const uint8_t *)v->buf)[i];
-    return ((const uint16_t *)v->buf)[i];
-}
-
 PyDoc_STRVAR(all_live_doc,
              "all_live(ids, live) -> bool\n\n"
              "Whether the bool buffer `live` marks every one of the uint32 `ids`: then a segment's\n"
@@ -459,9 +450,13 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t n_parts = PyTuple_GET_SIZE(parts), got = 0, total = 0;
     Py_buffer *views = PyMem_Calloc(3 * n_parts + 1, sizeof(Py_buffer));
+    Freqs *freqs = PyMem_Calloc(2 * n_parts + 1, sizeof(Freqs)); /* each part's title, body */
     PyObject *ids_out = NULL, *tft_out = NULL, *tfb_out = NULL, *result = NULL;
-    if (views == NULL)
+    if (views == NULL || freqs == NULL) {
+        PyMem_Free(views);
+        PyMem_Free(freqs);
         return PyErr_NoMemory();
+    }
     if (get_buffer(live_o, &views[got], 1, "live") < 0)
         goto done;
     got++;
@@ -477,15 +472,11 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
             goto done;
         got++;
         Py_ssize_t n = views[got - 1].len / 4;
-        for (int f = 1; f <= 2; f++) {
-            if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, f), &views[got], PyBUF_C_CONTIGUOUS) < 0)
+        for (int f = 0; f < 2; f++) {
+            if (get_freqs(PyTuple_GET_ITEM(part, 1 + f), &views[got], n, f ? "tf_body" : "tf_title",
+                          &freqs[2 * p + f]) < 0)
                 goto done;
             got++;
-            Py_buffer *v = &views[got - 1];
-            if (v->len != 0 && !((v->itemsize == 1 || v->itemsize == 2) && v->len / v->itemsize == n)) {
-                PyErr_SetString(PyExc_ValueError, "live_postings: a frequency column does not fit its ids");
-                goto done;
-            }
         }
         total += n;
     }
@@ -498,14 +489,15 @@ static PyObject *live_postings(PyObject *self, PyObject *args)
     uint16_t *ot = (uint16_t *)PyBytes_AS_STRING(tft_out), *ob = (uint16_t *)PyBytes_AS_STRING(tfb_out);
     Py_ssize_t kept = 0;
     for (Py_ssize_t p = 0; p < n_parts; p++) {
-        const Py_buffer *iv = &views[1 + 3 * p], *tv = &views[2 + 3 * p], *bv = &views[3 + 3 * p];
+        const Py_buffer *iv = &views[1 + 3 * p];
+        const Freqs tv = freqs[2 * p], bv = freqs[2 * p + 1];
         const uint32_t *ids = (const uint32_t *)iv->buf;
         Py_ssize_t n = iv->len / 4;
         for (Py_ssize_t i = 0; i < n; i++) {
             /* written always, kept (the count moves on) only when live: no branch to mispredict */
             oi[kept] = ids[i];
-            ot[kept] = frequency_at(tv, i);
-            ob[kept] = frequency_at(bv, i);
+            ot[kept] = freq_at(tv, i);
+            ob[kept] = freq_at(bv, i);
             kept += ids[i] < live_n && live[ids[i]];
         }
     }
@@ -520,6 +512,7 @@ done:
     for (Py_ssize_t i = 0; i < got; i++)
         PyBuffer_Release(&views[i]);
     PyMem_Free(views);
+    PyMem_Free(freqs);
     return result;
 }
 
