@@ -9,7 +9,8 @@ tier's first --queries queries is answered once per version, each in its own pro
 index's files read into the page cache first (scale.page_cache), the versions' order reversed every
 other round. The machine's speed drifts over minutes, so only versions measured side by side like
 this are compared. Prints p50 / p95 per version and the median number of pages its processes first
-touched while opening and answering (minor faults), then each query's median per version.
+touched while opening and answering (minor faults), the p50 of the package's import, and the p50 of
+import and first query together (what a command pays end to end); then each query's median per version.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def main() -> None:
     queries = json.loads((args.tier / "queries.json").read_text())[: args.queries]
     times: dict[tuple[str, int], list[float]] = {}
     faults: dict[str, list[int]] = {}
+    imports: dict[str, list[float]] = {}
+    end_to_end: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for r in range(args.rounds):
             for i, query in enumerate(queries):
@@ -65,13 +68,20 @@ def main() -> None:
                     measured = json.loads(out.stdout)
                     times.setdefault((version, i), []).append(1000 * measured["seconds"])
                     faults.setdefault(version, []).append(measured["minor_faults"])
+                    imports.setdefault(version, []).append(1000 * measured["import_s"])
+                    both = measured["import_s"] + measured["seconds"]
+                    end_to_end.setdefault(version, []).append(1000 * both)
     for version in args.versions:
         every = sorted(t for i in range(len(queries)) for t in times[(version, i)])
         p95 = every[int(0.95 * (len(every) - 1))]
         p50 = statistics.median(every)
         pages = statistics.median(faults[version])
         times_text = f"p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  n={len(every)}"
-        print(f"{version[-28:]:28s} first query {times_text}  faults {pages:.0f}")
+        print(
+            f"{version[-28:]:28s} first query {times_text}  faults {pages:.0f}  "
+            f"import p50 {statistics.median(imports[version]):5.1f} ms  "
+            f"import + first query p50 {statistics.median(end_to_end[version]):5.1f} ms"
+        )
     for i, query in enumerate(queries):
         row = "  ".join(f"{statistics.median(times[(v, i)]):6.1f}" for v in args.versions)
         print(f"{i:3d} {row} | {query}")

@@ -32,6 +32,11 @@ from kenning.store.records import (
     text_hash,
 )
 
+# The embedded store is the default: its code loads with the package, as a compiled engine's does,
+# so that opening an index reads the index and nothing else (the server store is an extra and loads
+# on first use).
+from kenning.store.sqlite import SqliteStore
+
 
 def is_server_url(location) -> bool:
     """Whether an index location is a PostgreSQL URL (postgresql://...) rather than a folder."""
@@ -45,8 +50,6 @@ def open_store(location: str | os.PathLike, create: bool = True, rebuild_outdate
         from kenning.store.postgres import PostgresStore
 
         return PostgresStore(str(location), create=create, rebuild_outdated=rebuild_outdated)
-    from kenning.store.sqlite import SqliteStore
-
     return SqliteStore(location, create=create, rebuild_outdated=rebuild_outdated)
 
 
