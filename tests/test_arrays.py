@@ -61,6 +61,24 @@ def test_a_lexical_search_process_loads_no_module_only_other_features_need(tmp_p
     assert run.stdout.split("\n")[:2] == ["[] 0", "2"]  # both wide patterns, for the first non-ASCII text
 
 
+def test_opening_an_index_loads_no_module(tmp_path):
+    """The default store's code loads with the package, as a compiled engine's code loads with its
+    import: opening an index reads the index and nothing else, so a new process's first query is
+    the index's work, not module loading (scale.py times the import apart, and both together)."""
+    (tmp_path / "notes.md").write_text("# Keys\n\nRotate the signing keys every month.\n")
+    with Index(tmp_path / "ix") as index:
+        index.add([tmp_path / "notes.md"])
+    script = (
+        "import sys; from kenning import Index\n"
+        "before = set(sys.modules)\n"
+        f"ix = Index({str(tmp_path / 'ix')!r})\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"
+
+
 def test_bitmap_of_holds_exactly_the_ids_whatever_their_dtype():
     from pyroaring import BitMap
 
