@@ -222,9 +222,56 @@ def test_maxscore_weighing_on_demand_equals_weighed_lists(params, seed, terms, c
     got = kernels.maxscore(ids, specs, [None] * terms, clauses, 0.5, k, None, weighing)
     assert got[0].tolist() == want[0].tolist()
     assert np.array_equal(got[1].view(np.uint64), want[1].view(np.uint64))
-    assert all(bound >= maximum for bound, maximum in zip(got[4], maxima, strict=True))  # bounds
+    for bound, spec, scores in zip(got[4], specs, weighed_scores, strict=True):
+        if isinstance(bound, tuple):  # split: (its title hits', the rest's), each a bound on its part
+            title = np.asarray(spec[0]) > 0
+            assert len(scores) >= 4096 and title.any() and not title.all()
+            assert bound[0] >= scores[title].max() and bound[1] >= scores[~title].max()
+        else:
+            assert bound >= (scores.max() if len(scores) else 0.0)
+    again = kernels.maxscore(ids, specs, got[4], clauses, 0.5, k, None, weighing)  # the bounds kept
+    assert again[0].tolist() == want[0].tolist()
+    assert np.array_equal(again[1].view(np.uint64), want[1].view(np.uint64))
     given = kernels.maxscore(ids, weighed_scores, [None] * terms, clauses, 0.5, k, None)
     assert list(given[4]) == maxima  # given scores: their exact maximum
+
+
+@native
+def test_maxscore_searches_a_common_terms_title_hits_apart():
+    """A common word's few title hits in short chunks bound the whole word far above what its body
+    postings can score. Split into its title hits and the rest, the rest stops being essential once
+    the rare word's chunks fill the top k: far fewer chunks are scored than with one bound for the
+    word (its scores given whole), and the top k is the same to the bit."""
+    rng = np.random.default_rng(7)
+    chunks = 60_000
+    tl = np.full(chunks, 8, dtype=np.uint16)
+    bl = rng.integers(80, 300, chunks).astype(np.uint16)
+    tl[:50] = 1  # short titles
+    params = Bm25Params()
+    common = np.sort(rng.choice(chunks, 30_000, replace=False)).astype(np.int64)
+    common = np.union1d(common, np.arange(50)).astype(np.int64)  # ... holding the common word
+    tft = np.where(common < 50, 1, 0).astype(np.uint8)
+    tfb = np.ones(len(common), dtype=np.uint8)
+    rare = np.sort(rng.choice(common[common >= 50], 40, replace=False)).astype(np.int64)
+    rare_tf = np.full(len(rare), 3, dtype=np.uint8)
+    avg_t, avg_b = float(tl.mean()), float(bl.mean())
+    idfs = (0.7, 8.0)
+    scores = [
+        kernels.weigh(common, tft, tfb, tl, bl, avg_t, avg_b, params, idfs[0]),
+        kernels.weigh(rare, np.zeros(0, np.uint8), rare_tf, tl, bl, avg_t, avg_b, params, idfs[1]),
+    ]
+    ids = [common, rare]
+    whole = kernels.maxscore(ids, scores, [None, None], 2, 0.5, 10, None)
+    weighing = kernels.weighing_of(tl, bl, avg_t, avg_b, params)
+    specs = [
+        kernels.weighed(tft, tfb, idfs[0], 1.0),
+        kernels.weighed(np.zeros(0, np.uint8), rare_tf, idfs[1], 1.0),
+    ]
+    split = kernels.maxscore(ids, specs, [None, None], 2, 0.5, 10, None, weighing)
+    assert split[0].tolist() == whole[0].tolist()
+    assert np.array_equal(split[1].view(np.uint64), whole[1].view(np.uint64))
+    assert isinstance(split[4][0], tuple) and split[4][0][1] < split[4][0][0]  # the rest's bound is lower
+    assert split[2] * 10 < whole[2], (split[2], whole[2])  # chunks scored
 
 
 @native

@@ -524,9 +524,28 @@ typedef struct {
     Freqs tft, tfb;
     double idf, weight; /* weight: the clause's (query term frequency, boost); 1.0 none */
     int use_title, use_body;
-    Py_ssize_t n, at; /* postings, cursor */
+    Py_ssize_t n, at; /* postings (of this list), cursor */
     double max;       /* the largest score in the list */
+    const uint32_t *sel; /* a term's title part: the offsets of its postings with a title hit */
+    int rest;            /* a term's other part: its postings with a title hit are not in it */
+    Py_ssize_t term;     /* the query term the list is, or is a part of */
 } Cursor;
+
+/* A common term's title hits are split from its other postings into a list of their own (from
+ * SPLIT_FROM postings, when it has both kinds): a title hit in a short chunk gives the whole term a
+ * bound several times what its body-only postings can score (title weight 2), which kept every
+ * common word of a query essential, every one of its postings visited. Its body-only part has its own,
+ * lower bound and stops being essential much sooner. A chunk is in one part of a term or the other,
+ * so sums and matches stay those of the unsplit term. */
+#define SPLIT_FROM 4096
+
+/* the offset in its term's arrays of a cursor position (a title part counts its own postings) */
+static inline Py_ssize_t posting_of(const Cursor *c, Py_ssize_t at) { return c->sel ? (Py_ssize_t)c->sel[at] : at; }
+
+static inline uint32_t id_of(const Cursor *c, Py_ssize_t at) { return c->ids[posting_of(c, at)]; }
+
+/* whether the posting at a cursor position is the other part's (a title hit, for a rest part) */
+static inline int not_in_list(const Cursor *c, Py_ssize_t at) { return c->rest && freq_at(c->tft, at) > 0; }
 
 /* A posting's score: given, or weighed as weigh() weighs it, then times the clause's weight as
  * kenning.signals.pruning multiplies the weighed scores. `bad` is set for an id without a length. */
@@ -534,12 +553,13 @@ static inline double cursor_score(const Cursor *c, Py_ssize_t at, const Weighing
 {
     if (c->scores != NULL)
         return c->scores[at];
-    uint32_t id = c->ids[at];
+    Py_ssize_t p = posting_of(c, at);
+    uint32_t id = c->ids[p];
     if (id >= w->chunks) {
         *bad = 1;
         return 0.0;
     }
-    double s = weigh_one(w, freq_at(c->tft, at), freq_at(c->tfb, at), id, c->idf, c->use_title, c->use_body);
+    double s = weigh_one(w, freq_at(c->tft, p), freq_at(c->tfb, p), id, c->idf, c->use_title, c->use_body);
     return c->weight != 1.0 ? s * c->weight : s;
 }
 
@@ -563,13 +583,14 @@ static double cursor_max(const Cursor *c, const Weighing *w)
         return best;
     }
     uint16_t most_title = 0, most_body = 0;
-    for (Py_ssize_t i = 0; c->use_title && c->tft.width && i < c->n; i++) {
-        uint16_t t = freq_at(c->tft, i);
+    const int title = c->use_title && c->tft.width, body = c->use_body && c->tfb.width;
+    for (Py_ssize_t at = 0; at < c->n; at++) { /* (a rest part's postings have no title hit) */
+        if (not_in_list(c, at))
+            continue;
+        Py_ssize_t p = posting_of(c, at);
+        uint16_t t = title ? freq_at(c->tft, p) : 0, b = body ? freq_at(c->tfb, p) : 0;
         most_title = t > most_title ? t : most_title;
-    }
-    for (Py_ssize_t i = 0; c->use_body && c->tfb.width && i < c->n; i++) {
-        uint16_t t = freq_at(c->tfb, i);
-        most_body = t > most_body ? t : most_body;
+        most_body = b > most_body ? b : most_body;
     }
     /* the shortest norm, kept above zero: BM25L divides by it (b = 1 makes it 0) */
     double shortest = 1.0 - w->b > 1e-300 ? 1.0 - w->b : 1e-300;
@@ -626,10 +647,10 @@ static void sift_up(Scored *heap, Py_ssize_t i)
 static void seek(Cursor *c, int64_t id)
 {
     Py_ssize_t lo = c->at, step = 1, hi;
-    if (lo >= c->n || c->ids[lo] >= id)
+    if (lo >= c->n || id_of(c, lo) >= id)
         return;
     hi = lo + 1;
-    while (hi < c->n && c->ids[hi] < id) {
+    while (hi < c->n && id_of(c, hi) < id) {
         lo = hi;
         step *= 2;
         hi = lo + step;
@@ -638,7 +659,7 @@ static void seek(Cursor *c, int64_t id)
         hi = c->n;
     while (lo + 1 < hi) { /* ids[lo] < id; ids[hi] >= id or hi == n */
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (c->ids[mid] < id)
+        if (id_of(c, mid) < id)
             lo = mid;
         else
             hi = mid;
@@ -671,12 +692,15 @@ PyDoc_STRVAR(maxscore_doc,
              "weight, use_title, use_body) to weigh the postings it needs as weigh() does, times weight\n"
              "(frequencies as weigh() takes them);\n"
              "then weighing is (title_len, body_len, avg_title, avg_body, variant, k1, b, delta,\n"
-             "title_weight, body_weight). maxima: each list's largest score (a bound: no score may exceed\n"
-             "it), or None to have one found: the exact maximum of given scores, a bound from the largest\n"
-             "frequencies for weighed postings (weight must then be >= 0). clauses: the coordination's\n"
-             "denominator; floor: its floor (1.0: none); allowed: a bool buffer over chunk ids or None.\n"
-             "Returns the top k best first (int64 and float64 bytes), how many chunks were scored, how\n"
-             "many terms were still essential (candidates came from them) at the end, and the maxima.");
+             "title_weight, body_weight). A weighed term of SPLIT_FROM postings or more with title hits\n"
+             "and other postings is searched as two lists, its title hits and the rest, each bounded on\n"
+             "its own. maxima: each term's largest score (a bound: no score may exceed it), or for a\n"
+             "split term a (title hits, rest) pair of them, or None to have them found: the exact maximum\n"
+             "of given scores, a bound from the largest frequencies for weighed postings (weight must then\n"
+             "be >= 0). clauses: the coordination's denominator; floor: its floor (1.0: none); allowed: a\n"
+             "bool buffer over chunk ids or None. Returns the top k best first (int64 and float64 bytes),\n"
+             "how many chunks were scored, how many terms still had an essential list (candidates came\n"
+             "from them) at the end, and the maxima (floats, pairs for split terms).");
 
 
 static PyObject *maxscore(PyObject *self, PyObject *args)
@@ -694,20 +718,26 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                         "maxscore: one score list and maximum per id list, 1 <= terms <= clauses, k >= 1");
         return NULL;
     }
+    /* a term's postings are one list, or two when its title hits are split from the rest
+     * (SPLIT_FROM): `lists` of them in all, each term's in the query's order, its title part first */
+    const Py_ssize_t most = 2 * terms;
+    Py_ssize_t lists = 0;
     Py_buffer *views = PyMem_Calloc(3 * terms + 3, sizeof(Py_buffer));
-    Cursor *cursors = PyMem_Calloc(terms, sizeof(Cursor));
-    Py_ssize_t *order = PyMem_Calloc(terms, sizeof(Py_ssize_t));
-    Py_ssize_t *rank = PyMem_Calloc(terms, sizeof(Py_ssize_t));
-    double *bound = PyMem_Calloc(terms + 1, sizeof(double));
-    double *bound_sum = PyMem_Calloc(terms + 1, sizeof(double)); /* the first j maxima summed */
-    double *found = PyMem_Calloc(terms, sizeof(double));
-    double *coord = PyMem_Calloc(terms + 1, sizeof(double)); /* by matches: no division per chunk */
-    char *present = PyMem_Calloc(terms, 1);
+    Cursor *given = PyMem_Calloc(terms, sizeof(Cursor)); /* each term's postings, whole */
+    Cursor *cursors = PyMem_Calloc(most, sizeof(Cursor));
+    uint32_t **sels = PyMem_Calloc(terms, sizeof(uint32_t *));
+    Py_ssize_t *order = PyMem_Calloc(most, sizeof(Py_ssize_t));
+    Py_ssize_t *rank = PyMem_Calloc(most, sizeof(Py_ssize_t));
+    double *bound = PyMem_Calloc(most + 1, sizeof(double));
+    double *bound_sum = PyMem_Calloc(most + 1, sizeof(double)); /* the first j maxima summed */
+    double *found = PyMem_Calloc(most, sizeof(double));
+    double *coord = PyMem_Calloc(most + 1, sizeof(double)); /* by matches: no division per chunk */
+    char *present = PyMem_Calloc(most, 1);
     Scored *heap = PyMem_Calloc(k, sizeof(Scored));
-    /* one window's essential postings: each term's score by offset, the terms present (a bit per
-     * term and offset), how many matched and their sum (a bound only), and the offsets touched */
-    double *val = PyMem_Calloc((size_t)terms * WINDOW, sizeof(double));
-    uint64_t *bits = PyMem_Calloc((size_t)terms * (WINDOW / 64), sizeof(uint64_t));
+    /* one window's essential postings: each list's score by offset, the lists present (a bit per
+     * list and offset), how many matched and their sum (a bound only), and the offsets touched */
+    double *val = PyMem_Calloc((size_t)most * WINDOW, sizeof(double));
+    uint64_t *bits = PyMem_Calloc((size_t)most * (WINDOW / 64), sizeof(uint64_t));
     uint64_t *touched = PyMem_Calloc(WINDOW / 64, sizeof(uint64_t));
     uint16_t *count = PyMem_Calloc(WINDOW, sizeof(uint16_t));
     double *partial_at = PyMem_Calloc(WINDOW, sizeof(double));
@@ -718,8 +748,8 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
     PyObject *result = NULL, *maxima_out = NULL;
     double *tables = NULL;
     Weighing how = {NULL, NULL, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, {NULL, NULL, 0.0}, {NULL, NULL, 0.0}};
-    if (!views || !cursors || !order || !rank || !bound || !bound_sum || !found || !coord || !present || !heap ||
-        !val || !bits || !touched || !count || !partial_at) {
+    if (!views || !given || !cursors || !sels || !order || !rank || !bound || !bound_sum || !found || !coord ||
+        !present || !heap || !val || !bits || !touched || !count || !partial_at) {
         PyErr_NoMemory();
         goto done;
     }
@@ -750,7 +780,8 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
         if (get_buffer(PyTuple_GET_ITEM(ids_t, t), &views[got], 4, "ids") < 0)
             goto done;
         got++;
-        Cursor *c = &cursors[t];
+        Cursor *c = &given[t];
+        c->term = t;
         c->ids = (const uint32_t *)views[got - 1].buf;
         c->n = views[got - 1].len / 4;
         c->weight = 1.0;
@@ -781,7 +812,6 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                 goto done;
             }
         }
-        order[t] = t;
     }
     if (weighed >= TABLE_FROM) { /* as weigh() tabulates a common term's */
         tables = PyMem_Malloc(4 * NORM_TABLE * sizeof(double));
@@ -799,20 +829,53 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
     if (maxima_out == NULL)
         goto done;
     for (Py_ssize_t t = 0; t < terms; t++) {
-        Cursor *c = &cursors[t];
-        PyObject *given = PyTuple_GET_ITEM(maxima_t, t);
-        if (given == Py_None) { /* found here (the caller keeps it for the next query) */
-            if (c->scores == NULL && c->weight < 0) {
-                PyErr_SetString(PyExc_ValueError, "maxscore: a bound to find needs weight >= 0");
+        Cursor *c = &given[t];
+        PyObject *known = PyTuple_GET_ITEM(maxima_t, t), *value;
+        Py_ssize_t hits = 0;
+        if (c->scores == NULL && c->use_title && c->tft.width && c->n >= SPLIT_FROM)
+            for (Py_ssize_t i = 0; i < c->n; i++)
+                hits += freq_at(c->tft, i) > 0;
+        if ((known == Py_None || PyTuple_Check(known)) && c->scores == NULL && c->weight < 0) {
+            PyErr_SetString(PyExc_ValueError, "maxscore: a bound to find needs weight >= 0");
+            goto done;
+        }
+        if (hits > 0 && hits < c->n && (known == Py_None || PyTuple_Check(known))) {
+            uint32_t *sel = sels[t] = PyMem_Malloc((size_t)hits * sizeof(uint32_t));
+            if (sel == NULL) {
+                PyErr_NoMemory();
                 goto done;
             }
-            c->max = cursor_max(c, &how);
-        } else {
-            c->max = PyFloat_AsDouble(given); /* kept by the caller's cache */
-            if (c->max == -1.0 && PyErr_Occurred())
+            for (Py_ssize_t i = 0, j = 0; i < c->n; i++)
+                if (freq_at(c->tft, i) > 0)
+                    sel[j++] = (uint32_t)i;
+            Cursor *title = &cursors[lists++], *other = &cursors[lists++];
+            *title = *c, *other = *c;
+            title->sel = sel, title->n = hits;
+            other->rest = 1;
+            if (known == Py_None) { /* found here (the caller keeps them for the next query) */
+                title->max = cursor_max(title, &how);
+                other->max = cursor_max(other, &how);
+            } else if (!PyArg_ParseTuple(known, "dd", &title->max, &other->max)) {
                 goto done;
+            }
+            value = Py_BuildValue("(dd)", title->max, other->max);
+        } else {
+            Cursor *whole = &cursors[lists++];
+            *whole = *c;
+            if (known == Py_None) {
+                whole->max = cursor_max(whole, &how);
+            } else if (PyTuple_Check(known)) { /* (a split bound for a list not split: their larger) */
+                double a, b;
+                if (!PyArg_ParseTuple(known, "dd", &a, &b))
+                    goto done;
+                whole->max = a > b ? a : b;
+            } else {
+                whole->max = PyFloat_AsDouble(known); /* kept by the caller's cache */
+                if (whole->max == -1.0 && PyErr_Occurred())
+                    goto done;
+            }
+            value = PyFloat_FromDouble(whole->max);
         }
-        PyObject *value = PyFloat_FromDouble(c->max);
         if (value == NULL)
             goto done;
         PyTuple_SET_ITEM(maxima_out, t, value);
@@ -825,58 +888,76 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
         allowed_n = views[got].len;
         got++;
     }
-    for (Py_ssize_t m = 0; m <= terms; m++)
+    for (Py_ssize_t m = 0; m <= lists; m++)
         coord[m] = coordination(floor, m, clauses);
-    /* terms by their largest score, ascending (insertion sort: a query has a few) */
-    for (Py_ssize_t i = 1; i < terms; i++)
+    for (Py_ssize_t j = 0; j < lists; j++)
+        order[j] = j;
+    /* lists by their largest score, ascending (insertion sort: a query has a few) */
+    for (Py_ssize_t i = 1; i < lists; i++)
         for (Py_ssize_t j = i; j > 0 && cursors[order[j]].max < cursors[order[j - 1]].max; j--) {
             Py_ssize_t t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    for (Py_ssize_t j = 0; j < terms; j++)
+    for (Py_ssize_t j = 0; j < lists; j++)
         rank[order[j]] = j;
-    /* bound[j]: the most a chunk holding only the first j terms of that order can score (the sum of
-     * their maxima times the coordination of j matches, a hair above, for rounding: the exact sums
+    /* bound[j]: the most a chunk holding only the first j lists of that order can score (the sum of
+     * their maxima times the coordination of j matches (more than it can get when two are parts of
+     * one term: a bound still), a hair above, for rounding: the exact sums
      * are added in another order) */
     {
         double sum = 0.0;
         bound[0] = 0.0;
-        for (Py_ssize_t j = 0; j < terms; j++) {
+        for (Py_ssize_t j = 0; j < lists; j++) {
             sum += cursors[order[j]].max;
             bound_sum[j + 1] = sum;
             bound[j + 1] = sum * coord[j + 1] * (1.0 + 1e-9);
         }
     }
     for (;;) {
-        /* the window starts at the smallest id under the essential terms' cursors; the terms
+        /* the window starts at the smallest id under the essential lists' cursors; the lists
          * essential at its start stay so until it ends (their postings in it are gathered, so
          * their cursors cannot be searched for its chunks) */
         const Py_ssize_t ess = essential_from;
         int64_t base = INT64_MAX;
-        for (Py_ssize_t j = ess; j < terms; j++) {
+        for (Py_ssize_t j = ess; j < lists; j++) {
             Cursor *c = &cursors[order[j]];
-            if (c->at < c->n && c->ids[c->at] < base)
-                base = c->ids[c->at];
+            if (c->at < c->n && id_of(c, c->at) < base)
+                base = id_of(c, c->at);
         }
         if (base == INT64_MAX)
             break;
         const int64_t end = base + WINDOW;
-        for (Py_ssize_t j = ess; j < terms; j++) {
+        for (Py_ssize_t j = ess; j < lists; j++) {
             Py_ssize_t t = order[j];
             Cursor *c = &cursors[t];
             const uint32_t *ids = c->ids;
             double *v = val + (size_t)t * WINDOW;
             uint64_t *b = bits + (size_t)t * (WINDOW / 64);
             Py_ssize_t at = c->at, n = c->n;
-            for (; at < n && ids[at] < end; at++) {
-                uint32_t off = (uint32_t)(ids[at] - base);
-                double score = cursor_score(c, at, &how, &bad);
-                v[off] = score;
-                b[off >> 6] |= 1ull << (off & 63);
-                touched[off >> 6] |= 1ull << (off & 63);
-                count[off]++;
-                partial_at[off] += score;
+            if (c->sel == NULL && !c->rest) { /* a whole term: the tight loop */
+                for (; at < n && ids[at] < end; at++) {
+                    uint32_t off = (uint32_t)(ids[at] - base);
+                    double score = cursor_score(c, at, &how, &bad);
+                    v[off] = score;
+                    b[off >> 6] |= 1ull << (off & 63);
+                    touched[off >> 6] |= 1ull << (off & 63);
+                    count[off]++;
+                    partial_at[off] += score;
+                }
+            } else { /* a part of one */
+                uint32_t id;
+                for (; at < n && (id = id_of(c, at)) < end; at++) {
+                    if (not_in_list(c, at))
+                        continue;
+                    uint32_t off = (uint32_t)(id - base);
+                    double score = cursor_score(c, at, &how, &bad);
+                    v[off] = score;
+                    b[off >> 6] |= 1ull << (off & 63);
+                    touched[off >> 6] |= 1ull << (off & 63);
+                    count[off]++;
+                    partial_at[off] += score;
+                }
             }
             c->at = at;
         }
@@ -894,7 +975,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                 if (has_allowed && (id >= allowed_n || !allowed[id]))
                     continue;
                 double threshold = size == k ? heap[0].score : -INFINITY;
-                /* the non-essential terms, largest first, while the chunk can still reach the threshold */
+                /* the non-essential lists, largest first, while the chunk can still reach the threshold */
                 double rest = bound_sum[ess];
                 int hopeless = 0;
                 for (Py_ssize_t j = ess - 1; j >= 0; j--) {
@@ -906,7 +987,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                     Cursor *c = &cursors[t];
                     rest -= c->max;
                     seek(c, id);
-                    if (c->at < c->n && c->ids[c->at] == id) {
+                    if (c->at < c->n && id_of(c, c->at) == id && !not_in_list(c, c->at)) {
                         found[t] = cursor_score(c, c->at, &how, &bad);
                         present[t] = 1;
                         partial += found[t];
@@ -916,7 +997,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                 if (!hopeless) {
                     /* the exact score, summed in the query's order as the exhaustive path sums it */
                     double score = 0.0;
-                    for (Py_ssize_t t = 0; t < terms; t++) {
+                    for (Py_ssize_t t = 0; t < lists; t++) {
                         if (rank[t] >= ess) {
                             if (bits[(size_t)t * (WINDOW / 64) + w] & (1ull << (off & 63)))
                                 score += val[(size_t)t * WINDOW + off];
@@ -934,15 +1015,15 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
                         heap[0] = entry;
                         sift_down(heap, size, 0);
                     }
-                    if (size == k) /* terms whose chunks alone cannot reach the k-th best stop being essential */
-                        while (essential_from < terms && bound[essential_from + 1] < heap[0].score)
+                    if (size == k) /* lists whose chunks alone cannot reach the k-th best stop being essential */
+                        while (essential_from < lists && bound[essential_from + 1] < heap[0].score)
                             essential_from++;
                 }
                 for (Py_ssize_t j = 0; j < ess; j++)
                     present[order[j]] = 0;
             }
         }
-        for (Py_ssize_t j = ess; j < terms; j++)
+        for (Py_ssize_t j = ess; j < lists; j++)
             memset(bits + (size_t)order[j] * (WINDOW / 64), 0, (WINDOW / 64) * sizeof(uint64_t));
     }
     if (bad)
@@ -964,7 +1045,14 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             heap[0] = heap[--size];
             sift_down(heap, size, 0);
         }
-        result = Py_BuildValue("NNnnO", out_ids, out_scores, scored, terms - essential_from, maxima_out);
+        Py_ssize_t essential_terms = 0; /* the terms with a list still essential at the end */
+        for (Py_ssize_t t = 0; t < terms; t++)
+            for (Py_ssize_t j = essential_from; j < lists; j++)
+                if (cursors[order[j]].term == t) {
+                    essential_terms++;
+                    break;
+                }
+        result = Py_BuildValue("NNnnO", out_ids, out_scores, scored, essential_terms, maxima_out);
     }
     goto done;
 no_length:
@@ -975,6 +1063,11 @@ done:
     for (Py_ssize_t i = 0; i < got; i++)
         PyBuffer_Release(&views[i]);
     PyMem_Free(views);
+    if (sels != NULL)
+        for (Py_ssize_t t = 0; t < terms; t++)
+            PyMem_Free(sels[t]);
+    PyMem_Free(sels);
+    PyMem_Free(given);
     PyMem_Free(cursors);
     PyMem_Free(order);
     PyMem_Free(rank);

@@ -97,12 +97,15 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
     id, with MaxScore by windows of chunk ids: (ids, scores, chunks scored, terms still essential at the
     end, each term's largest score). `ids` and `scores` hold one array per present term, in the
     query's order; a term's scores may instead be `weighed(...)`: its postings are then weighed as
-    `weigh` does, only those MaxScore visits, with `weighing = weighing_of(...)`. `maxima` holds each
-    term's largest score, or None to have it found (without weighing every posting);
+    `weigh` does, only those MaxScore visits, with `weighing = weighing_of(...)`. A weighed common term
+    with title hits is searched as two lists, its title hits and the rest, each with its own bound:
+    the rest's is several times lower (no title weight), so it stops being essential much sooner.
+    `maxima` holds each term's largest score (a (title hits, rest) pair for a split term, as the
+    kernel returns them), or None to have it found (without weighing every posting);
     `allowed` is a bool mask over chunk ids or None."""
     if _kernels is None:
         return None
-    maxima = tuple(None if m is None else float(m) for m in maxima)
+    maxima = tuple(m if m is None or isinstance(m, tuple) else float(m) for m in maxima)
     got_ids, got_scores, scored, essential, found = _kernels.maxscore(
         tuple(_ids(i) for i in ids), tuple(scores), maxima, clauses, float(floor), k, allowed, weighing
     )
