@@ -835,7 +835,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
         if (c->scores == NULL && c->use_title && c->tft.width && c->n >= SPLIT_FROM)
             for (Py_ssize_t i = 0; i < c->n; i++)
                 hits += freq_at(c->tft, i) > 0;
-        if ((known == Py_None || PyTuple_Check(known)) && c->scores == NULL && c->weight < 0) {
+        if (known == Py_None && c->scores == NULL && c->weight < 0) {
             PyErr_SetString(PyExc_ValueError, "maxscore: a bound to find needs weight >= 0");
             goto done;
         }

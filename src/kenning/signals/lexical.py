@@ -546,13 +546,21 @@ class LexicalView:
             self.cache.put(key, out, sum(a.nbytes for a in out) + 96)
         return out
 
-    def cached_bound(self, term: str, params: Bm25Params, field: str | None, weight: float) -> float | None:
-        """MaxScore's bound on a term's weighted scores times `weight`, when an earlier query kept it
-        (`keep_bound`); None for a term not met in this view."""
+    def cached_bound(
+        self, term: str, params: Bm25Params, field: str | None, weight: float
+    ) -> float | tuple[float, float] | None:
+        """MaxScore's bound on a term's weighted scores times `weight` (a (title hits, rest) pair for
+        a term the kernel searches as two lists), when an earlier query kept it (`keep_bound`); None
+        for a term not met in this view."""
         return self.cache.get(self._bound_key(term, params, field, weight))
 
     def keep_bound(
-        self, term: str, params: Bm25Params, field: str | None, weight: float, value: float
+        self,
+        term: str,
+        params: Bm25Params,
+        field: str | None,
+        weight: float,
+        value: float | tuple[float, float],
     ) -> None:
         self.cache.put(self._bound_key(term, params, field, weight), value, 96)
 
