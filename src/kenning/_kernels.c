@@ -683,6 +683,24 @@ static double coordination(double floor, Py_ssize_t matched, Py_ssize_t clauses)
 #define WINDOW_BITS 10
 #define WINDOW (1 << WINDOW_BITS)
 
+/* One window's shared arrays: the offsets touched, and per offset the lists matched and their sum. */
+typedef struct {
+    uint64_t *touched;
+    uint16_t *count;
+    double *partial_at;
+} Window;
+
+/* A list's posting at window offset `off` with its score: kept in the list's arrays (`v`, `b`) and
+ * counted in the window's. */
+static inline void put(Window *win, double *v, uint64_t *b, uint32_t off, double score)
+{
+    v[off] = score;
+    b[off >> 6] |= 1ull << (off & 63);
+    win->touched[off >> 6] |= 1ull << (off & 63);
+    win->count[off]++;
+    win->partial_at[off] += score;
+}
+
 PyDoc_STRVAR(maxscore_doc,
              "maxscore(ids, scores, maxima, clauses, floor, k, allowed, weighing=None)\n"
              "    -> (ids, scores, scored, essential, maxima)\n\n"
@@ -914,6 +932,7 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             bound[j + 1] = sum * coord[j + 1] * (1.0 + 1e-9);
         }
     }
+    Window win = {touched, count, partial_at};
     for (;;) {
         /* the window starts at the smallest id under the essential lists' cursors; the lists
          * essential at its start stay so until it ends (their postings in it are gathered, so
@@ -936,28 +955,13 @@ static PyObject *maxscore(PyObject *self, PyObject *args)
             uint64_t *b = bits + (size_t)t * (WINDOW / 64);
             Py_ssize_t at = c->at, n = c->n;
             if (c->sel == NULL && !c->rest) { /* a whole term: the tight loop */
-                for (; at < n && ids[at] < end; at++) {
-                    uint32_t off = (uint32_t)(ids[at] - base);
-                    double score = cursor_score(c, at, &how, &bad);
-                    v[off] = score;
-                    b[off >> 6] |= 1ull << (off & 63);
-                    touched[off >> 6] |= 1ull << (off & 63);
-                    count[off]++;
-                    partial_at[off] += score;
-                }
+                for (; at < n && ids[at] < end; at++)
+                    put(&win, v, b, (uint32_t)(ids[at] - base), cursor_score(c, at, &how, &bad));
             } else { /* a part of one */
                 uint32_t id;
-                for (; at < n && (id = id_of(c, at)) < end; at++) {
-                    if (not_in_list(c, at))
-                        continue;
-                    uint32_t off = (uint32_t)(id - base);
-                    double score = cursor_score(c, at, &how, &bad);
-                    v[off] = score;
-                    b[off >> 6] |= 1ull << (off & 63);
-                    touched[off >> 6] |= 1ull << (off & 63);
-                    count[off]++;
-                    partial_at[off] += score;
-                }
+                for (; at < n && (id = id_of(c, at)) < end; at++)
+                    if (!not_in_list(c, at))
+                        put(&win, v, b, (uint32_t)(id - base), cursor_score(c, at, &how, &bad));
             }
             c->at = at;
         }
