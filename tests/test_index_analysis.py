@@ -96,7 +96,13 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     written = segment_sizes(monkeypatch)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
     assert written == [23, 23, 23, 3, 72]  # four segments spilled, then their merge
-    assert inline["entities"] and inline["vocabulary"]
+    assert inline["entities"]
+    # the spelling vocabulary counts every chunk of every segment once (the counts add up in the
+    # builder from segment to segment and are handed on when the run ends)
+    sections = [s for f in sorted(folder.glob("*.md")) for s in f.read_text().split("## ")[1:]]
+    vocabulary = dict(inline["vocabulary"])
+    for word in ("for", "castle", "whitby"):
+        assert vocabulary[word] == sum(f" {word}" in s.lower() for s in sections) > 0
     started = []
     start = analysis._Worker.__init__
     monkeypatch.setattr(

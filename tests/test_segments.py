@@ -104,6 +104,21 @@ def test_a_builder_kept_from_segment_to_segment_builds_each_as_a_fresh_one(kept,
         segments.KEPT_RAWS = saved
 
 
+def test_a_builders_raw_counts_add_up_until_taken_or_until_its_table_is_let_go(monkeypatch):
+    """The spelling vocabulary's counts are handed on when the run ends or when a segment's end lets
+    the builder's table go (past KEPT_RAWS raw tokens), never lost between segments."""
+    monkeypatch.setattr(segments, "KEPT_RAWS", 3)
+    builder = SegmentBuilder(Analyzer())
+    builder.add(1, "", "alpha beta")
+    assert builder.next_segment() == {}  # two raw tokens kept, their counts with them
+    builder.add(2, "", "alpha gamma delta")
+    assert builder.next_segment() == {"alpha": 2, "beta": 1, "gamma": 1, "delta": 1}
+    builder.add(3, "", "alpha")
+    builder.next_segment()
+    assert builder.raw_chunk_counts() == {"alpha": 1}
+    assert builder.raw_chunk_counts() == {}
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

@@ -60,13 +60,18 @@ class SegmentBuilder:
         self.term_ids: dict[str, int] = {}  # term -> its id (ids are the builder's, not a segment's)
         self.table = TermTable()  # raw token -> its one term's id, and the chunks holding it
 
-    def next_segment(self) -> None:
+    def next_segment(self) -> dict[str, int]:
         """Start the next segment, keeping the raw tokens' terms learned so far (up to KEPT_RAWS):
         each segment of a build meets the corpus's words again, and learning them anew was a third
-        of a worker's time on a segment of the 1M corpus."""
+        of a worker's time on a segment of the 1M corpus. Their chunk counts go on adding up until
+        taken (`raw_chunk_counts`); when the table is let go, the counts not yet taken are returned
+        (else nothing is)."""
+        counts: dict[str, int] = {}
         if len(self.table) > KEPT_RAWS:
+            counts = self.raw_chunk_counts()
             self._new_table()
         self._reset()
+        return counts
 
     def _reset(self) -> None:
         self.doc_ids: list[int] = []
@@ -111,8 +116,8 @@ class SegmentBuilder:
             lengths.append(n)
 
     def raw_chunk_counts(self) -> dict[str, int]:
-        """How many of the segment's chunks hold each raw token (the spelling vocabulary's counts).
-        Call it once, when the segment ends: the counts start again from zero for the next."""
+        """How many chunks hold each raw token (the spelling vocabulary's counts), counted since the
+        counts were last taken: they start again from zero."""
         return self.table.take_counts()
 
     def _learn(self, tokens: list[str]) -> None:
