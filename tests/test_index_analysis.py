@@ -112,23 +112,23 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     assert written[5:] == written[:5] and len(started) == workers
 
 
-def test_a_runs_first_segment_ends_sooner_so_a_second_worker_shares_a_small_run(tmp_path, monkeypatch):
-    """72 chunks, segments of 40 but a run's first of 10: two segments, one a worker, and the index
-    inline analysis builds."""
+def test_a_runs_segments_start_small_so_the_workers_take_turns_on_a_small_run(tmp_path, monkeypatch):
+    """72 chunks, segments of at most 40 starting at 10 and doubling every two: five segments, the
+    workers taking turns, and the index inline analysis builds."""
     folder = write_notes(tmp_path / "notes")
     monkeypatch.setattr(analysis, "BATCH", 5)
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 40)
     monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 10)
     written = segment_sizes(monkeypatch)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
-    assert written == [10, 40, 22, 72]
+    assert written == [10, 10, 20, 20, 12, 72]
     started = []
     start = analysis._Worker.__init__
     monkeypatch.setattr(
         analysis._Worker, "__init__", lambda self, setup: started.append(1) or start(self, setup)
     )
     assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
-    assert written[4:] == written[:4] and len(started) == 2
+    assert written[6:] == written[:6] and len(started) == 2
 
 
 @pytest.mark.parametrize("first", [40, 100])
