@@ -160,6 +160,24 @@ def test_the_next_worker_starts_while_the_first_segment_is_half_made(tmp_path, m
     assert started_after == ([0, 20] if first == 40 else [0, 50])
 
 
+def test_a_segment_of_one_batch_starts_the_next_workers_interpreter_as_it_ends(tmp_path, monkeypatch):
+    """A run's first segments are one batch each, never half made: the next segment's worker starts
+    as the one before ends, not only when its own first batch is ready (an interpreter takes a while)."""
+    folder = write_notes(tmp_path / "notes")
+    monkeypatch.setattr(analysis, "BATCH", 5)
+    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 5)
+    added, started_after = [], []
+    add, start = analysis.ChunkAnalysis.add, analysis._Worker.__init__
+    monkeypatch.setattr(analysis.ChunkAnalysis, "add", lambda self, *a: added.append(1) or add(self, *a))
+    monkeypatch.setattr(
+        analysis._Worker,
+        "__init__",
+        lambda self, setup: started_after.append(len(added)) or start(self, setup),
+    )
+    build(folder, tmp_path / "two", 2, monkeypatch)
+    assert started_after == [5, 5]
+
+
 @pytest.mark.parametrize("flush", [23, 1000])
 def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_leaves_the_rest(
     tmp_path, monkeypatch, flush

@@ -339,6 +339,8 @@ class ChunkAnalysis:
         limit = self._segment_limit()
         if self.chunks >= limit or self.text >= FLUSH_TEXT:
             self._send(ends_segment=True)
+            if self.owner is not None:  # a segment of one batch was never half made: its
+                self._start(self.segments % self.workers + 1)  # successor's worker starts now
         elif len(self.batch) >= BATCH:
             self._send(ends_segment=False)
             if self.owner is not None and (2 * self.chunks >= limit or 2 * self.text >= FLUSH_TEXT):
