@@ -178,6 +178,37 @@ def test_a_segment_of_one_batch_starts_the_next_workers_interpreter_as_it_ends(t
     assert started_after == [5, 5]
 
 
+@pytest.mark.parametrize("batch", [20, 100])
+def test_a_runs_first_worker_starts_before_its_first_batch_is_full_and_goes_unused_when_the_run_stays_small(
+    tmp_path, monkeypatch, batch
+):
+    """The first worker's interpreter starts at EARLY_START new chunks, while the first batch fills.
+    A run of 72 chunks in batches of 20 then sends its batches to it; one in batches of 100 (smaller
+    than a batch: analysed inline) never gives it work, and it is killed, not waited for. Either way
+    the index is the one inline analysis builds."""
+    folder = write_notes(tmp_path / "notes")
+    monkeypatch.setattr(analysis, "BATCH", batch)
+    monkeypatch.setattr(analysis, "EARLY_START", 7)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    added, workers, started_after = [], [], []
+    add, start = analysis.ChunkAnalysis.add, analysis._Worker.__init__
+    monkeypatch.setattr(analysis.ChunkAnalysis, "add", lambda self, *a: added.append(1) or add(self, *a))
+
+    def starting(self, setup):
+        started_after.append(len(added))
+        workers.append(self)
+        start(self, setup)
+
+    monkeypatch.setattr(analysis._Worker, "__init__", starting)
+    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert started_after[0] == 7
+    if batch == 100:
+        assert len(workers) == 1 and not workers[0].has_chunks
+        assert workers[0].process.returncode == -9  # killed (SIGKILL), not waited for
+    else:
+        assert workers[0].has_chunks and workers[0].process.returncode == 0
+
+
 @pytest.mark.parametrize("flush", [23, 1000])
 def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_leaves_the_rest(
     tmp_path, monkeypatch, flush

@@ -7,7 +7,9 @@ comes back, in the order given, is each batch's entities and words and, when a s
 the segment, its flat columns written to a spill file (kenning.indexing.spill) for the run's end
 to merge into the store.
 
-A run of up to `BATCH` new chunks is analysed in this process. In a larger run each segment is made
+A run of up to `BATCH` new chunks is analysed in this process (its first worker starts at
+EARLY_START new chunks, before the first batch is full, and one the run did not use is stopped
+unused). In a larger run each segment is made
 by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod workers), so a
 segment holds chunk ids ascending and is byte for byte the segment inline analysis makes
 (tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks or FLUSH_TEXT characters, so
@@ -48,7 +50,10 @@ from kenning.indexing.segments import SegmentBuilder, merge_range, merge_spill_r
 from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, empty_columns, write_spill
 from kenning.store import StorageError
 
-BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers start
+BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers analyse
+# new chunks after which a run's first worker starts, its first batch not yet full: an interpreter
+# takes ~0.17 s to start, which a 1% re-index at 1M chunks spent waiting with its first batch made
+EARLY_START = 250
 IN_FLIGHT = 6  # batches per worker sent ahead before the writer waits for the oldest
 MERGE_AHEAD = 2  # term ranges per worker sent ahead in a merge
 # a segment ends at this many chunks or characters of text, whichever comes first: a count of chunks
@@ -193,6 +198,7 @@ class _Worker:
             threading.Thread(target=self._read, daemon=True),
         ]
         self.stopping = False
+        self.has_chunks = False  # given chunks to analyse
         for thread in self.threads:
             thread.start()
         self.send(setup)
@@ -331,9 +337,13 @@ class ChunkAnalysis:
         self.started = False  # the segment in the making has had a batch
         self.segments = 0  # segments ended
         self.chunks = self.text = 0  # in the segment in the making
+        self.added = 0  # chunks taken in the run
 
     def add(self, chunk_id: int, title: str, body: str, meta: dict | None) -> None:
         self.batch.append((chunk_id, title, body, meta))
+        self.added += 1
+        if self.added == EARLY_START < BATCH:  # a run this large likely needs a worker: start it now
+            self._start(1)
         self.chunks += 1
         self.text += len(title) + len(body)
         limit = self._segment_limit()
@@ -369,17 +379,19 @@ class ChunkAnalysis:
         counts every worker and the inline work hold."""
         self.end_segment()
         for worker in self.pool:  # each answers after its batches, so the order holds
-            worker.send(("raws",))
-            self.sent.append(worker)
+            if worker.has_chunks:
+                worker.send(("raws",))
+                self.sent.append(worker)
         while self.sent:
             self._receive()
         self.deliver(self.inline.take_raws())
 
     def close(self, abort: bool = False) -> None:
         """End every worker: all are told first, then each is waited for, so they exit together
-        (each takes ~60 ms to)."""
+        (each takes ~60 ms to). One the run gave no chunks (started early, `EARLY_START`, or for a
+        segment that never came) is killed, not waited for while its interpreter starts."""
         for worker in self.pool:
-            worker.stop(abort)
+            worker.stop(abort or not worker.has_chunks)
         for worker in self.pool:
             worker.close(abort)
         self.pool.clear()
@@ -397,6 +409,7 @@ class ChunkAnalysis:
             self.deliver(self.inline.run(chunks, ends_segment, spill))
         else:
             self.owner.send(("chunks", chunks, ends_segment, spill))
+            self.owner.has_chunks = True
             self.sent.append(self.owner)
             while len(self.sent) > IN_FLIGHT * self.workers:
                 self._receive()
@@ -416,7 +429,8 @@ class ChunkAnalysis:
         encode, decode, _ = self.codec  # (inline, the writer takes the rows as they are)
         if chunks >= FLUSH_CHUNKS:
             self._start(self.workers)  # every worker (unless there are none to start)
-        pool = self.pool
+        # a run analysed inline merges inline, though a worker started early (EARLY_START)
+        pool = self.pool if chunks >= FLUSH_CHUNKS or any(w.has_chunks for w in self.pool) else []
         if not pool:
             for parts in jobs:
                 yield merge_job(parts, dead, decode, encode)
