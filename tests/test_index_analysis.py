@@ -233,6 +233,50 @@ def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_lea
     assert len(started) == (2 if flush == 23 else 1)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_merge_of_stored_segments_opens_their_packs_in_the_workers(tmp_path, monkeypatch, workers):
+    """A second run twice the size of the first merges both segments. Through workers, the writer
+    hands them each segment's packs unopened (raw_posting_part) and opens none itself; inline, it
+    opens them. Either way the index is the one inline analysis builds."""
+    from kenning.indexing import writer
+
+    folder = write_notes(tmp_path / "notes")
+    first = tmp_path / "first"
+    first.mkdir()
+    for note in sorted(folder.iterdir())[:4]:
+        (first / note.name).write_bytes(note.read_bytes())
+    monkeypatch.setattr(analysis, "BATCH", 5)
+
+    def two_runs(index_dir: Path, count: int) -> dict:
+        monkeypatch.setenv(analysis.WORKERS_ENV, str(count))
+        with Index(index_dir) as index:
+            index.add([first], progress=False)
+            for note in sorted(folder.iterdir())[4:]:  # the other 48 chunks, in the same folder
+                (first / note.name).write_bytes(note.read_bytes())
+            index.add([first], progress=False)
+            assert len(index.store.segment_sizes()) == 1  # merged
+        return contents(index_dir)
+
+    expected = two_runs(tmp_path / "inline", 0)
+    for note in sorted(folder.iterdir())[4:]:
+        (first / note.name).unlink()
+    opened, merges, merging = [], [], []
+    rows, merge = Pack.rows, writer.merge_segments
+
+    def merge_segments(*args):
+        merges.append(1)
+        merging.append(1)
+        try:
+            return merge(*args)
+        finally:
+            merging.pop()
+
+    monkeypatch.setattr(Pack, "rows", lambda self, *a: opened.append(bool(merging)) or rows(self, *a))
+    monkeypatch.setattr(writer, "merge_segments", merge_segments)
+    assert two_runs(tmp_path / "merged", workers) == expected
+    assert merges and any(opened) == (workers == 0)
+
+
 def test_long_chunks_end_a_segment_by_their_text_not_only_by_count(tmp_path, monkeypatch):
     """Memory is bounded by the text a segment holds: a few long chunks end one before many short
     ones would."""

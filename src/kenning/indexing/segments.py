@@ -332,12 +332,14 @@ def _each_then_trim(ranges):
 
 def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> list[tuple[tuple, bytes]]:
     """One term range of a merge, encoded: `parts[i]` holds the i-th merged segment's stored rows of
-    the range, terms ascending (`decode` reads them, `encode` writes the merged rows, both the
-    store's); `dead`: the deleted chunk ids among the merged segments, sorted. Each term's parts are
-    joined in segment order, so its ids stay ascending. A store that keeps rows in the compact codec
+    the range, terms ascending, as a list or as the store's raw_posting_part gave them (`decode`
+    reads them, `encode` writes the merged rows, both the store's); `dead`: the deleted chunk ids
+    among the merged segments, sorted. Each term's parts are joined in segment order, so its ids
+    stay ascending. A store that keeps rows in the compact codec
     has them joined from their bytes in C where the kernels are built (`kernels.join_rows`); without
     them, with nothing deleted (a fresh build) term by term from their bytes (`join_posting_rows`),
     else through flat columns. Other codecs decode, join and encode each term."""
+    parts = [part if isinstance(part, list) else part.expand() for part in parts]
     compact = (decode, encode) == (decode_posting_row, encode_posting_row)
     if compact and kernels.NATIVE:
         # the rows joined from their bytes, the deleted chunks' postings dropped, in C: merging two
@@ -418,7 +420,7 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
         free list while the merge runs, and the merged rows reuse them. Deleting the old segments only
         at the end left their pages as a hole as large as the index, which giving back to the file
         system then filled by moving every page after it (67 of 500 s of a 1M-chunk build)."""
-        parts = [store.raw_postings(seg, low, high) for seg in segment_ids]
+        parts = [store.raw_posting_part(seg, low, high) for seg in segment_ids]
         store.drop_postings_range(segment_ids, low, high)
         return parts
 

@@ -107,6 +107,11 @@ class Postings(Protocol):
     def raw_postings(
         self, segment_id: int, low: str | None = None, high: str | None = None
     ) -> list[tuple]: ...
+    # the same rows as a merge hands them to a worker: that list, or an object whose expand() gives
+    # it (rows the store keeps packed, opened in the worker)
+    def raw_posting_part(
+        self, segment_id: int, low: str | None = None, high: str | None = None
+    ) -> object: ...
     def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]: ...
 
     # encodes one posting row (term, ids, tf_title, tf_body, pos_title, pos_body) -> (row, digest);

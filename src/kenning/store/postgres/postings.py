@@ -92,6 +92,12 @@ class PostgresPostings:
         rows = self.conn.execute(f"SELECT {_ROW} FROM postings WHERE {where} ORDER BY term", args)
         return [(r[0], *(bytes(b) for b in r[1:])) for r in rows]
 
+    def raw_posting_part(
+        self, segment_id: int, low: str | None = None, high: str | None = None
+    ) -> list[tuple]:
+        """What a merge hands a worker: the rows themselves (nothing is kept packed here)."""
+        return self.raw_postings(segment_id, low, high)
+
     def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
         sizes = self.conn.execute(
             "SELECT term, sum(octet_length(ids) + octet_length(tf_title) + octet_length(tf_body)"

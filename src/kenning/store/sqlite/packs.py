@@ -168,6 +168,25 @@ class Packed(NamedTuple):
     held: int
 
 
+class PackedPart(NamedTuple):
+    """A stored segment's rows of a term range [low, high) (None: open) as a merge hands them to a
+    worker: its rows of their own, and the packs that may hold rows of the range, not yet opened.
+    Opened in the writer and pickled row by row, the packs of a merge of three 10k-chunk segments
+    at the 1M tier cost the writer ~0.5 s (cProfile) of a 1.3 s merge."""
+
+    loose: list[tuple]
+    packs: list[bytes]
+    low: str | None
+    high: str | None
+
+    def expand(self) -> list[tuple]:
+        """Every row of the range, terms ascending (SqlitePostings.raw_postings)."""
+        packed = [row for blob in self.packs for row in Pack(blob).rows(self.low, self.high)]
+        if not packed:
+            return self.loose
+        return sorted(self.loose + packed, key=lambda row: row[0])
+
+
 class PackedRange(NamedTuple):
     """A term range of a new segment's encoded rows as a worker hands it to the writer
     (`pack_range`): its long rows, its short rows already packed, and the marks a

@@ -25,7 +25,15 @@ from kenning.store.compact import (
 )
 from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
 from kenning.store.sqlite.connection import batches, marks
-from kenning.store.sqlite.packs import Pack, PackedRange, PackWriter, encode_pack, pack_range, row_bytes
+from kenning.store.sqlite.packs import (
+    Pack,
+    PackedPart,
+    PackedRange,
+    PackWriter,
+    encode_pack,
+    pack_range,
+    row_bytes,
+)
 
 # a row whose ids take this many bytes or more is read through incremental blob I/O (load_postings).
 # Rows of the 1M tier read in a new process, select against blob I/O: ids of 4-8 KB 23-31 / 27-43 us,
@@ -167,6 +175,12 @@ class SqlitePostings:
 
     def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
         """A segment's rows as stored (for `posting_decoder`), terms ascending, those in [low, high)."""
+        return self.raw_posting_part(segment_id, low, high).expand()
+
+    def raw_posting_part(
+        self, segment_id: int, low: str | None = None, high: str | None = None
+    ) -> PackedPart:
+        """`raw_postings` with its packs not yet opened (a merge worker opens them)."""
         where, args = "segment_id=?", [segment_id]
         if low is not None:
             where, args = where + " AND term >= ?", [*args, low]
@@ -187,14 +201,8 @@ class SqlitePostings:
             args += [segment_id, low]
         if high is not None:
             where, args = where + " AND first_term < ?", [*args, high]
-        packed = [
-            row
-            for (blob,) in self.conn.execute(f"SELECT data FROM posting_packs WHERE {where}", args)
-            for row in Pack(blob).rows(low, high)
-        ]
-        if packed:
-            rows = sorted(rows + packed, key=lambda row: row[0])
-        return rows
+        packs = [blob for (blob,) in self.conn.execute(f"SELECT data FROM posting_packs WHERE {where}", args)]
+        return PackedPart(rows, packs, low, high)
 
     def term_bounds(self, segment_ids: Sequence[int], budget: int) -> list[str]:
         """Terms that cut the segments' postings into ranges of about `budget` bytes of memory each
