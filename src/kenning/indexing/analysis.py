@@ -8,18 +8,18 @@ the segment, its flat columns written to a spill file (kenning.indexing.spill) f
 to merge into the store.
 
 A run of up to `BATCH` new chunks is analysed in this process (its first worker starts at
-EARLY_START new chunks, before the first batch is full, and one the run did not use is stopped
-unused). In a larger run each segment is made
-by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod workers), so a
-segment holds chunk ids ascending and is byte for byte the segment inline analysis makes
-(tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks or FLUSH_TEXT characters, so
-a worker's memory is bounded by its segment. A run's segments start small: its first two end at
-FIRST_FLUSH_CHUNKS, the next two at twice that, and so on up to FLUSH_CHUNKS, so the workers take
-turns on the few batches of a small run. With one first segment of 5,000 chunks, a 1% re-index at
-1M (10k chunks) had its second worker analyse the second half alone, whose batches came with the
-end of the writer's loop; segments of 2,000, 2,000, 4,000 and the rest took a median of 1.89
-against 2.06 s in one trial and 2.40 against 2.52 s in another (six runs each in turn, `Index.add`
-on a copy of the index with 100 shards rewritten); the 1M build took 83.5 against 83.9 s.
+EARLY_START new chunks, before the first batch is full, and is stopped unused if the run stays
+small). In a larger run each segment is made by one worker process (one per core, up to MAX_WORKERS;
+segment n by worker n mod workers), so a segment holds chunk ids ascending and is byte for byte the
+segment inline analysis makes (tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks
+or FLUSH_TEXT characters, so a worker's memory is bounded by its segment. A run's segments start
+small: its first two end at FIRST_FLUSH_CHUNKS, the next two at twice that, and so on up to
+FLUSH_CHUNKS, so the workers take turns on the few batches of a small run. With one first segment of
+5,000 chunks, a 1% re-index at 1M (10k chunks) had its second worker analyse the second half alone,
+whose batches came with the end of the writer's loop; segments of 2,000, 2,000, 4,000 and the rest
+took a median of 1.89 against 2.06 s in one trial and 2.40 against 2.52 s in another (six runs each
+in turn, `Index.add` on a copy of the index with 100 shards rewritten); the 1M build took 83.5
+against 83.9 s.
 
 Workers are fresh interpreters (`python -m kenning.indexing.analysis_worker`) on pipes, not forks (a
 process that has loaded an embedding runtime holds threads a fork would copy mid-lock) and not
@@ -342,7 +342,7 @@ class ChunkAnalysis:
     def add(self, chunk_id: int, title: str, body: str, meta: dict | None) -> None:
         self.batch.append((chunk_id, title, body, meta))
         self.added += 1
-        if self.added == EARLY_START < BATCH:  # a run this large likely needs a worker: start it now
+        if self.added == EARLY_START and EARLY_START < BATCH:  # a run this large likely needs a worker
             self._start(1)
         self.chunks += 1
         self.text += len(title) + len(body)

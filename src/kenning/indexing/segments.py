@@ -335,10 +335,10 @@ def merge_range(parts: list[list[tuple]], dead: np.ndarray, decode, encode) -> l
     the range, terms ascending, as a list or as the store's raw_posting_part gave them (`decode`
     reads them, `encode` writes the merged rows, both the store's); `dead`: the deleted chunk ids
     among the merged segments, sorted. Each term's parts are joined in segment order, so its ids
-    stay ascending. A store that keeps rows in the compact codec
-    has them joined from their bytes in C where the kernels are built (`kernels.join_rows`); without
-    them, with nothing deleted (a fresh build) term by term from their bytes (`join_posting_rows`),
-    else through flat columns. Other codecs decode, join and encode each term."""
+    stay ascending. A store that keeps rows in the compact codec has them joined from their bytes in
+    C where the kernels are built (`kernels.join_rows`); without them, with nothing deleted (a fresh
+    build) term by term from their bytes (`join_posting_rows`), else through flat columns. Other
+    codecs decode, join and encode each term."""
     parts = [part if isinstance(part, list) else part.expand() for part in parts]
     compact = (decode, encode) == (decode_posting_row, encode_posting_row)
     if compact and kernels.NATIVE:
