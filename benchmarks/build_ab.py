@@ -12,7 +12,9 @@ medians per version.
 
 With --reindex, each round times a 1% re-index instead (`scale.reindex_one_percent`: a copy of the
 tier's built kenning index, 1% of the shards rewritten, re-indexed in a new process), the CPU of
-copying and rewriting counted too.
+copying and rewriting counted too. With --steps N, each round's copy is re-indexed N times in a row,
+other shards each time, as the scale benchmark's second re-index row does, and each step's seconds
+are printed: the later steps merge the small segments the earlier ones wrote.
 """
 
 from __future__ import annotations
@@ -59,27 +61,29 @@ def main() -> None:
     )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reindex", action="store_true", help="time a 1%% re-index, not a full build")
+    ap.add_argument("--steps", type=int, default=1, help="with --reindex: 1%% re-indexes in a row a round")
     args = ap.parse_args()
     corpus = args.tier / "corpus"
-    runs: dict[str, list[tuple[float, float]]] = {v: [] for v in args.versions}
+    runs: dict[str, list[tuple[list[float], float]]] = {v: [] for v in args.versions}
     with tempfile.TemporaryDirectory(dir=args.tier) as scratch:
         for r in range(args.rounds):
             for version in args.versions if r % 2 == 0 else args.versions[::-1]:
                 before = children_cpu()
                 if args.reindex:
                     os.environ["PYTHONPATH"] = str(Path(version).resolve())  # the re-index process's
-                    seconds = scale.reindex_one_percent(args.tier, 1.0)["reindex_1pct_s"]
+                    timed = scale.reindex_one_percent(args.tier, 1.0, steps=args.steps)
+                    seconds = timed.get("reindex_steps_s", [timed["reindex_1pct_s"]])
                 else:
-                    seconds = build(version, Path(scratch) / "index", corpus)
+                    seconds = [build(version, Path(scratch) / "index", corpus)]
                 runs[version].append((seconds, children_cpu() - before))
-                print(
-                    f"round {r + 1}  {version:<40} {seconds:7.2f} s  cpu {runs[version][-1][1]:7.1f} s",
-                    flush=True,
-                )
+                shown = " ".join(f"{s:7.2f}" for s in seconds)
+                cpu = runs[version][-1][1]
+                print(f"round {r + 1}  {version:<40} {shown} s  cpu {cpu:7.1f} s", flush=True)
     for version, done in runs.items():
-        wall = statistics.median(s for s, _ in done)
+        walls = [statistics.median(s[step] for s, _ in done) for step in range(len(done[0][0]))]
         cpu = statistics.median(c for _, c in done)
-        print(f"{version:<40} median {wall:7.2f} s  cpu {cpu:7.1f} s  (n={len(done)})")
+        shown = " ".join(f"{w:7.2f}" for w in walls)
+        print(f"{version:<40} median {shown} s  cpu {cpu:7.1f} s  (n={len(done)})")
 
 
 if __name__ == "__main__":
