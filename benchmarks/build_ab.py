@@ -63,6 +63,10 @@ def main() -> None:
     ap.add_argument("--reindex", action="store_true", help="time a 1%% re-index, not a full build")
     ap.add_argument("--steps", type=int, default=1, help="with --reindex: 1%% re-indexes in a row a round")
     args = ap.parse_args()
+    if args.steps != 1 and not args.reindex:
+        ap.error("--steps times re-indexes in a row: it needs --reindex")
+    if args.steps < 1:
+        ap.error(f"--steps must be 1 or more, got {args.steps}")
     corpus = args.tier / "corpus"
     runs: dict[str, list[tuple[list[float], float]]] = {v: [] for v in args.versions}
     with tempfile.TemporaryDirectory(dir=args.tier) as scratch:
