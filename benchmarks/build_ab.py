@@ -15,6 +15,12 @@ tier's built kenning index, 1% of the shards rewritten, re-indexed in a new proc
 copying and rewriting counted too. With --steps N, each round's copy is re-indexed N times in a row,
 other shards each time, as the scale benchmark's second re-index row does, and each step's seconds
 are printed: the later steps merge the small segments the earlier ones wrote.
+
+With --reindex --paired, each round copies the built index once for every version, rewrites the 1%
+once, and runs the versions' re-indexes back to back (order alternating): the machine's speed moves
+from one minute to the next, by more than a change worth having, and a pair's two runs share it.
+Prints each round's seconds and each version's difference from the first, then the differences'
+median and mean and how many rounds each version was the faster in.
 """
 
 from __future__ import annotations
@@ -53,6 +59,57 @@ def build(version: str, target: Path, corpus: Path) -> float:
     return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
 
 
+def paired_reindex(tier: Path, versions: list[str], rounds: int) -> None:
+    """1% re-indexes of the versions back to back on one rewritten corpus a round (module docstring)."""
+    group = scale.one_percent_shards(tier)[0]
+    saved = {p: p.read_text(encoding="utf-8") for p in group}
+    times = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in saved}
+    copies = [tier / f"index-kenning-paired-{n}" for n in range(len(versions))]
+    seconds: dict[str, list[float]] = {v: [] for v in versions}
+
+    def restore() -> None:
+        for path, text in saved.items():
+            path.write_text(text, encoding="utf-8")
+            os.utime(path, ns=times[path])
+
+    try:
+        for r in range(rounds):
+            restore()
+            for copy in copies:
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(tier / "index-kenning", copy)
+            os.sync()
+            scale.rewrite_shards(group, saved, scale.np.random.default_rng(scale.SEED + 100 + r))
+            order = list(range(len(versions)))
+            for n in order if r % 2 == 0 else order[::-1]:
+                env = dict(scale._env(), PYTHONPATH=str(Path(versions[n]).resolve()))
+                command = [sys.executable, str(HERE / "scale.py"), "--worker", "index", "kenning"]
+                out = subprocess.run(
+                    command + [str(copies[n]), str(tier / "corpus")], env=env, capture_output=True, text=True
+                )
+                if out.returncode:
+                    raise SystemExit(f"{versions[n]} failed:\n{out.stderr[-3000:]}")
+                seconds[versions[n]].append(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+            first = seconds[versions[0]][-1]
+            shown = "  ".join(
+                f"{v} {seconds[v][-1]:.2f}" + (f" ({seconds[v][-1] - first:+.2f})" if n else "")
+                for n, v in enumerate(versions)
+            )
+            print(f"round {r + 1}  {shown}", flush=True)
+    finally:
+        restore()
+        for copy in copies:
+            shutil.rmtree(copy, ignore_errors=True)
+    for version in versions:
+        print(f"{version:<40} median {statistics.median(seconds[version]):.3f} s  (n={rounds})")
+    for version in versions[1:]:
+        diffs = [b - a for a, b in zip(seconds[versions[0]], seconds[version], strict=True)]
+        print(
+            f"{version} - {versions[0]}: median {statistics.median(diffs):+.3f} s, mean "
+            f"{statistics.mean(diffs):+.3f} s, faster in {sum(d < 0 for d in diffs)} of {len(diffs)} rounds"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("versions", nargs="+", help="src directories to put on PYTHONPATH")
@@ -62,11 +119,19 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reindex", action="store_true", help="time a 1%% re-index, not a full build")
     ap.add_argument("--steps", type=int, default=1, help="with --reindex: 1%% re-indexes in a row a round")
+    ap.add_argument(
+        "--paired", action="store_true", help="with --reindex: the versions back to back, one rewrite a round"
+    )
     args = ap.parse_args()
     if args.steps != 1 and not args.reindex:
         ap.error("--steps times re-indexes in a row: it needs --reindex")
     if args.steps < 1:
         ap.error(f"--steps must be 1 or more, got {args.steps}")
+    if args.paired and (not args.reindex or args.steps != 1 or len(args.versions) < 2):
+        ap.error("--paired compares two or more versions' single re-indexes: it needs --reindex, no --steps")
+    if args.paired:
+        paired_reindex(args.tier, args.versions, args.rounds)
+        return
     corpus = args.tier / "corpus"
     runs: dict[str, list[tuple[list[float], float]]] = {v: [] for v in args.versions}
     with tempfile.TemporaryDirectory(dir=args.tier) as scratch:

@@ -557,6 +557,27 @@ def warm_growth(small: Path, large: Path, systems: list[str], rounds: int) -> di
     }
 
 
+def one_percent_shards(tier: Path, steps: int = 1) -> list[list[Path]]:
+    """The shards each of `steps` 1% re-indexes rewrites: 1% of the tier's shards, each step's lying
+    apart from every other step's."""
+    shards = sorted((tier / "corpus").glob("part-*.jsonl"))
+    per_step = max(1, len(shards) // 100)
+    stride = max(1, 100 // steps)
+    return [shards[(k * stride) % 100 :: 100][:per_step] or shards[:1] for k in range(steps)]
+
+
+def rewrite_shards(paths: list[Path], saved: dict[Path, str], rng) -> None:
+    """Give the shards new text, the same documents (ids) with their words shuffled: `saved` holds
+    each shard's original text."""
+    for path in paths:
+        docs = [json.loads(line) for line in saved[path].splitlines()]
+        for doc in docs:
+            words = doc["text"].split()
+            rng.shuffle(words)
+            doc["text"] = " ".join(words)
+        path.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
+
+
 def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: int = 1) -> dict:
     """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally, `runs` times,
     each on a fresh copy of the built index (flushed to disk first); the median counts. With `steps`
@@ -566,10 +587,7 @@ def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: i
     afterwards, bytes and modification times, so later runs see the original and a run's step touches
     only the 1% it rewrote (restoring the bytes alone gave the other steps' shards a new time: the
     first step then also re-read and re-timed 2% more files)."""
-    shards = sorted((tier / "corpus").glob("part-*.jsonl"))
-    per_step = max(1, len(shards) // 100)
-    stride = max(1, 100 // steps)  # each step's shards lie apart from every other step's
-    step_shards = [shards[(k * stride) % 100 :: 100][:per_step] or shards[:1] for k in range(steps)]
+    step_shards = one_percent_shards(tier, steps)
     changed = step_shards[0]
     saved = {p: p.read_text(encoding="utf-8") for group in step_shards for p in group}
     times = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in saved}
@@ -582,15 +600,6 @@ def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: i
     built, copy = tier / "index-kenning", tier / "index-kenning-reindexed"
     seconds, peaks, step_seconds = [], [], [[] for _ in range(steps)]
 
-    def rewrite(paths: list[Path], rng) -> None:
-        for path in paths:
-            docs = [json.loads(line) for line in saved[path].splitlines()]
-            for doc in docs:
-                words = doc["text"].split()
-                rng.shuffle(words)
-                doc["text"] = " ".join(words)
-            path.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
-
     try:
         for _ in range(runs):
             restore()
@@ -599,7 +608,7 @@ def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: i
             shutil.copytree(built, copy)
             os.sync()
             for k, group in enumerate(step_shards):
-                rewrite(group, rng)
+                rewrite_shards(group, saved, rng)
                 again = run_worker("index", "kenning", copy, tier / "corpus")
                 step_seconds[k].append(again["seconds"])
                 peaks.append(again["peak_mb"])
