@@ -58,10 +58,11 @@ def contents(index_dir: Path) -> dict:
         conn.close()
 
 
-def build(folder: Path, index_dir: Path, workers: int, monkeypatch) -> dict:
+def build(folder: Path | list[Path], index_dir: Path, workers: int, monkeypatch) -> dict:
+    """Index a folder (or a list of files) with `workers` analysis workers, and what it holds."""
     monkeypatch.setenv(analysis.WORKERS_ENV, str(workers))
     with Index(index_dir) as index:
-        index.add([folder], progress=False)
+        index.add(folder if isinstance(folder, list) else [folder], progress=False)
     return contents(index_dir)
 
 
@@ -85,6 +86,30 @@ def segment_sizes(monkeypatch) -> list[int]:
     monkeypatch.setattr(SqliteStore, "write_encoded_segment", counting)
     monkeypatch.setattr(writer, "land_spilled", landing)
     return written
+
+
+class WorkerLog:
+    """What a run's workers are given: each worker, how many chunks had gone to workers when it
+    started (and how many the run had taken, counted in `added` by the caller), and each batch's size."""
+
+    def __init__(self, monkeypatch, added: list | None = None):
+        self.workers, self.started_after, self.added_at_start, self.batches = [], [], [], []
+        added = added if added is not None else []
+        start, send = analysis._Worker.__init__, analysis._Worker.send
+
+        def starting(worker, setup):
+            self.workers.append(worker)
+            self.started_after.append(sum(self.batches))
+            self.added_at_start.append(len(added))
+            start(worker, setup)
+
+        def sending(worker, message):
+            if message[0] == "chunks":
+                self.batches.append(len(message[1]))
+            send(worker, message)
+
+        monkeypatch.setattr(analysis._Worker, "__init__", starting)
+        monkeypatch.setattr(analysis._Worker, "send", sending)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -142,29 +167,18 @@ def test_the_next_worker_starts_while_the_first_segment_is_half_made(tmp_path, m
     monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 1000)
     monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", first)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
-    sent, started_after = [], []
-    start, send = analysis._Worker.__init__, analysis._Worker.send
-
-    def starting(self, setup):
-        started_after.append(sum(sent))
-        start(self, setup)
-
-    def sending(self, message):
-        if message[0] == "chunks":
-            sent.append(len(message[1]))
-        send(self, message)
-
-    monkeypatch.setattr(analysis._Worker, "__init__", starting)
-    monkeypatch.setattr(analysis._Worker, "send", sending)
+    log = WorkerLog(monkeypatch)
     assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
-    assert started_after == ([0, 20] if first == 40 else [0, 50])
+    assert log.started_after == ([0, 20] if first == 40 else [0, 50])
 
 
 def test_a_segment_of_one_batch_starts_the_next_workers_interpreter_as_it_ends(tmp_path, monkeypatch):
-    """A run's first segments are one batch each, never half made: the next segment's worker starts
-    as the one before ends, not only when its own first batch is ready (an interpreter takes a while)."""
+    """Segments of one batch each are never half made: the next segment's worker starts as the one
+    before ends, not only when its own first batch is ready (an interpreter takes a while). The
+    first worker is the walk's (`early_worker`), started before any chunk."""
     folder = write_notes(tmp_path / "notes")
     monkeypatch.setattr(analysis, "BATCH", 5)
+    monkeypatch.setattr(analysis, "BATCH_PARTS", 1)
     monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 5)
     added, started_after = [], []
     add, start = analysis.ChunkAnalysis.add, analysis._Worker.__init__
@@ -175,18 +189,20 @@ def test_a_segment_of_one_batch_starts_the_next_workers_interpreter_as_it_ends(t
         lambda self, setup: started_after.append(len(added)) or start(self, setup),
     )
     build(folder, tmp_path / "two", 2, monkeypatch)
-    assert started_after == [5, 5]
+    assert started_after == [0, 5]
 
 
 @pytest.mark.parametrize("batch", [20, 100])
 def test_a_runs_first_worker_starts_before_its_first_batch_is_full_and_goes_unused_when_the_run_stays_small(
     tmp_path, monkeypatch, batch
 ):
-    """The first worker's interpreter starts at EARLY_START new chunks, while the first batch fills.
+    """A run of files named one by one (no folder walked, so no worker started before the walk):
+    its first worker's interpreter starts at EARLY_START new chunks, while the first batch fills.
     A run of 72 chunks in batches of 20 then sends its batches to it; one in batches of 100 (smaller
     than a batch: analysed inline) never gives it work, and it is killed, not waited for. Either way
     the index is the one inline analysis builds."""
     folder = write_notes(tmp_path / "notes")
+    files = sorted(folder.glob("*.md"))
     monkeypatch.setattr(analysis, "BATCH", batch)
     monkeypatch.setattr(analysis, "EARLY_START", 7)
     inline = build(folder, tmp_path / "inline", 0, monkeypatch)
@@ -200,13 +216,43 @@ def test_a_runs_first_worker_starts_before_its_first_batch_is_full_and_goes_unus
         start(self, setup)
 
     monkeypatch.setattr(analysis._Worker, "__init__", starting)
-    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert build(files, tmp_path / "two", 2, monkeypatch) == inline
     assert started_after[0] == 7
     if batch == 100:
         assert len(workers) == 1 and not workers[0].has_chunks
         assert workers[0].process.returncode == -9  # killed (SIGKILL), not waited for
     else:
         assert workers[0].has_chunks and workers[0].process.returncode == 0
+
+
+@pytest.mark.parametrize("files", [12, 1])
+def test_a_run_that_walks_a_folder_starts_a_worker_before_the_walk_and_sends_it_a_quarter_segment(
+    tmp_path, monkeypatch, files
+):
+    """Walking a folder, the run's first worker starts before the walk (its interpreter starts while
+    the walk goes on) and takes the run from its first batch, a quarter of the first segment: 72
+    chunks with segments from 40 go in batches of 10 from the first chunk on. A run of 6 chunks
+    (under a batch) is analysed inline and the worker killed, not waited for. With one worker (no
+    core to spare) none starts before the walk. The index is the one inline analysis builds."""
+    folder = write_notes(tmp_path / "notes", files=files)
+    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 40)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    added = []
+    add = analysis.ChunkAnalysis.add
+    monkeypatch.setattr(analysis.ChunkAnalysis, "add", lambda self, *a: added.append(1) or add(self, *a))
+    log = WorkerLog(monkeypatch, added)
+    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    first = log.workers[0]
+    assert log.added_at_start[0] == 0
+    if files == 12:
+        assert log.batches == [10, 10, 10, 10, 10, 10, 10, 2]  # segments of 40 and 32, quarters of 40
+        assert first.has_chunks and first.process.returncode == 0
+    else:
+        assert log.batches == [] and first.process.returncode == -9
+    added.clear()
+    log = WorkerLog(monkeypatch, added)
+    assert build(folder, tmp_path / "one", 1, monkeypatch) == inline
+    assert 0 not in log.added_at_start  # one worker: none starts before the walk
 
 
 @pytest.mark.parametrize("flush", [23, 1000])

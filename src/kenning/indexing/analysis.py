@@ -9,7 +9,11 @@ to merge into the store.
 
 A run of up to `BATCH` new chunks is analysed in this process (its first worker starts at
 EARLY_START new chunks, before the first batch is full, and is stopped unused if the run stays
-small). In a larger run each segment is made by one worker process (one per core, up to MAX_WORKERS;
+small). A run that walks folders starts its first worker before the walk (`early_worker`), when there
+are two or more: its interpreter is running by the first new chunk, so the run goes to the workers
+from its first batch, not from BATCH chunks. A batch is a quarter of its segment (at most BATCH), so
+a segment's worker starts on it while the writer still reads the segment's files. In a larger run
+each segment is made by one worker process (one per core, up to MAX_WORKERS;
 segment n by worker n mod workers), so a segment holds chunk ids ascending and is byte for byte the
 segment inline analysis makes (tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks
 or FLUSH_TEXT characters, so a worker's memory is bounded by its segment. A run's segments start
@@ -50,7 +54,8 @@ from kenning.indexing.segments import SegmentBuilder, merge_range, merge_spill_r
 from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, empty_columns, write_spill
 from kenning.store import StorageError
 
-BATCH = 2_000  # chunks per batch sent to a worker; also the run size from which workers analyse
+BATCH = 2_000  # at most this many chunks a batch; also the run size from which workers analyse
+BATCH_PARTS = 4  # a batch is a quarter of its segment (at most BATCH)
 # new chunks after which a run's first worker starts, its first batch not yet full: an interpreter
 # takes ~0.17 s to start, which a 1% re-index at 1M chunks spent waiting with its first batch made
 EARLY_START = 250
@@ -176,7 +181,9 @@ class _Worker:
     (a write to a full pipe would wait for the worker to finish its batch) and the worker never waits
     on the writer."""
 
-    def __init__(self, setup: tuple):
+    def __init__(self, setup: tuple | None):
+        """Start the interpreter; `setup` (ChunkAnalysis.setup) is its first message, sent now or,
+        for a worker started before the run knows it (`early_worker`), by `ChunkAnalysis`."""
         package_root = str(Path(__file__).resolve().parents[2])
         env = worker_environment(dict(os.environ))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -201,7 +208,8 @@ class _Worker:
         self.has_chunks = False  # given chunks to analyse
         for thread in self.threads:
             thread.start()
-        self.send(setup)
+        if setup is not None:
+            self.send(setup)
 
     def send(self, message) -> None:
         self.outbox.put(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
@@ -255,6 +263,19 @@ class _Worker:
             self.process.wait()
         for thread in self.threads:
             thread.join(timeout=10)
+
+
+def early_worker() -> _Worker | None:
+    """A worker for a run that walks folders, started before the walk: an interpreter takes ~0.15 s
+    to start, which the walk of 10,000 files (~0.17 s) hides, with a core to spare. None when there
+    is no core to spare (fewer than two workers: on one core it would slow the walk it hides behind)
+    or it cannot start. `ChunkAnalysis(early=...)` adopts it; one the run gives no chunks is killed."""
+    if worker_count() < 2:
+        return None
+    try:
+        return _Worker(None)
+    except OSError:
+        return None
 
 
 def serve(stdin=None, stdout=None) -> None:
@@ -321,9 +342,10 @@ class ChunkAnalysis:
         deliver: Callable[[Analysed], None],
         spill: SpillFolder,
         workers: int | None = None,
+        early: _Worker | None = None,
     ):
         """`codec`: the store's posting_encoder, posting_decoder and posting_bundler; `spill`: where
-        segments go."""
+        segments go; `early`: the run's first worker, started before the walk (`early_worker`)."""
         self.setup = (analyzer.config, matcher, *codec)
         self.spill = spill
         self.codec = codec
@@ -338,6 +360,13 @@ class ChunkAnalysis:
         self.segments = 0  # segments ended
         self.chunks = self.text = 0  # in the segment in the making
         self.added = 0  # chunks taken in the run
+        # the run goes to the workers from its first batch when one is running already, else from
+        # BATCH chunks (a run smaller than that is analysed here sooner than an interpreter starts)
+        self.workers_from = BATCH
+        if early is not None:
+            early.send(self.setup)
+            self.pool.append(early)
+            self.workers_from = self._segment_part()
 
     def add(self, chunk_id: int, title: str, body: str, meta: dict | None) -> None:
         self.batch.append((chunk_id, title, body, meta))
@@ -351,10 +380,22 @@ class ChunkAnalysis:
             self._send(ends_segment=True)
             if self.owner is not None:  # a segment of one batch was never half made: its
                 self._start(self.segments % self.workers + 1)  # successor's worker starts now
-        elif len(self.batch) >= BATCH:
+        elif len(self.batch) >= self._batch_limit():
             self._send(ends_segment=False)
             if self.owner is not None and (2 * self.chunks >= limit or 2 * self.text >= FLUSH_TEXT):
                 self._start_next()
+
+    def _batch_limit(self) -> int:
+        """Chunks a batch is sent at: a quarter of its segment, at most BATCH, so a worker starts on
+        a segment before the writer has read all of it (a 1% re-index at 1M chunks, 10k chunks in
+        segments of 2k, 2k, 4k and 2k, had a worker wait for each segment's whole first 2k); but a
+        run's first batch waits for the size from which the run goes to the workers."""
+        part = self._segment_part()
+        return max(part, self.workers_from) if self.added < self.workers_from else part
+
+    def _segment_part(self) -> int:
+        """A quarter of the segment in the making's chunks, at most BATCH."""
+        return max(1, min(BATCH, self._segment_limit() // BATCH_PARTS))
 
     def _segment_limit(self) -> int:
         """Chunks the segment in the making ends at: FIRST_FLUSH_CHUNKS for a run's first two
@@ -400,7 +441,7 @@ class ChunkAnalysis:
     def _send(self, ends_segment: bool) -> None:
         chunks, self.batch = self.batch, []
         if not self.started:  # a segment's first batch: inline unless the run is large
-            self.owner = self._worker(len(chunks) >= BATCH or ends_segment and self.segments > 0)
+            self.owner = self._worker(self.added >= self.workers_from or ends_segment and self.segments > 0)
             self.started = True
         spill = self.spill.next_file() if ends_segment else None
         if self.owner is None:

@@ -28,7 +28,7 @@ from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.cache import BoundedCache
 from kenning.entities.collect import EntityCollector
-from kenning.indexing.analysis import Analysed, ChunkAnalysis
+from kenning.indexing.analysis import Analysed, ChunkAnalysis, early_worker
 from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
 from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.indexing.term_table import chunk_token_counts
@@ -190,67 +190,86 @@ class IndexWriter:
         started = time.perf_counter()
         options = options or ChunkOptions()
         report = IndexReport()
-        files = list(discover(list(paths), include, exclude, include_secrets, follow_symlinks, hidden))
-        with self.store.transaction(), contextlib.ExitStack() as stack:
-            self._configure_analyzer(force, stem)
-            if force:
-                self.store.clear()
-            if substring_index:
-                report.substring_indexed = self.store.enable_substring_index()
-            live = self.store.read_snapshot().live
-            vocab = _VocabularyChanges()
-            entities = EntityCollector(self.store)
-            refreshed = entities.refresh_if_stale(live)
-            spill = SpillFolder(getattr(self.store, "directory", None))
-            spill.remove_stale()
-            stack.callback(spill.close)
-            spilled: list[SpilledSegment] = []
+        # a run that walks folders starts its first analysis worker now: its interpreter starts
+        # while the walk goes on (kenning.indexing.analysis.early_worker)
+        walks = any(os.path.isdir(os.path.expanduser(p)) for p in paths)
+        early = early_worker() if walks else None
+        try:
+            files = list(discover(list(paths), include, exclude, include_secrets, follow_symlinks, hidden))
+            with self.store.transaction(), contextlib.ExitStack() as stack:
+                self._configure_analyzer(force, stem)
+                if force:
+                    self.store.clear()
+                if substring_index:
+                    report.substring_indexed = self.store.enable_substring_index()
+                live = self.store.read_snapshot().live
+                vocab = _VocabularyChanges()
+                entities = EntityCollector(self.store)
+                refreshed = entities.refresh_if_stale(live)
+                spill = SpillFolder(getattr(self.store, "directory", None))
+                spill.remove_stale()
+                stack.callback(spill.close)
+                spilled: list[SpilledSegment] = []
 
-            def deliver(analysed: Analysed) -> None:
-                vocab.added.update(analysed.raws)
-                for chunk_id, found in analysed.entities:
-                    entities.add_extracted(chunk_id, found)
-                if analysed.segment is not None:  # a write's memory stays bounded
-                    spilled.append(analysed.segment)
-                    self._segment_done(vocab, entities)
+                def deliver(analysed: Analysed) -> None:
+                    vocab.added.update(analysed.raws)
+                    for chunk_id, found in analysed.entities:
+                        entities.add_extracted(chunk_id, found)
+                    if analysed.segment is not None:  # a write's memory stays bounded
+                        spilled.append(analysed.segment)
+                        self._segment_done(vocab, entities)
 
-            analysis = stack.enter_context(
-                ChunkAnalysis(self.analyzer, entities.matcher or None, self._codec(), deliver, spill)
-            )
-            seen: set[str] = set()
-            unread: list[str] = []  # folders (or files) that failed: what they held before stays
-            given = {str(Path(p).expanduser().absolute()) for p in paths}
-            keys = [path_key(found.path) for found in files]
-            known: dict = {}  # the sources of the next SOURCE_LOOKUP files, looked up together
-            for n, (found, key) in enumerate(zip(files, keys, strict=True), 1):
-                if (n - 1) % SOURCE_LOOKUP == 0:
-                    known = self.store.sources_by_paths(keys[n - 1 : n - 1 + SOURCE_LOOKUP])
-                if progress:
-                    progress(display_path(found.path), n, len(files))
-                if found.error:
-                    report.errors.append((display_path(found.path), found.error))
-                    unread.append(key)
-                    if str(found.path) in given:
-                        report.missing.append(display_path(found.path))
-                    continue
-                seen.add(key)  # skipped on purpose is not gone either
-                if found.skip:
-                    report.skipped.append((display_path(found.path), found.skip))
-                    continue
-                report.files_seen += 1
-                self._index_file(
-                    found.path, key, known.get(key), force, options, live, analysis, vocab, report, collection
+                analysis = stack.enter_context(
+                    ChunkAnalysis(
+                        self.analyzer, entities.matcher or None, self._codec(), deliver, spill, early=early
+                    )
                 )
-            analysis.end_segment()  # the last batch out first: a worker analyses it
-            vocab.count_removed()  # while the writer counts the removed chunks' words
-            analysis.drain()
-            land_spilled(self.store, spilled, live, analysis)
-            spill.close()
-            self._remove_vanished(paths, seen, unread, live, vocab, report)
-            if report.chunks_added or report.chunks_removed or force:
-                self._settle(live, vocab, report, entities, helpers=analysis)
-            elif refreshed:
-                entities.flush()
+                seen: set[str] = set()
+                unread: list[str] = []  # folders (or files) that failed: what they held before stays
+                given = {str(Path(p).expanduser().absolute()) for p in paths}
+                keys = [path_key(found.path) for found in files]
+                known: dict = {}  # the sources of the next SOURCE_LOOKUP files, looked up together
+                for n, (found, key) in enumerate(zip(files, keys, strict=True), 1):
+                    if (n - 1) % SOURCE_LOOKUP == 0:
+                        known = self.store.sources_by_paths(keys[n - 1 : n - 1 + SOURCE_LOOKUP])
+                    if progress:
+                        progress(display_path(found.path), n, len(files))
+                    if found.error:
+                        report.errors.append((display_path(found.path), found.error))
+                        unread.append(key)
+                        if str(found.path) in given:
+                            report.missing.append(display_path(found.path))
+                        continue
+                    seen.add(key)  # skipped on purpose is not gone either
+                    if found.skip:
+                        report.skipped.append((display_path(found.path), found.skip))
+                        continue
+                    report.files_seen += 1
+                    self._index_file(
+                        found.path,
+                        key,
+                        known.get(key),
+                        force,
+                        options,
+                        live,
+                        analysis,
+                        vocab,
+                        report,
+                        collection,
+                    )
+                analysis.end_segment()  # the last batch out first: a worker analyses it
+                vocab.count_removed()  # while the writer counts the removed chunks' words
+                analysis.drain()
+                land_spilled(self.store, spilled, live, analysis)
+                spill.close()
+                self._remove_vanished(paths, seen, unread, live, vocab, report)
+                if report.chunks_added or report.chunks_removed or force:
+                    self._settle(live, vocab, report, entities, helpers=analysis)
+                elif refreshed:
+                    entities.flush()
+        finally:  # (the run's ChunkAnalysis closes it once it has it; before, this does)
+            if early is not None:
+                early.close(abort=not early.has_chunks)
         if report.chunks_added or report.chunks_removed or force:
             self.sync_graph()
             self.save_lengths()
