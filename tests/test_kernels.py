@@ -1,6 +1,6 @@
 """The C loops (kenning._kernels) against the Python and NumPy they replace, to the last bit: a term's
-weighted BM25 scores, its live postings, its roaring bitmap, MaxScore's top k, and a segment's rows
-as the store encodes them."""
+weighted BM25 scores, its live postings, its roaring bitmap, MaxScore's top k, a segment's rows
+as the store encodes them, and a range's short rows packed."""
 
 import shutil
 import sysconfig
@@ -381,6 +381,7 @@ def test_the_rows_digest_is_hashlib_s_blake2b_at_every_length_around_its_blocks(
 
 
 ANY_CHARACTER = st.characters(blacklist_categories=())  # lone surrogates too
+DIGESTS = st.binary(min_size=16, max_size=16)
 
 
 def _segment_columns(rng, terms: list[str]):
@@ -526,6 +527,56 @@ def test_joining_rows_refuses_parts_out_of_term_order_and_rows_that_do_not_fit()
         kernels.join_rows([[("a", b"\x01\x00\x00\x00", b"\x01\x02\x03", b"", b"", b"")]], none)
     with pytest.raises(TypeError):
         kernels.join_rows([[("a", b"")]], none)
+
+
+@native
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(ANY_CHARACTER, max_size=5), st.integers(0, 60), DIGESTS),
+        max_size=40,
+    ),
+    st.booleans(),
+    # (row bytes packed at most, rows a pack, bytes a pack): closed by rows, by bytes, only empty rows
+    st.sampled_from([(40, 3, 10_000), (40, 100, 90), (0, 2, 10_000), (256, 128, 4096)]),
+)
+def test_a_ranges_rows_pack_in_c_as_in_python(items, ordered, limits):
+    """pack_range's C loop gives the rows, packs, marks and checksum lines the Python one gives: any
+    terms (NULs, surrogates, repeats), in term order or not, rows short and long, packs closed by
+    rows, by bytes or at once."""
+    from kenning.store.sqlite import packs
+
+    if ordered:
+        items = sorted({term: (term, n, digest) for term, n, digest in items}.values())
+    rng = np.random.default_rng(len(items))
+    encoded = []
+    for term, n, digest in items:
+        cut = np.sort(rng.integers(0, n + 1, 4))
+        data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
+        columns = [data[a:b] for a, b in zip([0, *cut], [*cut, n], strict=True)]
+        encoded.append(((term, *columns), digest))
+    saved = packs.PACK_ROW_BYTES, packs.PACK_ROWS, packs.PACK_BYTES
+    packs.PACK_ROW_BYTES, packs.PACK_ROWS, packs.PACK_BYTES = limits
+    try:
+        try:
+            expected = packs.pack_range_python(encoded)
+        except UnicodeEncodeError:  # a lone surrogate in a packed term: neither way can pack it
+            with pytest.raises(UnicodeEncodeError):
+                packs.pack_range(encoded)
+            return
+        assert packs.pack_range(encoded) == expected
+    finally:
+        packs.PACK_ROW_BYTES, packs.PACK_ROWS, packs.PACK_BYTES = saved
+
+
+@native
+def test_packing_rows_refuses_what_is_not_a_range_of_encoded_rows():
+    with pytest.raises(TypeError):
+        kernels.pack_rows([(("a", b"", b"", b"", b""), b"d")], tuple, 256, 128, 4096, 300)
+    with pytest.raises(TypeError):
+        kernels.pack_rows([(("a", b"", b"", b"", b"", "x"), b"d")], tuple, 256, 128, 4096, 300)
+    with pytest.raises(ValueError):
+        kernels.pack_rows([], tuple, 70_000, 128, 4096, 300)
 
 
 @settings(max_examples=150, deadline=None)

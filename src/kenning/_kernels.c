@@ -1,6 +1,7 @@
 /* The query path's per-posting loops, in C: what a term costs the first time a process meets it,
  * and the top-k search over the terms' postings; and on the write path, the encoding of a new
- * segment's rows with their digests (encode_rows, BLAKE2b).
+ * segment's rows with their digests (encode_rows, BLAKE2b), the joining of merged segments' rows
+ * (join_rows) and the packing of a range's short rows (pack_rows).
  *
  * A common term at a million chunks has ~300k postings. In NumPy, its weighted BM25 scores took
  * ~10 array passes (two fields' saturation, the weights, the idf), its roaring bitmap pyroaring's
@@ -1643,6 +1644,204 @@ done:
     return out;
 }
 
+/* ----------------------------------------------------------------------------- posting packs */
+
+/* The pack of rows encoded[idx[0..count)] (kenning.store.sqlite.packs.encode_pack's layout): their
+ * terms as UTF-8 joined by NUL, five little-endian uint16 lengths a row, then the columns. */
+static PyObject *pack_blob(PyObject *encoded, const Py_ssize_t *idx, Py_ssize_t count, Py_ssize_t columns)
+{
+    Py_ssize_t terms_len = count - 1;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_ssize_t len;
+        PyObject *row = PyTuple_GET_ITEM(PyList_GET_ITEM(encoded, idx[k]), 0);
+        if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(row, 0), &len) == NULL)
+            return NULL;
+        terms_len += len;
+    }
+    if (terms_len > (Py_ssize_t)UINT32_MAX || count > (Py_ssize_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "pack_rows: a pack too large");
+        return NULL;
+    }
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, 8 + terms_len + 10 * count + columns);
+    if (blob == NULL)
+        return NULL;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(blob);
+    put_u32(out, (uint32_t)count);
+    put_u32(out + 4, (uint32_t)terms_len);
+    unsigned char *terms = out + 8, *lengths = terms + terms_len, *data = lengths + 10 * count;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *row = PyTuple_GET_ITEM(PyList_GET_ITEM(encoded, idx[k]), 0);
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(row, 0), &len);
+        if (k > 0)
+            *terms++ = 0;
+        memcpy(terms, utf8, (size_t)len);
+        terms += len;
+        for (int c = 1; c <= 5; c++) {
+            PyObject *column = PyTuple_GET_ITEM(row, c);
+            Py_ssize_t n = PyBytes_GET_SIZE(column);
+            put_u16(lengths, (uint32_t)n);
+            lengths += 2;
+            memcpy(data, PyBytes_AS_STRING(column), (size_t)n);
+            data += n;
+        }
+    }
+    return blob;
+}
+
+/* Append (term, size) to `marks`; -1 on error. */
+static int add_mark(PyObject *marks, PyObject *term, Py_ssize_t size)
+{
+    PyObject *mark = Py_BuildValue("(On)", term, size);
+    int failed = mark == NULL || PyList_Append(marks, mark) < 0;
+    Py_XDECREF(mark);
+    return failed ? -1 : 0;
+}
+
+/* The rows' lines of the segment checksum (kenning.store.checksum.digest_lines: term as UTF-8, NUL,
+ * digest), in the order given; None (no error) when a term is not plain UTF-8 (a lone surrogate). */
+static PyObject *digest_lines_of(PyObject *encoded)
+{
+    Py_ssize_t n = PyList_GET_SIZE(encoded), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(encoded, i);
+        Py_ssize_t len;
+        if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(PyTuple_GET_ITEM(item, 0), 0), &len) == NULL) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        total += len + 1 + PyBytes_GET_SIZE(PyTuple_GET_ITEM(item, 1));
+    }
+    PyObject *lines = PyBytes_FromStringAndSize(NULL, total);
+    if (lines == NULL)
+        return NULL;
+    char *out = PyBytes_AS_STRING(lines);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(encoded, i), *digest = PyTuple_GET_ITEM(item, 1);
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(PyTuple_GET_ITEM(item, 0), 0), &len);
+        memcpy(out, utf8, (size_t)len);
+        out += len;
+        *out++ = 0;
+        memcpy(out, PyBytes_AS_STRING(digest), (size_t)PyBytes_GET_SIZE(digest));
+        out += PyBytes_GET_SIZE(digest);
+    }
+    return lines;
+}
+
+PyDoc_STRVAR(pack_rows_doc,
+             "pack_rows(encoded, packed_type, max_row_bytes, max_rows, max_bytes, row_memory)\n"
+             "    -> (rows, packs, marks, lines)\n\n"
+             "kenning.store.sqlite.packs.pack_range's loop: a merged range's [(row, digest)], terms\n"
+             "ascending, cut into the rows kept as rows (longer than max_row_bytes, a term holding a NUL,\n"
+             "or one not after the last packed) and packs of the others, in order, each closed at\n"
+             "max_rows rows or max_bytes of columns: packed_type(first, last, blob, held); the marks\n"
+             "[(term, bytes held)]; and the rows' checksum lines, or None when the terms are not\n"
+             "strictly ascending or one is not plain UTF-8 (the caller then sorts and joins them).");
+
+static PyObject *pack_rows(PyObject *self, PyObject *args)
+{
+    PyObject *encoded, *packed_type;
+    Py_ssize_t max_row_bytes, max_rows, max_bytes, row_memory;
+    if (!PyArg_ParseTuple(args, "O!Onnnn", &PyList_Type, &encoded, &packed_type, &max_row_bytes, &max_rows,
+                          &max_bytes, &row_memory))
+        return NULL;
+    if (max_row_bytes > 65535 || max_rows < 1) {
+        PyErr_SetString(PyExc_ValueError, "pack_rows: a packed row's lengths take two bytes, a pack a row or more");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(encoded);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(encoded, i), *row;
+        int ok = PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2 && PyBytes_Check(PyTuple_GET_ITEM(item, 1)) &&
+                 PyTuple_Check(row = PyTuple_GET_ITEM(item, 0)) && PyTuple_GET_SIZE(row) == 6 &&
+                 PyUnicode_Check(PyTuple_GET_ITEM(row, 0));
+        for (int c = 1; ok && c <= 5; c++)
+            ok = PyBytes_Check(PyTuple_GET_ITEM(row, c));
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "pack_rows: an item is ((term, five bytes columns), digest bytes)");
+            return NULL;
+        }
+    }
+    PyObject *rows = PyList_New(0), *packs = PyList_New(0), *marks = PyList_New(0), *lines = NULL;
+    Py_ssize_t *idx = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)max_rows);
+    if (rows == NULL || packs == NULL || marks == NULL || idx == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto fail;
+    }
+    Py_ssize_t count = 0, size_sum = 0;
+    PyObject *last = NULL, *previous = NULL; /* the last term packed; the term before this one */
+    int ascending = 1;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        int close = i == n && count > 0;
+        if (i < n) {
+            PyObject *row = PyTuple_GET_ITEM(PyList_GET_ITEM(encoded, i), 0), *term = PyTuple_GET_ITEM(row, 0);
+            Py_ssize_t size = 0;
+            for (int c = 1; c <= 5; c++)
+                size += PyBytes_GET_SIZE(PyTuple_GET_ITEM(row, c));
+            if (previous != NULL && ascending) {
+                int order = PyUnicode_Compare(previous, term);
+                if (order == -1 && PyErr_Occurred())
+                    goto fail;
+                ascending = order < 0;
+            }
+            previous = term;
+            int packable = size <= max_row_bytes;
+            if (packable) {
+                Py_ssize_t nul = PyUnicode_FindChar(term, 0, 0, PyUnicode_GET_LENGTH(term), 1);
+                if (nul == -2)
+                    goto fail;
+                packable = nul < 0;
+            }
+            if (packable && last != NULL) {
+                int after = PyUnicode_Compare(term, last);
+                if (after == -1 && PyErr_Occurred())
+                    goto fail;
+                packable = after > 0;
+            }
+            if (!packable) {
+                if (PyList_Append(rows, row) < 0 || add_mark(marks, term, size + row_memory) < 0)
+                    goto fail;
+                continue;
+            }
+            idx[count++] = i;
+            size_sum += size;
+            last = term;
+            close = size_sum >= max_bytes || count >= max_rows;
+        }
+        if (!close)
+            continue;
+        PyObject *blob = pack_blob(encoded, idx, count, size_sum);
+        if (blob == NULL)
+            goto fail;
+        PyObject *first = PyTuple_GET_ITEM(PyTuple_GET_ITEM(PyList_GET_ITEM(encoded, idx[0]), 0), 0);
+        Py_ssize_t held = size_sum + count * row_memory;
+        PyObject *packed = PyObject_CallFunction(packed_type, "OONn", first, last, blob, held);
+        int failed = packed == NULL || PyList_Append(packs, packed) < 0 || add_mark(marks, last, held) < 0;
+        Py_XDECREF(packed);
+        if (failed)
+            goto fail;
+        count = size_sum = 0;
+    }
+    if (ascending)
+        lines = digest_lines_of(encoded);
+    else {
+        lines = Py_None;
+        Py_INCREF(lines);
+    }
+    if (lines == NULL)
+        goto fail;
+    PyMem_Free(idx);
+    return Py_BuildValue("(NNNN)", rows, packs, marks, lines);
+fail:
+    PyMem_Free(idx);
+    Py_XDECREF(rows);
+    Py_XDECREF(packs);
+    Py_XDECREF(marks);
+    return NULL;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"all_live", all_live, METH_VARARGS, all_live_doc},
     {"roaring_bytes", (PyCFunction)roaring_bytes, METH_O, roaring_bytes_doc},
@@ -1653,6 +1852,7 @@ static PyMethodDef kernel_methods[] = {
     {"encode_rows", (PyCFunction)encode_rows, METH_VARARGS, encode_rows_doc},
     {"blake2b_16", (PyCFunction)blake2b_16_py, METH_O, blake2b_16_doc},
     {"join_rows", (PyCFunction)join_rows, METH_VARARGS, join_rows_doc},
+    {"pack_rows", (PyCFunction)pack_rows, METH_VARARGS, pack_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,7 +2,7 @@
 query path a term's weighted BM25 scores, its live postings (as stored when nothing is to be
 dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's terms,
 and MaxScore top-k weighing the postings it visits; on the write path the encoding of a segment's
-rows.
+rows, the joining of merged segments' rows and the packing of a range's short rows.
 
 The first query that meets a common term pays these over every posting (~300k at a million
 chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for the
@@ -162,3 +162,11 @@ def join_rows(parts: list[list[tuple]], dead: np.ndarray) -> list[tuple[tuple, b
     with no posting is dropped. Call only when NATIVE."""
     dead = np.ascontiguousarray(dead, dtype=np.uint32)
     return _kernels.join_rows([p if isinstance(p, list) else list(p) for p in parts], dead)
+
+
+def pack_rows(encoded: list, packed_type, max_row_bytes: int, max_rows: int, max_bytes: int, row_memory: int):
+    """kenning.store.sqlite.packs.pack_range's loop in C: (rows, packs, marks, checksum lines or None);
+    None without the C module."""
+    if _kernels is None:
+        return None
+    return _kernels.pack_rows(encoded, packed_type, max_row_bytes, max_rows, max_bytes, row_memory)

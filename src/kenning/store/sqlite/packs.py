@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kenning import kernels
 from kenning.store.checksum import digest_lines
 from kenning.store.records import ROW_MEMORY_BYTES, StorageError
 
@@ -204,7 +205,26 @@ class PackedRange(NamedTuple):
 
 
 def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
-    """A merged range's (row, digest) pairs, terms ascending, as a PackedRange."""
+    """A merged range's (row, digest) pairs, terms ascending, as a PackedRange. The loop runs in C
+    (kenning.kernels.pack_rows) where it is built: row by row here it took 0.10-0.16 s of the land
+    of a 1% re-index at 1M chunks (103k rows), ~0.02 s there; `pack_range_python` is the same here."""
+    if not isinstance(encoded, list):
+        encoded = list(encoded)
+    made = kernels.pack_rows(encoded, Packed, PACK_ROW_BYTES, PACK_ROWS, PACK_BYTES, ROW_MEMORY_BYTES)
+    if made is None:
+        return pack_range_python(encoded)
+    rows, packs, marks, lines = made
+    if not encoded:
+        return PackedRange(rows, packs, marks)
+    if lines is not None:  # terms strictly ascending: the order segment_checksum sorts them in
+        return PackedRange(rows, packs, marks, encoded[0][0][0], encoded[-1][0][0], lines)
+    pairs = sorted([(row[0], digest) for row, digest in encoded])
+    return PackedRange(rows, packs, marks, pairs[0][0], pairs[-1][0], digest_lines(pairs))
+
+
+def pack_range_python(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
+    """`pack_range` row by row (where the C module is not built; tests/test_kernels.py holds the two
+    equal)."""
     writer, rows, marks = PackWriter(), [], []
     for row, _ in encoded:
         packs_before = len(writer.packs)
