@@ -48,14 +48,14 @@ def test_filtered_search_equals_brute_force(vocabulary, word):
     assert Speller(vocabulary).correct(word) == _reference(word, vocabulary)
 
 
-def test_vocabulary_delta_counts_each_removed_chunk_once_per_word():
+def test_a_runs_vocabulary_changes_count_each_removed_chunk_once_per_word():
     """Added raw counts minus, per removed chunk, each distinct token once (a chunk saying `the`
-    twice is one chunk), folded to the vocabulary's words."""
+    twice is one chunk), folded to the vocabulary's words (a chunk with both `The` and `the` counts
+    twice, which is fine for ranking corrections)."""
     from collections import Counter
 
     from kenning.analysis.analyzer import TOKEN_RE, Analyzer
-    from kenning.indexing.term_table import chunk_token_counts
-    from kenning.query.spelling import vocabulary_delta
+    from kenning.indexing.term_table import RawCountChanges
 
     analyzer = Analyzer()
     added = Counter({"Harbour": 3, "harbour": 1, "castle": 2, "parseQuery": 1})
@@ -68,6 +68,9 @@ def test_vocabulary_delta_counts_each_removed_chunk_once_per_word():
     for raw, n in expected_raws.items():
         for word in analyzer.vocabulary_words((raw,)):
             expected[word] += n
-    delta = vocabulary_delta(analyzer, added, Counter(chunk_token_counts(removed)))
+    changes = RawCountChanges()
+    changes.add(dict(added))
+    changes.remove(removed)
+    delta = analyzer.vocabulary_counts(changes.take())
     assert +delta == +expected and -delta == -expected
     assert delta["harbour"] == 3 + 1 - 1 - 1 and delta["castle"] == 0 and delta["lights"] == -1

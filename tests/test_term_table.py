@@ -62,18 +62,31 @@ def test_a_scan_reads_the_analyzers_tokens(table_type, texts):
 
 @pytest.mark.parametrize("table_type", TABLES)
 @settings(max_examples=200, deadline=None)
-@given(texts=st.lists(TEXTS, max_size=6))
-def test_removed_texts_count_each_token_once_a_text(table_type, texts):
-    """`chunk_token_counts` (a re-index's removed chunks, for the spelling vocabulary): each raw
-    token of the NFC texts with the number of texts holding it, from either table."""
+@given(
+    added=st.lists(st.dictionaries(TEXTS.filter(bool), st.integers(-3, 5), max_size=5), max_size=3),
+    removed=st.lists(TEXTS, max_size=6),
+)
+def test_a_runs_changes_are_chunks_added_less_chunks_removed(table_type, added, removed):
+    """`RawCountChanges` (a run's spelling vocabulary changes), on either table: the counts handed on
+    by the analysis, less each raw token of each removed NFC text once; none at 0; `take` starts over."""
     saved = term_table.TermTable
     term_table.TermTable = table_type
     try:
-        got = term_table.chunk_token_counts(texts)
+        changes = term_table.RawCountChanges()
+        for counts in added:
+            changes.add(counts)
+        changes.remove(removed)
+        got = changes.take()
+        again = changes.take()
     finally:
         term_table.TermTable = saved
-    expected = Counter(t for text in texts for t in set(TOKEN_RE.findall(unicodedata.normalize("NFC", text))))
-    assert got == dict(expected)
+    expected = Counter()
+    for counts in added:
+        expected.update(counts)
+    for text in removed:
+        expected.subtract(set(TOKEN_RE.findall(unicodedata.normalize("NFC", text))))
+    assert got == {raw: n for raw, n in expected.items() if n}
+    assert again == {}
 
 
 @pytest.mark.parametrize("table_type", TABLES)

@@ -30,8 +30,8 @@ typedef struct {
     Py_ssize_t len;  /* characters */
     int kind;
     int32_t term;
-    uint64_t stamp;  /* the last chunk counted, plus one (0: none yet) */
-    uint32_t chunks; /* chunks that hold the token */
+    uint64_t stamp; /* the last chunk counted, plus one (0: none yet) */
+    int64_t chunks; /* chunks that hold the token (added less removed, in a table of changes) */
 } Entry;
 
 typedef struct Block {
@@ -180,11 +180,11 @@ static int chunk_id(PyObject *value, uint64_t *stamp)
     return 0;
 }
 
-static inline void count_in(Entry *e, uint64_t stamp)
+static inline void count_in(Entry *e, uint64_t stamp, int64_t delta)
 {
     if (e->stamp != stamp) {
         e->stamp = stamp;
-        e->chunks++;
+        e->chunks += delta;
     }
 }
 
@@ -330,7 +330,7 @@ static PyObject *scan(TermTable *self, PyObject *args)
     if (several)
         Py_RETURN_NONE;
     for (size_t k = 0; k < found; k++)
-        count_in(self->hits[k], stamp);
+        count_in(self->hits[k], stamp, 1);
     return PyBytes_FromStringAndSize((const char *)self->ids, (Py_ssize_t)(found * sizeof(uint32_t)));
 fail:
     Py_XDECREF(unknown);
@@ -417,23 +417,24 @@ static PyObject *count(TermTable *self, PyObject *args)
             Py_DECREF(seq);
             return NULL;
         }
-        count_in(e, stamp);
+        count_in(e, stamp, 1);
     }
     Py_DECREF(seq);
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(tally_doc,
-"tally(text, chunk_id)\n\n"
+"tally(text, chunk_id, delta=1)\n\n"
 "Count a chunk once for each raw token of an NFC text, tokens not known yet included (they stay\n"
-"without a term): for a table that only counts, such as the removed chunks' words.");
+"without a term): for a table that only counts, such as a run's removed chunks' words (delta -1).");
 
 static PyObject *tally(TermTable *self, PyObject *args)
 {
     PyObject *text;
     PyObject *chunk_arg;
+    long long delta = 1;
     uint64_t stamp;
-    if (!PyArg_ParseTuple(args, "UO:tally", &text, &chunk_arg) || chunk_id(chunk_arg, &stamp) < 0)
+    if (!PyArg_ParseTuple(args, "UO|L:tally", &text, &chunk_arg, &delta) || chunk_id(chunk_arg, &stamp) < 0)
         return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -443,12 +444,38 @@ static PyObject *tally(TermTable *self, PyObject *args)
         Entry *e = token_entry(self, kind, data, start, i);
         if (e == NULL)
             return PyErr_Occurred() ? NULL : PyErr_NoMemory();
-        count_in(e, stamp);
+        count_in(e, stamp, (int64_t)delta);
     }
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(chunk_counts_doc, "chunk_counts() -> dict[str, int]\n\nEach counted raw token and how many chunks hold it.");
+PyDoc_STRVAR(add_counts_doc,
+"add_counts(counts)\n\n"
+"Add {raw token: chunks} (any sign) to the tokens' counts: a run's table of changes takes its\n"
+"workers' counts of the chunks they analysed, its removed chunks tallied with delta -1.");
+
+static PyObject *add_counts(TermTable *self, PyObject *counts)
+{
+    if (!PyDict_Check(counts)) {
+        PyErr_SetString(PyExc_TypeError, "counts must be a dict");
+        return NULL;
+    }
+    PyObject *raw, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(counts, &pos, &raw, &value)) {
+        long long n = PyLong_AsLongLong(value);
+        if (n == -1 && PyErr_Occurred())
+            return NULL;
+        Entry *e = entry_of_str(self, raw);
+        if (e == NULL)
+            return NULL;
+        e->chunks += n;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(chunk_counts_doc,
+"chunk_counts() -> dict[str, int]\n\nEach counted raw token and how many chunks hold it (not those at 0).");
 PyDoc_STRVAR(take_counts_doc,
 "take_counts() -> dict[str, int]\n\n"
 "What chunk_counts() gives, each count then starting again from zero: a table kept from one segment\n"
@@ -466,7 +493,7 @@ static PyObject *counts_of(TermTable *self, int reset)
         PyObject *raw = PyUnicode_FromKindAndData(e->kind, e->key, e->len);
         if (raw == NULL)
             goto fail;
-        PyObject *value = PyLong_FromUnsignedLong(e->chunks);
+        PyObject *value = PyLong_FromLongLong(e->chunks);
         int failed = value == NULL || PyDict_SetItem(out, raw, value) < 0;
         Py_XDECREF(value);
         Py_DECREF(raw);
@@ -516,6 +543,7 @@ static PyMethodDef table_methods[] = {
     {"get", (PyCFunction)get, METH_O, get_doc},
     {"count", (PyCFunction)count, METH_VARARGS, count_doc},
     {"tally", (PyCFunction)tally, METH_VARARGS, tally_doc},
+    {"add_counts", (PyCFunction)add_counts, METH_O, add_counts_doc},
     {"chunk_counts", (PyCFunction)chunk_counts, METH_NOARGS, chunk_counts_doc},
     {"take_counts", (PyCFunction)take_counts, METH_NOARGS, take_counts_doc},
     {NULL, NULL, 0, NULL},

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,12 +30,11 @@ from kenning.entities.collect import EntityCollector
 from kenning.indexing.analysis import Analysed, ChunkAnalysis, early_worker
 from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
 from kenning.indexing.spill import SpilledSegment, SpillFolder
-from kenning.indexing.term_table import chunk_token_counts
+from kenning.indexing.term_table import RawCountChanges
 from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
 from kenning.ingest.walk import path_key
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
-from kenning.query.spelling import vocabulary_delta
 from kenning.signals import ann
 from kenning.signals.lengths_file import LengthsFile
 from kenning.signals.lexical import LexicalView
@@ -124,21 +122,25 @@ class EmbedReport:
 
 @dataclass
 class _VocabularyChanges:
-    """Raw words of chunks added and removed in one run, to keep the spelling vocabulary exact: the
-    added chunks' as their analysis counts them, the removed chunks' texts until `count_removed`."""
+    """Raw words of chunks added and removed in one run, to keep the spelling vocabulary exact:
+    `counts` the run's changes so far (kenning.indexing.term_table.RawCountChanges), `removed` the
+    removed chunks' texts not counted yet."""
 
-    added: Counter = field(default_factory=Counter)
+    counts: RawCountChanges = field(default_factory=RawCountChanges)
     removed: list[str] = field(default_factory=list)
-    removed_counts: Counter = field(default_factory=Counter)
 
-    def count_removed(self) -> Counter:
-        """Each raw token's number of removed chunks, the texts removed so far counted now. A run
-        counts them while its workers finish analysing (the writer only waits then): a 1% re-index
-        at 1M chunks spent 0.25 s of its 0.3 s settling on them."""
+    def count_removed(self) -> None:
+        """Take the removed texts so far off the counts. A run counts them while its workers finish
+        analysing (the writer only waits then): a 1% re-index at 1M chunks spent 0.25 s of its 0.3 s
+        settling on them."""
         if self.removed:
-            self.removed_counts.update(chunk_token_counts(self.removed))
+            self.counts.remove(self.removed)
             self.removed.clear()
-        return self.removed_counts
+
+    def take(self) -> dict[str, int]:
+        """Each raw word's change in chunks (none at 0), the removed texts counted first."""
+        self.count_removed()
+        return self.counts.take()
 
 
 # files whose sources one query looks up: a re-index of 10,000 files made 10,000 queries (and a
@@ -212,7 +214,7 @@ class IndexWriter:
                 spilled: list[SpilledSegment] = []
 
                 def deliver(analysed: Analysed) -> None:
-                    vocab.added.update(analysed.raws)
+                    vocab.counts.add(analysed.raws)
                     for chunk_id, found in analysed.entities:
                         entities.add_extracted(chunk_id, found)
                     if analysed.segment is not None:  # a write's memory stays bounded
@@ -287,9 +289,8 @@ class IndexWriter:
         entities.flush()
         # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
         # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end
-        if len(vocab.added) >= VOCABULARY_FLUSH_WORDS:
-            self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, Counter()))
-            vocab.added.clear()
+        if len(vocab.counts) >= VOCABULARY_FLUSH_WORDS:
+            self.store.apply_vocabulary(self.analyzer.vocabulary_counts(vocab.take()))
 
     def _codec(self) -> tuple:
         return self.store.posting_encoder, self.store.posting_decoder, self.store.posting_bundler
@@ -300,7 +301,7 @@ class IndexWriter:
         ChunkAnalysis, whose workers merge)."""
         if entities is not None:
             entities.flush()
-        self.store.apply_vocabulary(vocabulary_delta(self.analyzer, vocab.added, vocab.count_removed()))
+        self.store.apply_vocabulary(self.analyzer.vocabulary_counts(vocab.take()))
         if report.chunks_removed:
             self.store.drop_orphan_vectors()
         self.store.set_live(live)

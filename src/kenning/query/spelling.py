@@ -8,21 +8,9 @@ letters, 2 for longer ones), the most frequent first among equals.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from kenning.analysis.analyzer import fold
-
-
-def vocabulary_delta(analyzer, added_raws: Counter, removed_raws: Counter) -> Counter:
-    """Changes to the vocabulary counts: for each folded word, the number of chunks holding one of
-    its spellings (a chunk with both `The` and `the` counts twice, which is fine for ranking
-    corrections), for chunks added minus chunks removed (each raw token's number of chunks)."""
-    raws = Counter(added_raws)
-    raws.subtract(removed_raws)
-    return analyzer.vocabulary_counts(raws)
-
 
 BUCKETS = 32  # letters hash into this many counters for the candidate filter
 
