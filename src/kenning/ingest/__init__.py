@@ -11,8 +11,6 @@ from pathlib import Path
 from .beir import parse_beir
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
-from .docx import parse_docx
-from .html import parse_html
 from .jsonl import JSONL_SUFFIXES, sniff_jsonl
 from .markdown import parse_markdown
 from .messages import parse_messages
@@ -107,6 +105,8 @@ def parse_file(
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
     if kind in ("pdf", "docx"):
+        if kind == "docx":  # its parser (xml.etree, 3 ms) imported for the first such file
+            from .docx import parse_docx
         parsed = (parse_pdf if kind == "pdf" else parse_docx)(data, doc_key, display, options)
         parsed.chunks = bounded(parsed.chunks, options.max_chars)
         return parsed
@@ -130,6 +130,8 @@ def parse_file(
     elif kind == "markdown":
         parsed = parse_markdown(text, doc_key, display, options)
     elif kind == "html":
+        from .html import parse_html  # (html.parser, 4 ms: imported for the first such file)
+
         parsed = parse_html(text, doc_key, display, options)
     elif kind == "notebook":
         parsed = parse_notebook(text, doc_key, display, options)

@@ -22,12 +22,12 @@ import re
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import NamedTuple
-
-import pathspec
-from pathspec.util import normalize_file
+from typing import TYPE_CHECKING, NamedTuple
 
 from kenning.cachedir import is_tagged_cache
+
+if TYPE_CHECKING:  # imported when a walk meets an ignore file: it took 16 ms of every `kenning add`
+    import pathspec
 
 IGNORE_FILES = (".gitignore", ".ignore", ".kenningignore")
 
@@ -92,15 +92,20 @@ SECRET_PATTERNS = (
     "secrets.yaml",
     "secrets.yml",
 )
-_SECRETS = pathspec.GitIgnoreSpec.from_lines(SECRET_PATTERNS)
-# the same patterns as one regular expression: none is a negation, so a path is a secret when any
+
+
+def _secret_regex(pattern: str) -> str:
+    """One credential pattern as gitignore reads it (pathspec's GitIgnoreSpec, which
+    tests/test_ingest_walk.py holds this to): a name at any depth, `*` any run within a name, a
+    leading `**/` any folders; the path itself or a folder of that name."""
+    name = pattern.removeprefix("**/")
+    return "^(?:.+/)?" + "[^/]*".join(re.escape(part) for part in name.split("*")) + "(?:/|$)"
+
+
+# the patterns as one regular expression: none is a negation, so a path is a secret when any
 # matches, and one search over the alternatives replaced pathspec's thirty (0.23 s of walking the
 # 10,000 files of the 1M-chunk benchmark, where a 1% re-index took 4 s)
-_SECRET_RE = re.compile(
-    "|".join(
-        "(?:" + re.sub(r"\(\?P<\w+>", "(?:", p.regex.pattern) + ")" for p in _SECRETS.patterns if p.include
-    )
-)
+_SECRET_RE = re.compile("|".join(f"(?:{_secret_regex(p)})" for p in SECRET_PATTERNS))
 
 # Extensions whose content is not text worth indexing; checked before reading any bytes.
 BINARY_EXTENSIONS = frozenset(
@@ -152,7 +157,18 @@ def is_binary_extension(path: Path | str) -> bool:
 
 def is_secret(rel: str) -> bool:
     """True for a path (relative to the walked root, '/' separated) that names a credentials file."""
-    return _SECRET_RE.match(normalize_file(rel)) is not None
+    return _SECRET_RE.match(_posix_relative(rel)) is not None
+
+
+def _posix_relative(rel: str) -> str:
+    """A path as gitignore patterns read it: '/' between names, no leading '/' or './' (what
+    pathspec's normalize_file makes of it)."""
+    for sep in (os.sep, os.altsep):
+        if sep and sep != "/":
+            rel = rel.replace(sep, "/")
+    if rel.startswith("/"):
+        return rel[1:]
+    return rel[2:] if rel.startswith("./") else rel
 
 
 def _matches(patterns: Iterable[str], rel: str, name: str) -> bool:
@@ -178,6 +194,8 @@ class _IgnoreRules:
                 continue
         if not lines:
             return self
+        import pathspec
+
         return _IgnoreRules((*self.rules, (rel_folder, pathspec.GitIgnoreSpec.from_lines(lines))))
 
     def ignores(self, rel: str, is_dir: bool) -> bool:
