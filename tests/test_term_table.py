@@ -18,6 +18,11 @@ from kenning.indexing.term_table import SEVERAL, PythonTermTable, TermTable
 
 TABLES = [PythonTermTable] + ([TermTable] if term_table.NATIVE else [])
 
+
+def no_new_words(new):  # `learn` for a scan whose every word is known
+    raise AssertionError(f"scan asked to learn {new}")
+
+
 # letters, digits, underscores, spaces and punctuation, accents (combining and precomposed), CJK,
 # wide characters beyond the BMP, and characters whose kind differs from their neighbours'
 WIDE = ["é", "e\u0301", "ß", "ﬁ", "Ω", "東", "京", "\U0001d400", "\U0001f600", "ı", "\u00a0"]
@@ -41,23 +46,55 @@ def test_the_compiled_table_is_built_where_a_compiler_is():
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=5))
 def test_a_scan_reads_the_analyzers_tokens(table_type, texts):
-    """Each text's ids are its raw tokens' ids in order; new tokens come back each once, in order."""
-    table, ids = table_type(), {}
+    """Each text's ids are its raw tokens' ids in order; the tokens new to the table go to `learn`
+    each once, in order, and each text is counted once a token."""
+    table, ids, taught = table_type(), {}, []
+
+    def learn(new):
+        taught.append(list(new))
+        for token in new:
+            ids[token] = len(ids)
+        table.learn(new, [ids[t] for t in new])
+
+    counts = Counter()
     for chunk_id, text in enumerate(texts, 1):
         text = unicodedata.normalize("NFC", text)
         tokens = raw_tokens(text)
         assert tokens == TOKEN_RE.findall(text)
         new = [t for t in dict.fromkeys(tokens) if t not in ids]
-        got = table.scan(text, chunk_id)
-        if new:
-            assert got == new
-            for token in new:
-                ids[token] = len(ids)
-            table.learn(new, [ids[t] for t in new])
-            got = table.scan(text, chunk_id)
+        got = table.scan(text, chunk_id, learn)
+        assert taught.pop() == new if new else not taught
         assert got == array("I", [ids[t] for t in tokens]).tobytes()
+        counts.update(set(tokens))
     assert len(table) == len(ids)
     assert all(table.get(t) == i for t, i in ids.items())
+    assert table.chunk_counts() == dict(counts)
+
+
+@pytest.mark.parametrize("table_type", TABLES)
+def test_a_scan_of_more_new_words_than_the_table_holds_grows_it_and_keeps_every_id(table_type):
+    """60,000 new words in one text: the compiled table grows while it reads them (its slots move)
+    and again while they are learned; every place is filled with its word's id all the same."""
+    words = [f"w{n}x" for n in range(60_000)]
+    table = table_type()
+    ids = {}
+
+    def learn(new):
+        for token in new:
+            ids[token] = len(ids)
+        table.learn(new, [ids[t] for t in new])
+
+    text = " ".join(words + words[::7])
+    got = table.scan(text, 1, learn)
+    assert got == array("I", [ids[t] for t in words + words[::7]]).tobytes()
+    assert len(table) == 60_000 and table.chunk_counts()["w7x"] == 1
+
+
+@pytest.mark.parametrize("table_type", TABLES)
+def test_a_scan_whose_learn_leaves_a_token_without_a_term_fails(table_type):
+    table = table_type()
+    with pytest.raises(ValueError, match="other"):
+        table.scan("known other", 1, lambda new: table.learn(["known"], [0]))
 
 
 @pytest.mark.parametrize("table_type", TABLES)
@@ -91,14 +128,18 @@ def test_a_runs_changes_are_chunks_added_less_chunks_removed(table_type, added, 
 
 @pytest.mark.parametrize("table_type", TABLES)
 def test_tokens_with_several_terms_send_the_text_to_the_slow_path(table_type):
-    table = table_type()
+    table, taught = table_type(), []
+
+    def learn(new):
+        taught.append(new)
+        table.learn(new, [0, SEVERAL])
+
     text = "parse parseQueryString"
-    assert table.scan(text, 1) == ["parse", "parseQueryString"]
-    table.learn(["parse", "parseQueryString"], [0, SEVERAL])
-    assert table.scan(text, 1) is None
+    assert table.scan(text, 1, learn) is None
+    assert taught == [["parse", "parseQueryString"]]
     assert table.get("parse") == 0 and table.get("parseQueryString") is None and table.get("other") is None
-    assert table.chunk_counts() == {}  # a scan that did not give ids counted nothing
-    table.count(raw_tokens(text), 1)
+    assert table.chunk_counts() == {"parse": 1, "parseQueryString": 1}  # counted as it was read
+    table.count(raw_tokens(text), 1)  # the slow path's count of the same chunk adds nothing
     assert table.chunk_counts() == {"parse": 1, "parseQueryString": 1}
 
 
@@ -106,14 +147,14 @@ def test_tokens_with_several_terms_send_the_text_to_the_slow_path(table_type):
 def test_a_token_counts_each_chunk_once_whichever_field_or_path(table_type):
     table = table_type()
     table.learn(["a", "b", "c"], [0, 1, 2])
-    assert table.scan("a b a", 1) == array("I", [0, 1, 0]).tobytes()
-    assert table.scan("a c", 1) == array("I", [0, 2]).tobytes()  # the same chunk's body
+    assert table.scan("a b a", 1, no_new_words) == array("I", [0, 1, 0]).tobytes()
+    assert table.scan("a c", 1, no_new_words) == array("I", [0, 2]).tobytes()  # the same chunk's body
     table.count(["a", "c"], 1)
-    table.scan("b", 2)
+    table.scan("b", 2, no_new_words)
     table.count(["c"], 3)
     assert table.chunk_counts() == {"a": 1, "b": 2, "c": 2}
     table.count(["a"], 0)  # any id a segment holds, 0 and the largest too
-    table.scan("a", 0xFFFFFFFF)
+    table.scan("a", 0xFFFFFFFF, no_new_words)
     assert table.chunk_counts()["a"] == 3
     with pytest.raises(OverflowError):
         table.count(["a"], 1 << 32)
@@ -121,12 +162,18 @@ def test_a_token_counts_each_chunk_once_whichever_field_or_path(table_type):
 
 @pytest.mark.parametrize("table_type", TABLES)
 def test_a_token_in_a_wide_string_is_the_same_token_in_a_narrow_one(table_type):
-    table = table_type()
-    assert table.scan("café \U0001f600 東京", 1) == ["café", "東京"]  # an emoji is not a word character
-    table.learn(["café", "東京"], [0, 1])
-    assert table.scan("café", 2) == array("I", [0]).tobytes()
-    assert table.scan("東京 café", 3) == array("I", [1, 0]).tobytes()
-    assert table.chunk_counts() == {"café": 2, "東京": 1}
+    table, taught = table_type(), []
+
+    def learn(new):
+        taught.append(new)
+        table.learn(new, [0, 1])
+
+    # an emoji is not a word character
+    assert table.scan("café \U0001f600 東京", 1, learn) == array("I", [0, 1]).tobytes()
+    assert taught == [["café", "東京"]]
+    assert table.scan("café", 2, no_new_words) == array("I", [0]).tobytes()
+    assert table.scan("東京 café", 3, no_new_words) == array("I", [1, 0]).tobytes()
+    assert table.chunk_counts() == {"café": 3, "東京": 2}
 
 
 def test_learn_refuses_what_is_not_a_table_entry():

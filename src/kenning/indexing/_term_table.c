@@ -5,8 +5,9 @@
  * Here a text is scanned once: each token (a run of letters and digits, runs joined by inner
  * underscores: the same tokens TOKEN_RE finds in NFC text) is hashed straight from the string's
  * characters and looked up in an open-addressing table, with no Python object per token. What the
- * table cannot answer goes back to Python: tokens it has not seen (kenning.analysis gives their
- * terms) and tokens that make several terms (identifiers, CJK runs: the slow path).
+ * table cannot answer goes back to Python: tokens it has not seen, handed to a callback that gives
+ * their terms (kenning.analysis) before their places are filled, and texts with tokens that make
+ * several terms (identifiers, CJK runs: the slow path).
  *
  * The table also counts, for each raw token, the chunks that hold it (the spelling vocabulary's
  * counts), stamping each entry with the last chunk counted.
@@ -21,7 +22,6 @@
 
 #define UNKNOWN (-2) /* seen in a scan, its terms not given yet */
 #define SEVERAL (-1) /* makes several terms at one place: the slow path */
-#define LISTED UINT64_MAX /* a stamp: an unknown token already listed by this scan */
 #define ARENA_BLOCK (1 << 20)
 
 typedef struct {
@@ -30,7 +30,8 @@ typedef struct {
     Py_ssize_t len;  /* characters */
     int kind;
     int32_t term;
-    uint64_t stamp; /* the last chunk counted, plus one (0: none yet) */
+    uint64_t stamp;  /* the last chunk counted, plus one (0: none yet) */
+    uint64_t listed; /* the last scan that listed it as new */
     int64_t chunks; /* chunks that hold the token (added less removed, in a table of changes) */
 } Entry;
 
@@ -47,8 +48,9 @@ typedef struct {
     size_t count;
     Block *arena;
     uint32_t *ids;
-    Entry **hits;
-    size_t scratch; /* capacity of ids and hits */
+    Py_ssize_t *pending; /* a scan's new tokens: (place in ids, start, end), three a token */
+    size_t scratch;      /* capacity of ids, and of pending in tokens */
+    uint64_t scans;      /* scans so far (each lists a new token once) */
     char *narrow;   /* a wide string's token in a narrower kind */
     size_t narrow_size;
 } TermTable;
@@ -150,6 +152,7 @@ static Entry *entry_for(TermTable *self, const char *key, Py_ssize_t len, int ki
     e->term = UNKNOWN;
     e->stamp = 0;
     e->chunks = 0;
+    e->listed = 0;
     self->count++;
     return e;
 }
@@ -199,10 +202,10 @@ static int reserve(TermTable *self, size_t n)
     if (ids == NULL)
         return -1;
     self->ids = ids;
-    Entry **hits = PyMem_Realloc(self->hits, size * sizeof(Entry *));
-    if (hits == NULL)
+    Py_ssize_t *pending = PyMem_Realloc(self->pending, 3 * size * sizeof(Py_ssize_t));
+    if (pending == NULL)
         return -1;
-    self->hits = hits;
+    self->pending = pending;
     self->scratch = size;
     return 0;
 }
@@ -274,63 +277,79 @@ static Entry *token_entry(TermTable *self, int kind, const void *data, Py_ssize_
 }
 
 PyDoc_STRVAR(scan_doc,
-"scan(text, chunk_id) -> bytes | list[str] | None\n\n"
-"The term ids of a text's tokens as uint32 bytes (native order), when every token is known and makes\n"
-"one term: the chunk is then counted for each. Otherwise the tokens not known yet (a list, each once)\n"
-"or, when all are known but some make several terms, None. The text must be NFC.");
+"scan(text, chunk_id, learn) -> bytes | None\n\n"
+"The term ids of an NFC text's tokens as uint32 bytes (native order), the chunk counted once for\n"
+"each token as it is read. Tokens the table has no term for are handed to learn (a list, each\n"
+"once), which must give each its term (learn), then are looked up again: the text is read once.\n"
+"None when some token makes several terms (the chunk counted all the same). learn must not scan.");
 
 static PyObject *scan(TermTable *self, PyObject *args)
 {
-    PyObject *text;
-    PyObject *chunk_arg;
+    PyObject *text, *chunk_arg, *learner;
     uint64_t stamp;
-    if (!PyArg_ParseTuple(args, "UO:scan", &text, &chunk_arg) || chunk_id(chunk_arg, &stamp) < 0)
+    if (!PyArg_ParseTuple(args, "UOO:scan", &text, &chunk_arg, &learner) || chunk_id(chunk_arg, &stamp) < 0)
         return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    uint64_t serial = ++self->scans;
     PyObject *unknown = NULL;
-    size_t found = 0;
+    size_t found = 0, pending = 0;
     int several = 0;
     Py_ssize_t i = 0, start;
     while (next_token(kind, data, n, &i, &start)) {
         Entry *e = token_entry(self, kind, data, start, i);
         if (e == NULL)
             goto fail;
-        if (e->term == UNKNOWN) {
-            if (unknown == NULL && (unknown = PyList_New(0)) == NULL)
-                goto fail;
-            if (e->stamp != LISTED) { /* each unknown token listed once */
+        count_in(e, stamp, 1);
+        if (found == self->scratch && reserve(self, found + 1) < 0)
+            goto fail;
+        if (e->term == SEVERAL) {
+            several = 1;
+        } else if (e->term == UNKNOWN) { /* its place filled once it is learned */
+            Py_ssize_t *at = self->pending + 3 * pending++;
+            at[0] = (Py_ssize_t)found, at[1] = start, at[2] = i;
+            if (e->listed != serial) {
+                e->listed = serial;
+                if (unknown == NULL && (unknown = PyList_New(0)) == NULL)
+                    goto fail;
                 PyObject *token = PyUnicode_Substring(text, start, i);
                 int failed = token == NULL || PyList_Append(unknown, token) < 0;
                 Py_XDECREF(token);
                 if (failed)
                     goto fail;
-                e->stamp = LISTED;
             }
-        } else if (e->term == SEVERAL) {
-            several = 1;
-        } else if (unknown == NULL && !several) {
-            if (found == self->scratch && reserve(self, found + 1) < 0)
-                goto fail;
+        } else {
             self->ids[found] = (uint32_t)e->term;
-            self->hits[found] = e;
-            found++;
         }
+        found++;
     }
     if (unknown != NULL) {
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(unknown); k++) {
-            Entry *e = entry_of_str(self, PyList_GET_ITEM(unknown, k));
+        PyObject *done = PyObject_CallOneArg(learner, unknown);
+        Py_CLEAR(unknown);
+        if (done == NULL)
+            goto fail;
+        Py_DECREF(done);
+        for (size_t k = 0; k < pending; k++) { /* (the table may have grown: looked up again) */
+            const Py_ssize_t *at = self->pending + 3 * k;
+            Entry *e = token_entry(self, kind, data, at[1], at[2]);
             if (e == NULL)
                 goto fail;
-            e->stamp = 0; /* an unknown token counts no chunk yet */
+            if (e->term == UNKNOWN) {
+                PyObject *token = PyUnicode_Substring(text, at[1], at[2]);
+                if (token != NULL)
+                    PyErr_Format(PyExc_ValueError, "scan: learn gave %R no term", token);
+                Py_XDECREF(token);
+                goto fail;
+            }
+            if (e->term == SEVERAL)
+                several = 1;
+            else
+                self->ids[at[0]] = (uint32_t)e->term;
         }
-        return unknown;
     }
     if (several)
         Py_RETURN_NONE;
-    for (size_t k = 0; k < found; k++)
-        count_in(self->hits[k], stamp, 1);
     return PyBytes_FromStringAndSize((const char *)self->ids, (Py_ssize_t)(found * sizeof(uint32_t)));
 fail:
     Py_XDECREF(unknown);
@@ -527,7 +546,7 @@ static void table_dealloc(TermTable *self)
 {
     PyMem_Free(self->slots);
     PyMem_Free(self->ids);
-    PyMem_Free(self->hits);
+    PyMem_Free(self->pending);
     PyMem_Free(self->narrow);
     while (self->arena != NULL) {
         Block *next = self->arena->next;

@@ -7,9 +7,9 @@ compiled: `TermTable` is whichever is present, `NATIVE` says which. tests/test_t
 the two equal, and both to `raw_tokens`.
 
 The interface, for one segment (kenning.indexing.segments.SegmentBuilder):
-- `scan(text, chunk_id)`: the term ids of an NFC text's tokens as uint32 bytes when every token is
-  known and makes one term (and the chunk is counted for each token); else the tokens it does not
-  know yet (a list, each once), or None when all are known but some make several terms;
+- `scan(text, chunk_id, learn)`: the term ids of an NFC text's tokens as uint32 bytes, the chunk
+  counted for each token; tokens it does not know yet go to `learn` (a list, each once), which must
+  give each its term (`learn` below) and must not scan; None when some token makes several terms;
 - `learn(raws, terms)`: raw tokens' term ids (-1: several terms, an identifier or a CJK run);
 - `get(raw)`: a raw token's one term id, or None;
 - `count(raws, chunk_id)`: count a chunk for raw tokens the slow path read;
@@ -46,15 +46,17 @@ class PythonTermTable:
     def __len__(self) -> int:
         return len(self._terms)
 
-    def scan(self, text: str, chunk_id: int) -> bytes | list[str] | None:
+    def scan(self, text: str, chunk_id: int, learn) -> bytes | None:
         tokens = raw_tokens(text)
-        ids = list(map(self._terms.get, tokens))
-        if None in ids:
-            return list(dict.fromkeys(t for t, i in zip(tokens, ids, strict=True) if i is None))
-        if SEVERAL in ids:
-            return None
         self.count(tokens, chunk_id)
-        return array("I", ids).tobytes()
+        new = [t for t in dict.fromkeys(tokens) if t not in self._terms]
+        if new:
+            learn(new)
+            for token in new:
+                if token not in self._terms:
+                    raise ValueError(f"scan: learn gave {token!r} no term")
+        ids = list(map(self._terms.__getitem__, tokens))
+        return None if SEVERAL in ids else array("I", ids).tobytes()
 
     def learn(self, raws, terms) -> None:
         raws, terms = list(raws), list(terms)
