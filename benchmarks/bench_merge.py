@@ -1,7 +1,7 @@
 """Segment merging: how often each chunk is rewritten over many small commits (write amplification).
 
 Indexes N one-file commits into a fresh index and counts the chunks every segment write holds
-(flushes and merges alike), by wrapping `SqliteStore.write_segment`. Prints chunks written per chunk
+(flushes and merges alike), by wrapping `SqliteStore.write_encoded_segment`. Prints chunks written per chunk
 indexed, the segments left, and the time taken.
 
     python benchmarks/bench_merge.py [--commits N]
@@ -23,13 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=400, help="one-file commits (400)")
     args = parser.parse_args(argv)
     written = [0]
-    original = SqliteStore.write_segment
+    original = SqliteStore.write_encoded_segment
 
     def counting(self, doc_ids, *rest):
         written[0] += len(doc_ids)
         return original(self, doc_ids, *rest)
 
-    SqliteStore.write_segment = counting
+    SqliteStore.write_encoded_segment = counting
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "notes"
         root.mkdir()
