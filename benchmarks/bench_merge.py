@@ -30,17 +30,25 @@ def main(argv: list[str] | None = None) -> int:
         return original(self, doc_ids, *rest)
 
     SqliteStore.write_encoded_segment = counting
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "notes"
-        root.mkdir()
-        started = time.perf_counter()
-        with Index(Path(tmp) / "ix") as index:
-            for i in range(args.commits):
-                note = root / f"n{i}.md"
-                note.write_text(f"# Note {i}\n\nword{i} shared text\n")
-                index.add([note])
-            segments = index.status()["segments"]
-        seconds = time.perf_counter() - started
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "notes"
+            root.mkdir()
+            started = time.perf_counter()
+            with Index(Path(tmp) / "ix") as index:
+                for i in range(args.commits):
+                    note = root / f"n{i}.md"
+                    note.write_text(f"# Note {i}\n\nword{i} shared text\n")
+                    index.add([note])
+                segments = index.status()["segments"]
+            seconds = time.perf_counter() - started
+    finally:
+        SqliteStore.write_encoded_segment = original
+    if written[0] < args.commits:  # every commit writes its own chunk's segment at least
+        raise SystemExit(
+            f"counted {written[0]} chunks written for {args.commits} commits: the segment writes were "
+            "not seen (SqliteStore.write_encoded_segment is no longer how segments are written?)"
+        )
     print(
         f"{args.commits} commits: {written[0]} chunks written, "
         f"{written[0] / args.commits:.1f} per chunk indexed; {segments} segments; {seconds:.1f} s"
