@@ -6,6 +6,7 @@ process, with the server answering and without it (KENNING_NO_SERVER=1), on the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -22,7 +23,13 @@ QUERIES = ["how does incremental indexing work", "rotate keys", "fusion weights"
 
 
 def main() -> None:
-    source = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "docs"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "folder", nargs="?", type=Path, default=Path(__file__).resolve().parents[1] / "docs", help="(docs/)"
+    )
+    source = parser.parse_args().folder
+    if not source.is_dir():
+        parser.error(f"{source} is not a folder")
     work = Path(tempfile.mkdtemp())
     try:
         shutil.copytree(source, work / "corpus")
