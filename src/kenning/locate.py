@@ -2,7 +2,9 @@
 imports this without loading the engine).
 
 Like git finds its repository: --index; else the nearest of a `.kenning/` index or a kenning.toml
-that names one, walking up from the current folder; else $KENNING_INDEX; else `./.kenning`."""
+that names one, walking up from the current folder; else $KENNING_INDEX; else `./.kenning`. A
+kenning.toml comes with whatever repository holds it, so the index it names counts only inside its
+own folder."""
 
 from __future__ import annotations
 
@@ -55,7 +57,15 @@ def _named_index(config_path: Path) -> Path | None:
         data = tomllib.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return None  # the full settings loader reports a broken file; here it only names no index
-    return (config_path.parent / str(data["index"])).resolve() if "index" in data else None
+    return inside_project(config_path.parent, data["index"]) if "index" in data else None
+
+
+def inside_project(base: Path, value) -> Path | None:
+    """`value` resolved against a project folder (links followed), or None when it leads outside it:
+    a project's kenning.toml names only paths inside its own folder (kenning.api.settings)."""
+    root = base.resolve()
+    resolved = (root / str(value)).resolve()
+    return resolved if resolved == root or resolved.is_relative_to(root) else None
 
 
 def _is_url(flag) -> bool:

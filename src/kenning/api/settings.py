@@ -99,6 +99,23 @@ def _store_url(value, path: Path) -> str:
     return url
 
 
+def _inside_project(base: Path, value, path: Path, key: str) -> Path:
+    """A path a project file names, resolved (links followed); only inside the project's own folder.
+
+    A kenning.toml comes with a cloned repository: naming the user's home as a collection would read
+    their files into an index the repository controls, and naming another index would write into it.
+    Paths elsewhere are the user's to give: --index, KENNING_INDEX or paths on the command line."""
+    from kenning.locate import inside_project
+
+    resolved = inside_project(base, value)
+    if resolved is None:
+        raise ConfigError(
+            f"{path}: {key} = {str(value)!r} is outside the project folder {base.resolve()}; a project "
+            "file names only paths inside its folder (give others on the command line, or --index)"
+        )
+    return resolved
+
+
 def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
@@ -118,7 +135,7 @@ def load_config(path: Path | None) -> Config:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
     if "index" in data:
-        config.index = (base / str(data["index"])).resolve()
+        config.index = _inside_project(base, data["index"], path, "index")
     keys = search_keys()
     for key, value in (data.get("search") or {}).items():
         if key not in keys:
@@ -129,7 +146,7 @@ def load_config(path: Path | None) -> Config:
             raise ConfigError(f"{path}: [collections.{name}] needs paths = [...]")
         config.collections[name] = CollectionConfig(
             name,
-            [(base / str(p)).resolve() for p in spec["paths"]],
+            [_inside_project(base, p, path, f"[collections.{name}] paths") for p in spec["paths"]],
             [str(g) for g in spec.get("include", [])],
             [str(g) for g in spec.get("exclude", [])],
         )
