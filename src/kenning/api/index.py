@@ -20,7 +20,13 @@ from kenning.api.request import build_request
 from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
 from kenning.models.embed.base import EmbedderError
-from kenning.models.endpoints import REMOTE_BACKENDS, EndpointError, not_configured, user_endpoint
+from kenning.models.endpoints import (
+    REMOTE_BACKENDS,
+    EndpointError,
+    not_configured,
+    user_embedder,
+    user_endpoint,
+)
 from kenning.models.recorded import recorded_embedder
 from kenning.models.rerankers import make_reranker
 from kenning.query.filters import Filters, resolve
@@ -256,16 +262,30 @@ class Index:
         return self._embedders[wanted]
 
     def _recorded_spec(self) -> str:
+        """The spec that rebuilds the model this index records, from the record only where kenning
+        ships the model (minilm); a remote model's address and a model folder come from the user
+        (kenning.models.recorded, kenning.models.endpoints), or this raises EndpointError saying how
+        to give them."""
         recorded = self.embedding_model()
         if recorded is None:
             return "minilm"
-        backend = recorded["backend"]
+        backend, model = recorded["backend"], recorded["model"]
+        if backend in ("minilm", "none"):
+            return recorded["spec"]  # "minilm", "minilm:float32" or "none": built in
         if backend in REMOTE_BACKENDS:
             url = user_endpoint(backend)
             if url is None:
-                raise EndpointError(not_configured(backend, recorded["model"]))
-            return f"{backend}:{recorded['model']}@{url}"
-        return recorded.get("spec") or backend
+                raise EndpointError(not_configured(backend, model))
+            return f"{backend}:{model}@{url}"
+        given = user_embedder() if backend == "sentence-transformers" else None
+        if given is None:
+            raise EndpointError(
+                f"this index's vectors come from {backend} model {model!r}, and kenning never loads a "
+                f"model an index names: give --embedder {backend}:DIR, or set KENNING_EMBEDDER"
+                if backend == "sentence-transformers"
+                else f"this index's vectors come from an unknown embedder {backend!r}: give --embedder"
+            )
+        return given
 
     def _attach_vectors(self, ctx: SearchContext, mode: str, spec: str | None) -> str | None:
         """Give the search its dense view and query embedder; a notice when there are no vectors."""
@@ -289,6 +309,15 @@ class Index:
             if mode == "dense":
                 raise
             return f"the query could not be embedded ({exc}): searched lexically"
+        if fingerprint != recorded["fingerprint"] and (recorded["backend"], recorded["model"]) == (
+            embedder.backend,
+            embedder.model,
+        ):
+            raise StorageError(
+                f"this index's record of {recorded['model']} ({recorded['backend']}) has a fingerprint that "
+                "model does not give here, so its vectors cannot be compared with a query (another build, "
+                "or a changed record: `kenning verify` checks it; `kenning embed --replace` re-embeds)"
+            )
         if fingerprint != recorded["fingerprint"]:
             raise StorageError(
                 f"this index's vectors come from {recorded['model']} "

@@ -483,6 +483,12 @@ class IndexWriter:
         fingerprint = embedder.fingerprint()
         recorded = recorded_embedder(self.store)
         if recorded and recorded["fingerprint"] != fingerprint and not replace:
+            if (recorded["backend"], recorded["model"]) == (embedder.backend, embedder.model):
+                raise StorageError(
+                    f"this index's record of {recorded['model']} ({recorded['backend']}) does not match "
+                    "what that model gives here (another build, or a changed record: `kenning verify` "
+                    "checks it): use --replace to re-embed everything"
+                )
             raise StorageError(
                 f"this index holds vectors from {recorded['model']} ({recorded['backend']}); embedding with "
                 f"{embedder.model} ({embedder.backend}) would mix models: "

@@ -15,7 +15,11 @@ backend comes from the user alone, in this order:
        openai = "https://api.openai.com/v1"
        ollama = "http://localhost:11434"
 
-A project's `kenning.toml` cannot name an endpoint either: a cloned repository is not the user.
+A model folder (a sentence-transformers model, which loading would run) comes from the user alone
+too: `--embedder st:DIR`, else `KENNING_EMBEDDER`, else `embedder = "st:DIR"` in that config file.
+
+A project's `kenning.toml` cannot name an endpoint or a model either: a cloned repository is not
+the user.
 Keys are read from the environment only (KENNING_EMBED_API_KEY, KENNING_RERANK_API_KEY,
 OPENAI_API_KEY), never from a file kenning writes.
 """
@@ -52,16 +56,7 @@ def user_endpoint(backend: str) -> str | None:
         if value:
             return _with_scheme(value)
     path = user_config_path()
-    import tomllib  # only when the environment names no endpoint (kenning's import: ~1.5 ms)
-
-    try:
-        with open(path, "rb") as fh:
-            config = tomllib.load(fh)
-    except FileNotFoundError:
-        return None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise EndpointError(f"{path}: cannot read the user config ({exc})") from exc
-    endpoints = config.get("endpoints", {})
+    endpoints = _user_config().get("endpoints", {})
     if not isinstance(endpoints, dict):
         raise EndpointError(f"{path}: [endpoints] must be a table of backend = URL")
     value = endpoints.get(backend)
@@ -72,6 +67,20 @@ def user_endpoint(backend: str) -> str | None:
     return _with_scheme(value.strip())
 
 
+def user_embedder() -> str | None:
+    """The embedder spec the user set for indexes whose model kenning cannot rebuild from the index
+    alone (a sentence-transformers folder): $KENNING_EMBEDDER, else `embedder` in the user config."""
+    value = os.environ.get("KENNING_EMBEDDER", "").strip()
+    if value:
+        return value
+    value = _user_config().get("embedder")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise EndpointError(f"{user_config_path()}: embedder must be a spec string, as st:DIR")
+    return value.strip()
+
+
 def not_configured(backend: str, model: str) -> str:
     """What to tell a user whose index needs a remote model they have not said where to reach."""
     envs = " or ".join(ENDPOINT_ENVS[backend])
@@ -80,6 +89,20 @@ def not_configured(backend: str, model: str) -> str:
         f"address from an index: give --embedder {backend}:{model}@URL, set {envs}, or add "
         f'[endpoints] {backend} = "URL" to {user_config_path()}'
     )
+
+
+def _user_config() -> dict:
+    """The user's config file as a table ({} when there is none)."""
+    path = user_config_path()
+    import tomllib  # only when the environment does not answer (kenning's import: ~1.5 ms)
+
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise EndpointError(f"{path}: cannot read the user config ({exc})") from exc
 
 
 def _with_scheme(value: str) -> str:
