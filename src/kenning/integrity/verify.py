@@ -25,9 +25,10 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.indexing.segments import SegmentBuilder
-from kenning.models.recorded import recorded_embedder
+from kenning.models.recorded import record_problem, recorded_embedder
 from kenning.store import embedding_text, text_hash
 from kenning.store.checksum import posting_digest, segment_checksum
+from kenning.store.records import VECTOR_GRAPH_META
 
 MAX_MESSAGES = 20  # per stage; the rest are counted
 DEFAULT_SAMPLE = 1000
@@ -73,6 +74,9 @@ class VerifyReport:
         }
 
 
+GRAPH_SAME_COSINE = 0.999  # a graph's copy of a vector is float32, as stored: equal up to rounding
+
+
 def verify(
     store,
     analyzer,
@@ -99,6 +103,7 @@ def verify(
         stored = _check_segments(store, live, sampled, report, tell)
         _check_postings(store, analyzer, sampled, stored, report, tell)
         _check_vectors(store, report, tell)
+        _check_graph(store, live, report, full=sample is None)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -118,8 +123,32 @@ def _check_meta(store, report: VerifyReport) -> BitMap | None:
             json.loads(raw)
         except (TypeError, ValueError) as exc:
             report.add("meta", f"the {key} settings are not valid JSON ({exc})")
+    problem = record_problem(store) or _built_in_fingerprint_problem(store)
+    if problem:
+        report.add("embedder", problem)
     report.checked["meta"] = 1
     return snapshot.live
+
+
+def _built_in_fingerprint_problem(store) -> str | None:
+    """A record of the model kenning ships whose fingerprint that model does not give: the record
+    was changed (its vectors cannot be compared with any query kenning embeds)."""
+    from kenning.models.embed.base import EmbedderError
+    from kenning.models.embed.minilm import PRECISIONS, MiniLMEmbedder
+
+    try:
+        recorded = recorded_embedder(store)
+    except (ValueError, KeyError, TypeError):
+        return "the embedder record cannot be read"
+    if recorded is None or recorded["backend"] != "minilm":
+        return None
+    try:
+        known = {MiniLMEmbedder(precision=p).fingerprint() for p in PRECISIONS}
+    except EmbedderError:
+        return None  # the model package is missing: nothing to compare with
+    if recorded["fingerprint"] not in known:
+        return "the embedder record says minilm, but its fingerprint is not one minilm gives"
+    return None
 
 
 def _check_chunks(store, live: BitMap, report: VerifyReport, tell: Progress) -> BitMap:
@@ -319,3 +348,54 @@ def _check_vectors(store, report: VerifyReport, tell: Progress) -> None:
         report.notes.append(f"{orphans} vector(s) belong to text no chunk holds any more (harmless)")
     if others:
         report.notes.append(f"{others} vector(s) come from another model than the index's")
+
+
+def _check_graph(store, live: BitMap, report: VerifyReport, full: bool) -> None:
+    """The saved HNSW graph (kenning.signals.ann) against the stored vectors, when the index records
+    that it holds exactly the committed ones (readers then trust it alone): its chunks are the live
+    chunks with a vector, and (`full`) each of its vectors is the stored one. A stored vector that is
+    gone or changed while the graph keeps its copy is a vector detached from what dense search
+    answers with."""
+    directory = getattr(store, "directory", None)
+    recorded = recorded_embedder(store)
+    claim = store.get_meta(VECTOR_GRAPH_META)
+    if not directory or recorded is None or not claim:
+        return
+    from kenning.signals import ann
+
+    graph_file = ann.GraphFile(directory, recorded["fingerprint"])
+    try:
+        record = json.loads(claim)
+    except ValueError:
+        report.add("graph", "the vector graph's record is not JSON")
+        return
+    graph = graph_file.open_recorded(record if isinstance(record, dict) else None)
+    if graph is None:
+        report.notes.append("the saved vector graph is not the one the index records (searched exactly)")
+        return
+    ids = store.vector_chunk_ids(recorded["fingerprint"])
+    ids = ids[np.isin(ids, np.frombuffer(live.to_array(), dtype=np.uint32).astype(np.int64))]
+    keys = np.sort(np.asarray(graph.keys, dtype=np.int64))
+    lost, extra = np.setdiff1d(keys, ids), np.setdiff1d(ids, keys)
+    if len(lost):
+        report.add(
+            "graph", f"the vector graph holds {len(lost)} chunk(s) without a stored vector (e.g. {lost[0]})"
+        )
+    if len(extra):
+        report.add("graph", f"the vector graph lacks {len(extra)} chunk(s) with a vector (e.g. {extra[0]})")
+    report.checked["graph"] = len(keys)
+    if not full or not len(ids):
+        return
+    both = np.intersect1d(keys, ids)
+    stored = store.vectors_of(recorded["fingerprint"], both)
+    differ = 0
+    for start in range(0, len(both), 4096):
+        part = both[start : start + 4096]
+        held = np.asarray(graph.get(part), dtype=np.float32).reshape(len(part), -1)
+        mine = np.stack([stored[int(i)] for i in part]).astype(np.float32)
+        cos = np.einsum("ij,ij->i", held, mine) / np.maximum(
+            np.linalg.norm(held, axis=1) * np.linalg.norm(mine, axis=1), 1e-12
+        )
+        differ += int((cos < GRAPH_SAME_COSINE).sum())
+    if differ:
+        report.add("graph", f"{differ} chunk(s) have a stored vector unlike the vector graph's copy")
