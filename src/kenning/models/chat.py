@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kenning.models.endpoints import user_endpoint
 from kenning.models.specs import split_model_url
+from kenning.models.transport import opener
 
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_NUM_CTX = 16384  # Ollama truncates silently past its default context: always say how much
@@ -41,7 +42,7 @@ def post_chat(
         headers["Authorization"] = f"Bearer {api_key}"
     req = urllib.request.Request(url, json.dumps(payload).encode("utf-8"), headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with opener().open(req, timeout=timeout) as resp:  # redirects refused: they would carry the key
             body = resp.read()
     except urllib.error.HTTPError as e:
         detail = e.read(300).decode("utf-8", "replace").strip()

@@ -78,9 +78,9 @@ class HttpEmbedder:
         self.dim = 0
         self.batch_size = max(1, int(batch_size))
         self.timeout = _default_timeout() if timeout is None else float(timeout)
-        import urllib.request  # loaded with an HTTP embedder only: an index on minilm never needs it
+        from kenning.models.transport import opener  # urllib loads with an HTTP embedder only
 
-        self._opener = urllib.request.build_opener()  # proxies from the environment, read once here
+        self._opener = opener()  # proxies from the environment, read once here; redirects refused
 
     # -- identity ------------------------------------------------------------------------------
     def _fingerprint_parts(self) -> dict:
