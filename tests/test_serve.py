@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from kenning import Index
+from kenning.surfaces.announce import announcement_path
 from kenning.surfaces.client import forward
 from kenning.surfaces.service import Service
 from kenning.surfaces.watch import Watcher
@@ -21,7 +22,10 @@ ENTRY = [sys.executable, "-m", "kenning.surfaces.entry"]
 
 
 @pytest.fixture
-def project(tmp_path):
+def project(tmp_path, monkeypatch):
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # where servers announce themselves
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "auth.md").write_text("# Auth\n\n## Tokens\n\nRotate the signing keys every quarter.\n")
@@ -44,7 +48,7 @@ def served(project):
     proc = subprocess.Popen(
         [*ENTRY, "serve", "--port", "0", "-q"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    announce = project / ".kenning" / "serve.json"
+    announce = announcement_path(project / ".kenning", create=True)
     deadline = time.time() + 60
     while time.time() < deadline and not announce.exists():
         assert proc.poll() is None, proc.stderr.read().decode()
@@ -58,7 +62,8 @@ def served(project):
 
 def test_a_warm_server_answers_the_command_line_with_the_same_output(project, served):
     proc, info = served
-    assert oct((project / ".kenning" / "serve.json").stat().st_mode & 0o777) == "0o600"
+    assert oct(announcement_path(project / ".kenning").stat().st_mode & 0o777) == "0o600"
+    assert not (project / ".kenning" / "serve.json").exists()
     for args in (
         ["search", "rotate signing keys", "-n", "3"],
         ["search", "rotate signing keys", "--json", "--explain"],
@@ -87,7 +92,7 @@ def test_a_warm_server_answers_the_command_line_with_the_same_output(project, se
     )  # the client's folder, not the server's
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=30)
-    assert not (project / ".kenning" / "serve.json").exists()
+    assert not announcement_path(project / ".kenning").exists()
     assert kenning(project, "search", "backup", "-n", "1")[0] == 0  # no server: runs here
 
 
@@ -113,10 +118,12 @@ def test_the_client_forwards_only_to_a_live_server(project, monkeypatch, capsys)
 
     fake = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
     threading.Thread(target=fake.serve_forever, daemon=True).start()
-    announce = project / ".kenning" / "serve.json"
-    announce.write_text(
-        json.dumps({"pid": os.getpid(), "url": f"http://127.0.0.1:{fake.server_port}", "local_token": "t"})
-    )
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kenning", "serve"])
+    announce = announcement_path(project / ".kenning", create=True)
+    index = os.path.realpath(project / ".kenning")
+    url = f"http://127.0.0.1:{fake.server_port}"
+    announce.write_text(json.dumps({"pid": server.pid, "url": url, "local_token": "t", "index": index}))
+    announce.chmod(0o600)
     monkeypatch.chdir(project)
     monkeypatch.setenv("KENNING_K1", "1.1")
     assert forward(["search", "rotate", "keys"]) == 3
@@ -131,7 +138,8 @@ def test_the_client_forwards_only_to_a_live_server(project, monkeypatch, capsys)
     fake.shutdown()
     fake.server_close()
     assert forward(["search", "keys"]) is None  # nobody answers: run it here
-    announce.write_text(json.dumps({"pid": 2**22 + 12345, "url": "http://127.0.0.1:9", "local_token": "t"}))
+    server.kill()
+    server.wait()
     assert forward(["search", "keys"]) is None  # a dead server's file
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 CONFIG_NAME = "kenning.toml"
 DEFAULT_INDEX_NAME = ".kenning"
-SERVER_FILE = "serve.json"  # written by `kenning serve` into the index folder it serves
 
 
 def find_config(start: Path | None = None) -> Path | None:

@@ -14,6 +14,7 @@ class Canary:
     def __init__(self, redirect_to: str | None = None, dim: int = 384):
         self.requests: list[dict] = []
         self.redirect_to = redirect_to
+        self.reply = None  # a JSON value to answer every POST with, instead of the default
         canary = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +48,8 @@ class Canary:
                 body = self._record()
                 if canary.redirect_to:
                     return self._reply(302, b"{}", {"Location": canary.redirect_to + self.path})
+                if canary.reply is not None:
+                    return self._reply(200, json.dumps(canary.reply).encode())
                 try:
                     texts = json.loads(body).get("input") or []
                 except (ValueError, AttributeError):

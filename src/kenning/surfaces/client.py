@@ -1,11 +1,14 @@
 """The command line's client of a warm `kenning serve`, in the standard library only.
 
-When a server is serving the index a command would open (it leaves `serve.json`, readable only by
-its user, in the index folder), `search`, `get`, `multi-get` and `status` run inside it: the index,
-the vectors and the embedding model are already loaded, so the answer comes back without the
-engine's start-up. The server runs the very same command code with the client's folder, KENNING_*
-settings and terminal, so the output is the same. Anything else, or no server, or a server that does
-not answer: the command runs here as usual. KENNING_NO_SERVER=1 never forwards.
+When a server is serving the index a command would open (it announces itself in this user's private
+runtime folder, kenning.surfaces.announce, never in the index folder, which anyone may have written),
+`search`, `get`, `multi-get` and `status` run inside it: the index, the vectors and the embedding
+model are already loaded, so the answer comes back without the engine's start-up. The server runs the
+very same command code with the client's folder, KENNING_* settings and terminal, so the output is
+the same. No secret crosses: variables whose names say they hold a key, token, secret or password
+stay here (the server is the user's own and has its own environment). Anything else, or no server,
+or a server that does not answer as one: the command runs here as usual. KENNING_NO_SERVER=1 never
+forwards.
 """
 
 from __future__ import annotations
@@ -17,20 +20,27 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kenning.locate import SERVER_FILE, locate_index
+from kenning.locate import locate_index
+from kenning.surfaces.announce import read_announcement
 
 FORWARDED = ("search", "get", "multi-get", "status")
 CLIENT_ENV = ("NO_COLOR", "TERM", "COLUMNS")
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+MAX_REPLY = 64 * 1024 * 1024  # a forwarded command's output is bounded by the command; this by us
 
 
 def server_for(index_dir: Path) -> dict | None:
-    """The live server of an index folder, from its serve.json (None when none is running)."""
-    try:
-        info = json.loads((index_dir / SERVER_FILE).read_text(encoding="utf-8"))
-        os.kill(int(info["pid"]), 0)  # the process is alive (signal 0 checks, sends nothing)
-        return info if info.get("url") and info.get("local_token") else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    """The live server of an index folder, from its announcement (None when none is running)."""
+    return read_announcement(index_dir)
+
+
+def forwarded_env(environ=os.environ) -> dict:
+    """The settings a forwarded command needs: KENNING_* and the terminal's, never a secret."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if (k.startswith("KENNING_") or k in CLIENT_ENV) and not any(w in k.upper() for w in SECRET_WORDS)
+    }
 
 
 def forward(argv: list[str]) -> int | None:
@@ -46,7 +56,7 @@ def forward(argv: list[str]) -> int | None:
     info = server_for(index_dir)
     if info is None:
         return None
-    env = {k: v for k, v in os.environ.items() if k.startswith("KENNING_") or k in CLIENT_ENV}
+    env = forwarded_env()
     body = {
         "argv": [*_without_flag(argv, "--index"), "--index", str(index_dir)],
         "cwd": os.getcwd(),
@@ -57,14 +67,19 @@ def forward(argv: list[str]) -> int | None:
         answer = _post_json(info["url"], "/api/cli", body, info["local_token"])
     except (OSError, ValueError):
         return None  # a server that does not answer is no server: run the command here
+    code, out, err = (
+        (answer.get(k) for k in ("code", "stdout", "stderr")) if isinstance(answer, dict) else [None] * 3
+    )
+    if not (isinstance(code, int) and 0 <= code <= 255 and isinstance(out, str) and isinstance(err, str)):
+        return None  # not an answer a kenning server gives: run the command here
     try:
-        sys.stdout.write(answer.get("stdout", ""))
+        sys.stdout.write(out)
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    sys.stderr.write(answer.get("stderr", ""))
-    return int(answer.get("code", 0))
+    sys.stderr.write(err)
+    return code
 
 
 def _flag_value(argv: list[str], flag: str) -> str | None:
@@ -100,8 +115,12 @@ def _post_json(url: str, path: str, body: dict, token: str, timeout: float = 120
     with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as conn:
         conn.sendall(head.encode() + data)
         chunks = []
+        received = 0
         while chunk := conn.recv(65536):
             chunks.append(chunk)
+            received += len(chunk)
+            if received > MAX_REPLY:
+                raise ValueError("the server's answer is too large")
     raw = b"".join(chunks)
     header, _, payload = raw.partition(b"\r\n\r\n")
     status = header.split(b" ", 2)[1] if header.startswith(b"HTTP/") else b"0"

@@ -236,7 +236,9 @@ def _client_context(cwd: str | None, env: dict):
     """The client's folder and KENNING_*/colour settings, for the length of one forwarded command
     (commands run one at a time under the service lock)."""
     keep_cwd = os.getcwd()
-    names = [k for k in env if k.startswith("KENNING_") or k in ("NO_COLOR", "TERM", "COLUMNS")]
+    from kenning.surfaces.client import forwarded_env  # the same rule on both ends: no secret
+
+    names = list(forwarded_env({str(k): v for k, v in env.items()})) if isinstance(env, dict) else []
     saved = {k: os.environ.get(k) for k in [*names, *(k for k in os.environ if k.startswith("KENNING_"))]}
     try:
         for k in saved:

@@ -1,10 +1,10 @@
-"""The life of `kenning serve`: refuse an unsafe address, warm the index, announce the server in the
-index folder (serve.json, for the command line's client), serve, and clean up."""
+"""The life of `kenning serve`: refuse an unsafe address, warm the index, announce the server in this
+user's private runtime folder (kenning.surfaces.announce, for the command line's client), serve,
+and clean up."""
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import secrets
 import socket
@@ -12,8 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
-from kenning.locate import SERVER_FILE
 from kenning.store import StorageError, is_server_url
+from kenning.surfaces.announce import remove_announcement, write_announcement
 
 TOKEN_ENV = "KENNING_SERVE_TOKEN"
 
@@ -58,18 +58,18 @@ def run_server(
             port = probe.getsockname()[1]
     local_token = secrets.token_urlsafe(32)
     app = create_app(service, host, port, token, local_token)
-    announce = None if server_store else index_dir / SERVER_FILE
+    announce = not server_store
     watcher = None
     if watch:
         from kenning.surfaces.watch import Watcher
 
         watcher = Watcher(service, watch)
         threading.Thread(target=watcher.run, daemon=True, name="kenning-watch").start()
-    if announce is not None:
-        _write_private(
-            announce,
-            {"pid": os.getpid(), "url": f"http://{_url_host(host)}:{port}", "local_token": local_token},
-        )
+    reach = _loopback_for(host)
+    if announce and reach:  # the command line forwards over loopback only
+        url = f"http://{_url_host(reach)}:{port}"
+        if write_announcement(index_dir, os.getpid(), url, local_token) is None and not quiet:
+            print("kenning: no private runtime folder: commands will not be forwarded here", file=sys.stderr)
     if not quiet:
         print(
             f"kenning: serving {service.index.location} at http://{_url_host(host)}:{port}/ (MCP at /mcp)",
@@ -80,21 +80,23 @@ def run_server(
     finally:
         if watcher is not None:
             watcher.stop()
-        try:
-            if announce is not None and json.loads(announce.read_text()).get("pid") == os.getpid():
-                announce.unlink()
-        except (OSError, ValueError):
-            pass
+        if announce:
+            try:
+                remove_announcement(index_dir, os.getpid())
+            except OSError:
+                pass
         service.close()
     return 0
 
 
+def _loopback_for(host: str) -> str | None:
+    """The loopback address a server listening on `host` answers at (None: it does not)."""
+    if host in ("localhost", "0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "::1"
+    return host if is_loopback(host) else None
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
-
-
-def _write_private(path: Path, data: dict) -> None:
-    """Readable by this user only: it holds the token that lets the command line in."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh)
