@@ -330,11 +330,15 @@ def test_permission_error_becomes_ingest_error(tmp_path: Path, monkeypatch):
     path = write_bytes(tmp_path, "locked.txt", b"hidden\n")
     path.chmod(0)  # enough for any user but root, whom the operating system lets read anything
 
-    def deny(self):
-        raise PermissionError(13, "Permission denied", str(self))
+    real_open = os.open
+
+    def deny(target, flags, *args, **kwargs):  # how kenning.ingest.limits opens a file to read it
+        if os.fsdecode(target) == str(path):
+            raise PermissionError(13, "Permission denied", str(target))
+        return real_open(target, flags, *args, **kwargs)
 
     if os.geteuid() == 0:
-        monkeypatch.setattr(Path, "read_bytes", deny)
+        monkeypatch.setattr(os, "open", deny)
     with pytest.raises(IngestError, match=r"^locked\.txt: permission denied$"):
         parse_file(path, display_name="locked.txt")
 

@@ -14,7 +14,7 @@ import pytest
 
 from kenning import Index
 from kenning.surfaces.announce import announcement_path
-from kenning.surfaces.client import forward
+from kenning.surfaces.client import forward, server_for
 from kenning.surfaces.service import Service
 from kenning.surfaces.watch import Watcher
 
@@ -64,6 +64,7 @@ def test_a_warm_server_answers_the_command_line_with_the_same_output(project, se
     proc, info = served
     assert oct(announcement_path(project / ".kenning").stat().st_mode & 0o777) == "0o600"
     assert not (project / ".kenning" / "serve.json").exists()
+    assert server_for((project / ".kenning").absolute())["pid"] == proc.pid  # the client will forward
     for args in (
         ["search", "rotate signing keys", "-n", "3"],
         ["search", "rotate signing keys", "--json", "--explain"],

@@ -31,7 +31,8 @@ from kenning.indexing.analysis import Analysed, ChunkAnalysis, early_worker
 from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
 from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.indexing.term_table import RawCountChanges
-from kenning.ingest import ChunkOptions, IngestError, discover, parse_file
+from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, parse_file
+from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, FileSkipped, read_bounded
 from kenning.ingest.walk import path_key
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
@@ -97,6 +98,7 @@ class IndexReport:
         reasons: dict[str, int] = {}
         for _, reason in self.skipped:
             key = "link outside the indexed folders" if reason.startswith("link to ") else reason
+            key = "past a size limit" if "limit" in reason else key
             reasons[key] = reasons.get(key, 0) + 1
         return reasons
 
@@ -176,6 +178,7 @@ class IndexWriter:
         follow_symlinks: bool = False,
         hidden: bool = False,
         substring_index: bool = False,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> IndexReport:
         """Index files and folders into a collection. Re-running on the same paths only re-indexes
         what changed.
@@ -185,10 +188,15 @@ class IndexWriter:
         only files that are really gone from a folder that was read are removed. `include_secrets`
         and `follow_symlinks` lift the walk's defaults (kenning.ingest.walk). `substring_index` turns
         on the store's substring index for this index from now on (the chunks already stored are
-        indexed in the same commit; kenning.signals.substring).
+        indexed in the same commit; kenning.signals.substring). A file larger than `max_file_bytes`
+        is skipped unread (kenning.ingest.limits). A file skipped on purpose (a secret, a file past a
+        limit) is taken out of the index if an earlier run put it there: what a run leaves out is
+        not in the index after it.
         """
         if not collection or not collection.strip():
             raise ValueError("collection name must not be empty")
+        if not isinstance(max_file_bytes, int) or max_file_bytes < 1:
+            raise ValueError(f"max_file_bytes must be a positive number of bytes, got {max_file_bytes!r}")
         started = time.perf_counter()
         options = options or ChunkOptions()
         report = IndexReport()
@@ -245,6 +253,7 @@ class IndexWriter:
                     seen.add(key)  # skipped on purpose is not gone either
                     if found.skip:
                         report.skipped.append((display_path(found.path), found.skip))
+                        self._forget(known.get(key), live, vocab, report)
                         continue
                     report.files_seen += 1
                     self._index_file(
@@ -258,6 +267,7 @@ class IndexWriter:
                         vocab,
                         report,
                         collection,
+                        max_file_bytes,
                     )
                 analysis.end_segment()  # the last batch out first: a worker analyses it
                 vocab.count_removed()  # while the writer counts the removed chunks' words
@@ -334,6 +344,11 @@ class IndexWriter:
         report.seconds = time.perf_counter() - started
         return report
 
+    def _forget(self, source, live: BitMap, vocab, report: IndexReport) -> None:
+        """A file this run leaves out on purpose: if an earlier run indexed it, it goes."""
+        if source is not None:
+            self._drop_source(source, live, vocab, report)
+
     def _drop_source(self, source, live: BitMap, vocab, report: IndexReport) -> None:
         vocab.removed.extend(self.store.chunk_texts([r[0] for r in self.store.chunk_hashes(source.id)]))
         removed = self.store.delete_source(source.id)
@@ -367,6 +382,7 @@ class IndexWriter:
         vocab,
         report,
         collection: str,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         """`key`: the path as the index writes it (path_key); `source`: what the index holds of it."""
         try:
@@ -381,9 +397,15 @@ class IndexWriter:
             return
         shown = display_path(path)  # (an unchanged file, most files of a re-index, needs no name shown)
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            report.errors.append((shown, f"cannot read: {exc.strerror or exc}"))
+            data = read_bounded(
+                path, max_file_bytes, shown, binary_head=lambda head: binary_reason(path, head)
+            )
+        except FileSkipped as exc:
+            report.skipped.append((shown, str(exc).removeprefix(f"{shown}: ")))
+            self._forget(source, live, vocab, report)
+            return
+        except IngestError as exc:
+            report.errors.append((shown, str(exc).removeprefix(f"{shown}: ")))
             return
         file_hash = hashlib.sha256(data).hexdigest()
         if source and not force and source.content_hash == file_hash:
@@ -394,8 +416,15 @@ class IndexWriter:
             return
         try:
             parsed = parse_file(path, options, display_name=shown, data=data, doc_key=key)
+        except FileSkipped as exc:  # past a bound of kenning.ingest.limits
+            report.skipped.append((shown, str(exc).removeprefix(f"{shown}: ")))
+            self._forget(source, live, vocab, report)
+            return
         except IngestError as exc:
             report.errors.append((shown, str(exc)))
+            return
+        except RecursionError:
+            report.errors.append((shown, "cannot parse: nested too deeply"))
             return
         except Exception as exc:  # a parser bug must not lose the whole run
             report.errors.append((shown, f"cannot parse: {type(exc).__name__}: {exc}"))

@@ -12,6 +12,7 @@ from .beir import parse_beir
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
 from .jsonl import JSONL_SUFFIXES, sniff_jsonl
+from .limits import DEFAULT_MAX_FILE_BYTES, HEAD_BYTES, read_bounded
 from .markdown import parse_markdown
 from .messages import parse_messages
 from .notebook import parse_notebook
@@ -28,13 +29,13 @@ __all__ = [
     "discover",
     "parse_file",
     "detect_kind",
+    "binary_reason",
 ]
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 NOTEBOOK_SUFFIXES = frozenset({".ipynb"})
 DOCX_SUFFIXES = frozenset({".docx"})
-HEAD_BYTES = 8192
 
 
 def detect_kind(path: Path | str, head_bytes: bytes) -> str:
@@ -70,14 +71,25 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
     return "text"
 
 
+def binary_reason(path: Path | str, head_bytes: bytes) -> str | None:
+    """Why a file whose first bytes are `head_bytes` is binary (None: it is not), told from the
+    first block alone so that the rest need not be read."""
+    if detect_kind(path, head_bytes[:HEAD_BYTES]) != "binary":
+        return None
+    offset = head_bytes.index(b"\x00")
+    return f"binary content (NUL byte at offset {offset})"
+
+
 def parse_file(
     path: Path | str,
     options: ChunkOptions | None = None,
     display_name: str | None = None,
     data: bytes | None = None,
     doc_key: str | None = None,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> ParsedSource:
-    """Read one file (unless its bytes are given) and parse it into chunks according to its kind.
+    """Read one file (unless its bytes are given; at most `max_bytes`, kenning.ingest.limits) and
+    parse it into chunks according to its kind.
 
     Raises IngestError ("{display}: reason") when the file cannot be read or is not text. Decoding
     problems are warnings, not errors. An empty file gives zero chunks.
@@ -86,17 +98,8 @@ def parse_file(
     options = options or ChunkOptions()
     display = display_name or path_key(path)
     doc_key = doc_key or path_key(path.resolve())
-    try:
-        if data is None:
-            data = path.read_bytes()
-    except PermissionError as exc:
-        raise IngestError(f"{display}: permission denied") from exc
-    except IsADirectoryError as exc:
-        raise IngestError(f"{display}: is a directory") from exc
-    except FileNotFoundError as exc:
-        raise IngestError(f"{display}: file not found") from exc
-    except OSError as exc:
-        raise IngestError(f"{display}: cannot read ({exc.strerror or exc})") from exc
+    if data is None:
+        data = read_bounded(path, max_bytes, display, binary_head=lambda head: binary_reason(path, head))
 
     kind = detect_kind(path, data[:HEAD_BYTES])
     if not data:
@@ -141,4 +144,6 @@ def parse_file(
         parsed = parse_text(text, doc_key, display, options)
     parsed.warnings[:0] = warnings
     parsed.chunks = bounded(parsed.chunks, options.max_chars)
+    if not parsed.chunks and text.strip():
+        parsed.warnings.append(f"{display}: no text found to index")  # never a silent nothing
     return parsed

@@ -7,6 +7,7 @@ and where it came from (heading path, file, line or page range, message ids and 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 from kenning.store.records import meta_json
@@ -85,6 +86,7 @@ def bounded(chunks: list[Chunk], max_chars: int) -> list[Chunk]:
             out.append(chunk)
             continue
         text, start = chunk.body, 0
+        lines_before = 0  # newlines in text[:start], counted piece by piece (not from 0 each time)
         while start < len(text):
             end = min(len(text), start + max_chars)
             if end < len(text):
@@ -92,7 +94,7 @@ def bounded(chunks: list[Chunk], max_chars: int) -> list[Chunk]:
                 cut = max(text.rfind("\n", floor, end), text.rfind(" ", floor, end))
                 end = cut + 1 if cut > 0 else end
             piece = text[start:end]
-            first = chunk.start_line + text.count("\n", 0, start) if chunk.start_line is not None else None
+            first = chunk.start_line + lines_before if chunk.start_line is not None else None
             last = first + piece.rstrip("\n").count("\n") if first is not None else None
             if piece.strip():
                 out.append(
@@ -107,8 +109,27 @@ def bounded(chunks: list[Chunk], max_chars: int) -> list[Chunk]:
                         dict(chunk.meta),
                     )
                 )
+            lines_before += piece.count("\n")
             start = end
     return out
+
+
+_SPACE = re.compile(r"\s")
+_WORD_SLICE = 1 << 16
+
+
+def word_count(line: str) -> int:
+    """len(line.split()), without holding a string per word: a 60 MB line with no newline would
+    make ten million of them at once."""
+    if len(line) <= _WORD_SLICE:
+        return len(line.split())
+    total = start = 0
+    while start < len(line):
+        space = _SPACE.search(line, start + _WORD_SLICE)  # cut where a word ends
+        end = space.start() if space else len(line)
+        total += len(line[start:end].split())
+        start = end
+    return total
 
 
 def split_lines_into_windows(
@@ -120,7 +141,7 @@ def split_lines_into_windows(
     (start_line, end_line, text) triples, lines numbered from `first_line`. A single line longer
     than the window stays whole: splitting inside a line would lose the exact line range.
     """
-    counts = [len(line.split()) for line in lines]
+    counts = [word_count(line) for line in lines]
     if sum(counts) <= options.window_words:
         return [(first_line, first_line + len(lines) - 1, "\n".join(lines))]
     windows = []

@@ -92,7 +92,7 @@ def parse_html(text: str, doc_key: str, display: str, options: ChunkOptions) -> 
         title = " > ".join(h for _, h in stack if h) or fallback
         end = parser.sections[i + 1][2] - 1 if i + 1 < len(parser.sections) else total_lines
         lines = [" ".join(line.split()) for line in "".join(parts).split("\n")]
-        lines = [line for line in lines if line]
+        lines = [line for line in lines if line] or ([heading] if heading else [])  # a heading alone is text
         for chunk in windowed_chunks(lines, 1, options, title=title, doc_key=doc_key, keep_lines=False):
             chunk.start_line, chunk.end_line = start, max(start, end)
             chunks.append(chunk)

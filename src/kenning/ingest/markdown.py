@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from .chunk import Chunk, ChunkOptions, ParsedSource
+from .limits import MAX_FRONT_MATTER_BYTES, MAX_YAML_ALIASES, MAX_YAML_DEPTH, MAX_YAML_ITEMS, MAX_YAML_NODES
 from .source import split_source_lines, windowed_chunks
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
@@ -109,16 +110,30 @@ def clean_text(text: str) -> str:
 
 
 def _read_front_matter(lines: list[str], display: str, warnings: list[str]) -> tuple[dict | None, int]:
-    """Front matter between a leading '---' and the next '---' (or '...'); returns (data, body start)."""
+    """Front matter between a leading '---' and the next '---' (or '...'); returns (data, body start).
+
+    Bounded (kenning.ingest.limits): front matter past MAX_FRONT_MATTER_BYTES, or YAML with more
+    nodes or aliases than a note's front matter ever has (a kilobyte of aliases can name a billion
+    strings), is ignored with a warning; the body is still indexed."""
     if not lines or lines[0].strip() != "---":
         return None, 0
+    size = 0
     for end in range(1, len(lines)):
+        size += len(lines[end]) + 1
         if lines[end].strip() in ("---", "..."):
+            if size > MAX_FRONT_MATTER_BYTES:
+                warnings.append(
+                    f"{display}: front matter is over {MAX_FRONT_MATTER_BYTES // 1024} KB; ignored"
+                )
+                return None, end + 1
             import yaml  # only for files with front matter
 
             try:
-                data = yaml.safe_load("\n".join(lines[1:end]))
-            except yaml.YAMLError as exc:
+                data = yaml.load("\n".join(lines[1:end]), Loader=_bounded_loader())
+            except _TooBig as exc:
+                warnings.append(f"{display}: front matter {exc}; ignored")
+                return None, end + 1
+            except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" (line {mark.line + 2})" if mark is not None else ""
                 warnings.append(f"{display}: front matter is not valid YAML{where}; ignored")
@@ -128,20 +143,56 @@ def _read_front_matter(lines: list[str], display: str, warnings: list[str]) -> t
             if not isinstance(data, dict):
                 warnings.append(f"{display}: front matter is not a mapping of keys; ignored")
                 return None, end + 1
-            return {str(k): _plain(v) for k, v in data.items()}, end + 1
+            budget = [MAX_YAML_ITEMS]
+            try:
+                return {str(k): _plain(v, budget, 1) for k, v in data.items()}, end + 1
+            except _TooBig as exc:
+                warnings.append(f"{display}: front matter {exc}; ignored")
+                return None, end + 1
     return None, 0  # no closing fence: it was a thematic break, not front matter
 
 
-def _plain(value):
-    """YAML values as the strings (and lists and mappings of strings) that --meta filters compare."""
+class _TooBig(Exception):
+    """Front matter past one of the bounds of kenning.ingest.limits."""
+
+
+@cache
+def _bounded_loader():
+    """PyYAML's safe loader, counting the nodes and aliases it composes (built on first use: PyYAML
+    loads only for files with front matter)."""
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            self._nodes = getattr(self, "_nodes", 0) + 1
+            if self._nodes > MAX_YAML_NODES:
+                raise _TooBig(f"has over {MAX_YAML_NODES} YAML nodes")
+            if self.check_event(yaml.AliasEvent):
+                self._aliases = getattr(self, "_aliases", 0) + 1
+                if self._aliases > MAX_YAML_ALIASES:
+                    raise _TooBig(f"has over {MAX_YAML_ALIASES} YAML aliases")
+            return super().compose_node(parent, index)
+
+    return BoundedLoader
+
+
+def _plain(value, budget: list[int], depth: int):
+    """YAML values as the strings (and lists and mappings of strings) that --meta filters compare.
+    Aliases make YAML a graph: copying it out counts every item against `budget` and every level
+    against MAX_YAML_DEPTH, so a shared list named a billion times is not copied a billion times."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig(f"holds over {MAX_YAML_ITEMS} values")
+    if depth > MAX_YAML_DEPTH:
+        raise _TooBig(f"nests deeper than {MAX_YAML_DEPTH} levels")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, budget, depth + 1) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, budget, depth + 1) for k, v in value.items()}
     return "" if value is None else str(value)
 
 

@@ -119,6 +119,9 @@ BINARY_EXTENSIONS = frozenset(
         # archives and disk images
         ".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".lz4", ".lzma", ".7z", ".rar", ".cab",
         ".iso", ".dmg", ".img", ".deb", ".rpm", ".apk", ".msi",
+        # virtual machines' disks, memory and snapshots
+        ".qcow", ".qcow2", ".vmdk", ".vdi", ".vhd", ".vhdx", ".ova", ".hdd", ".vmem", ".vmsn", ".vmss",
+        ".nvram", ".sparseimage", ".wim", ".swp",
         # compiled code and objects
         ".o", ".obj", ".a", ".lib", ".so", ".dylib", ".dll", ".exe", ".bin", ".elf", ".class", ".jar",
         ".war", ".ear", ".pyc", ".pyo", ".pyd", ".whl", ".egg", ".wasm", ".beam", ".dex", ".rlib",

@@ -29,6 +29,7 @@ from kenning.api.settings import (
 from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
 from kenning.indexing.writer import display_path
 from kenning.ingest.chunk import IngestError
+from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, byte_size
 from kenning.locate import find_config
 from kenning.models.embed.base import EmbedderError
 from kenning.models.rerankers import RerankError
@@ -50,6 +51,13 @@ from kenning.surfaces.render import (
     render_documents,
     render_search,
 )
+
+
+def _byte_size(text: str) -> int:
+    try:
+        return byte_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -224,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--follow-symlinks", action="store_true", help="follow links that lead outside the indexed folders"
     )
     p.add_argument("--hidden", action="store_true", help="also index hidden files and folders (.name)")
+    p.add_argument(
+        "--max-file-bytes",
+        type=_byte_size,
+        default=DEFAULT_MAX_FILE_BYTES,
+        metavar="SIZE",
+        help="skip files larger than this, unread (default 64M; K, M, G suffixes)",
+    )
     p.add_argument(
         "--substring-index",
         action="store_true",
@@ -421,6 +436,7 @@ def cmd_index(args) -> int:
                         follow_symlinks=args.follow_symlinks,
                         hidden=args.hidden,
                         substring_index=args.substring_index,
+                        max_file_bytes=args.max_file_bytes,
                     )
                 )
         report = reports[0]
