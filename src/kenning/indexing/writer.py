@@ -33,7 +33,8 @@ from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.indexing.term_table import RawCountChanges
 from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, parse_file
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, FileSkipped, read_bounded
-from kenning.ingest.walk import path_key
+from kenning.ingest.secrets import screen_chunks
+from kenning.ingest.walk import CREDENTIALS_SKIP, path_key
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.signals import ann
@@ -99,6 +100,7 @@ class IndexReport:
         for _, reason in self.skipped:
             key = "link outside the indexed folders" if reason.startswith("link to ") else reason
             key = "past a size limit" if "limit" in reason else key
+            key = CREDENTIALS_SKIP if reason.startswith("holds credentials") else key
             reasons[key] = reasons.get(key, 0) + 1
         return reasons
 
@@ -147,6 +149,20 @@ class _VocabularyChanges:
 
 # files whose sources one query looks up: a re-index of 10,000 files made 10,000 queries (and a
 # PostgreSQL store as many round trips) to learn that 9,900 had not changed
+SECRET_SOURCES_META = "secret_sources"  # files indexed with --include-secrets that hold credentials
+
+
+@dataclass
+class _FileRules:
+    """What one run may read and keep: the size bound, whether credentials are kept, and the files
+    an earlier --include-secrets run indexed with credentials in them (a later run without the flag
+    reads these again, unchanged or not, so that it takes them out)."""
+
+    max_file_bytes: int
+    include_secrets: bool
+    secret_sources: set[str]
+
+
 SOURCE_LOOKUP = 1_000
 # a long embed run saves the HNSW graph every this many vectors, not only at its end: a reader meanwhile
 # reads the vectors the saved graph lacks from the store and searches them exactly (kenning.signals.dense)
@@ -234,6 +250,8 @@ class IndexWriter:
                         self.analyzer, entities.matcher or None, self._codec(), deliver, spill, early=early
                     )
                 )
+                held = set(json.loads(self.store.get_meta(SECRET_SOURCES_META) or "[]"))
+                rules = _FileRules(max_file_bytes, include_secrets, set(held))
                 seen: set[str] = set()
                 unread: list[str] = []  # folders (or files) that failed: what they held before stays
                 given = {str(Path(p).expanduser().absolute()) for p in paths}
@@ -254,6 +272,7 @@ class IndexWriter:
                     if found.skip:
                         report.skipped.append((display_path(found.path), found.skip))
                         self._forget(known.get(key), live, vocab, report)
+                        rules.secret_sources.discard(key)
                         continue
                     report.files_seen += 1
                     self._index_file(
@@ -267,7 +286,7 @@ class IndexWriter:
                         vocab,
                         report,
                         collection,
-                        max_file_bytes,
+                        rules,
                     )
                 analysis.end_segment()  # the last batch out first: a worker analyses it
                 vocab.count_removed()  # while the writer counts the removed chunks' words
@@ -275,6 +294,8 @@ class IndexWriter:
                 land_spilled(self.store, spilled, live, analysis)
                 spill.close()
                 self._remove_vanished(paths, seen, unread, live, vocab, report)
+                if rules.secret_sources != held:
+                    self.store.set_meta(SECRET_SOURCES_META, json.dumps(sorted(rules.secret_sources)))
                 if report.chunks_added or report.chunks_removed or force:
                     self._settle(live, vocab, report, entities, helpers=analysis)
                 elif refreshed:
@@ -382,7 +403,7 @@ class IndexWriter:
         vocab,
         report,
         collection: str,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        rules: _FileRules,
     ) -> None:
         """`key`: the path as the index writes it (path_key); `source`: what the index holds of it."""
         try:
@@ -390,7 +411,9 @@ class IndexWriter:
         except OSError as exc:
             report.errors.append((display_path(path), f"cannot stat: {exc.strerror or exc}"))
             return
-        if source and not force and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns:
+        recheck = not rules.include_secrets and key in rules.secret_sources  # indexed with its secrets
+        same = source and source.size == stat.st_size and source.mtime_ns == stat.st_mtime_ns
+        if same and not force and not recheck:
             if source.collection != collection:
                 self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
             report.files_unchanged += 1
@@ -398,7 +421,7 @@ class IndexWriter:
         shown = display_path(path)  # (an unchanged file, most files of a re-index, needs no name shown)
         try:
             data = read_bounded(
-                path, max_file_bytes, shown, binary_head=lambda head: binary_reason(path, head)
+                path, rules.max_file_bytes, shown, binary_head=lambda head: binary_reason(path, head)
             )
         except FileSkipped as exc:
             report.skipped.append((shown, str(exc).removeprefix(f"{shown}: ")))
@@ -408,7 +431,7 @@ class IndexWriter:
             report.errors.append((shown, str(exc).removeprefix(f"{shown}: ")))
             return
         file_hash = hashlib.sha256(data).hexdigest()
-        if source and not force and source.content_hash == file_hash:
+        if source and not force and not recheck and source.content_hash == file_hash:
             # same bytes, new time: chunks that took their time from the file take the new one
             self.store.retime_chunks(source.id, source.mtime_ns / 1e9, stat.st_mtime)
             self.store.touch_source(source.id, stat.st_size, stat.st_mtime_ns, collection)
@@ -430,6 +453,21 @@ class IndexWriter:
             report.errors.append((shown, f"cannot parse: {type(exc).__name__}: {exc}"))
             return
         report.warnings.extend(parsed.warnings)
+        credential, redacted = screen_chunks(parsed.chunks, redact_tokens=not rules.include_secrets)
+        if rules.include_secrets and (credential or redacted):
+            rules.secret_sources.add(key)  # kept as asked; a run without the flag takes them out
+        else:
+            rules.secret_sources.discard(key)
+            if credential:
+                why = f"holds credentials ({credential}) (--include-secrets to index it)"
+                report.skipped.append((shown, why))
+                self._forget(source, live, vocab, report)
+                return
+            if redacted:
+                kinds = ", ".join(sorted(set(redacted)))
+                report.warnings.append(
+                    f"{shown}: {len(redacted)} secret(s) redacted ({kinds}); --include-secrets keeps them"
+                )
         report.files_indexed += 1
         source_id = self.store.upsert_source(
             key, parsed.kind, stat.st_size, stat.st_mtime_ns, file_hash, collection

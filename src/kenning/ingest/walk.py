@@ -91,7 +91,24 @@ SECRET_PATTERNS = (
     "secrets.json",
     "secrets.yaml",
     "secrets.yml",
+    # the same stores under the names people give copies of them
+    "netrc",
+    "npmrc",
+    "pgpass",
+    "pypirc",
+    "git-credentials",
+    "aws_credentials",
+    "kubeconfig",
+    "*.kubeconfig",
+    "*.tfstate",
+    "*.tfstate.backup",
+    "service-account*.json",
+    "service_account*.json",
+    "*.ovpn",
 )
+
+
+CREDENTIALS_SKIP = "holds credentials (--include-secrets to index it)"
 
 
 def _secret_regex(pattern: str) -> str:
@@ -270,7 +287,7 @@ def discover(
             if is_binary_extension(given):
                 yield Found(resolved, skip="binary extension")
             elif is_secret(given.name) and not include_secrets:
-                yield Found(resolved, skip="holds credentials (--include-secrets to index it)")
+                yield Found(resolved, skip=CREDENTIALS_SKIP)
             else:
                 yield Found(resolved)
         else:
@@ -360,5 +377,5 @@ class _Walk:
         if self.exclude and _matches(self.exclude, rel, entry.name):
             return None
         if is_secret(rel) and not self.include_secrets:
-            return Found(path, skip="holds credentials (--include-secrets to index it)")
+            return Found(path, skip=CREDENTIALS_SKIP)
         return Found(path)  # the root is resolved and links were resolved above: no need to again

@@ -120,7 +120,9 @@ def repair(
                     present,
                     collection=collection or DEFAULT_COLLECTION,
                     stem=stem,
-                    include_secrets=True,  # every file here was in the index by the user's choice
+                    # the list of files comes from the damaged index, which may not be the user's
+                    # (a handed-over copy): credentials are left out as in any run without
+                    # --include-secrets; hidden files named in the list are read as named files
                     hidden=True,
                     progress=progress,
                     substring_index=salvage.substring_index,
