@@ -224,7 +224,9 @@ class IndexWriter:
             files = list(discover(list(paths), include, exclude, include_secrets, follow_symlinks, hidden))
             with self.store.transaction(), contextlib.ExitStack() as stack:
                 self._configure_analyzer(force, stem)
-                if force:
+                jobs = [(found, collection) for found in files]
+                if force:  # read inside the lock: a run that committed meanwhile is kept too
+                    jobs += self._rebuild_the_rest(paths, jobs, report, include_secrets, follow_symlinks)
                     self.store.clear()
                 if substring_index:
                     report.substring_indexed = self.store.enable_substring_index()
@@ -255,13 +257,13 @@ class IndexWriter:
                 seen: set[str] = set()
                 unread: list[str] = []  # folders (or files) that failed: what they held before stays
                 given = {str(Path(p).expanduser().absolute()) for p in paths}
-                keys = [path_key(found.path) for found in files]
+                keys = [path_key(found.path) for found, _ in jobs]
                 known: dict = {}  # the sources of the next SOURCE_LOOKUP files, looked up together
-                for n, (found, key) in enumerate(zip(files, keys, strict=True), 1):
+                for n, ((found, into), key) in enumerate(zip(jobs, keys, strict=True), 1):
                     if (n - 1) % SOURCE_LOOKUP == 0:
                         known = self.store.sources_by_paths(keys[n - 1 : n - 1 + SOURCE_LOOKUP])
                     if progress:
-                        progress(display_path(found.path), n, len(files))
+                        progress(display_path(found.path), n, len(jobs))
                     if found.error:
                         report.errors.append((display_path(found.path), found.error))
                         unread.append(key)
@@ -285,7 +287,7 @@ class IndexWriter:
                         analysis,
                         vocab,
                         report,
-                        collection,
+                        into,
                         rules,
                     )
                 analysis.end_segment()  # the last batch out first: a worker analyses it
@@ -364,6 +366,31 @@ class IndexWriter:
         report.generation = self.store.generation()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _rebuild_the_rest(
+        self, paths, jobs: list, report: IndexReport, include_secrets: bool, follow_symlinks: bool
+    ) -> list:
+        """A forced rebuild empties the index, so it must read again every file the index holds
+        beyond this run's paths (other folders, other collections): the files to add to the run,
+        each with its collection. A file under this run's paths that the walk no longer yields, or
+        one that no longer exists, leaves the index and is counted as removed."""
+        roots = [path_key(Path(p).expanduser().absolute().resolve()) for p in paths]
+        this_run = {path_key(found.path) for found, _ in jobs}
+        by_collection: dict[str, list[str]] = {}
+        for source in self.store.sources():
+            if source.path in this_run:
+                continue
+            under = any(source.path == r or source.path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+            if under or not os.path.lexists(source.path):
+                report.files_removed += 1
+                report.chunks_removed += source.n_chunks
+                continue
+            by_collection.setdefault(source.collection, []).append(source.path)
+        more = []
+        for name, files in by_collection.items():  # named files: the walk's rules for them still hold
+            walked = discover(files, None, None, include_secrets, follow_symlinks, hidden=True)
+            more += [(found, name) for found in walked]
+        return more
 
     def _forget(self, source, live: BitMap, vocab, report: IndexReport) -> None:
         """A file this run leaves out on purpose: if an earlier run indexed it, it goes."""
