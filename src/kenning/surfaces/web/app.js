@@ -4,13 +4,33 @@ const $ = (id) => document.getElementById(id);
 let hits = [];
 let selected = -1;
 
-function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+// Every node is built with createElement and textContent: nothing the index holds (a title, a path,
+// a page number, a snippet) is ever parsed as HTML, whatever it contains.
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (key === "class") node.className = value;
+    else if (key === "title") node.title = String(value);
+    else if (key.startsWith("data-")) node.dataset[key.slice(5)] = String(value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function num(value, digits) {
+  // a number from the index shown as a number, anything else as nothing
+  return typeof value === "number" && isFinite(value) ? value.toFixed(digits) : "";
 }
 
 function marked(snippet) {
-  // the API marks matched words **like this**: show them highlighted, everything else as text
-  return escapeHtml(snippet).replace(/\*\*(.+?)\*\*/g, "<mark>$1</mark>");
+  // the API marks matched words **like this**: highlighted <mark> nodes, everything else as text
+  const out = el("p", { class: "snippet" });
+  String(snippet).split(/\*\*(.+?)\*\*/g).forEach((part, i) => out.append(i % 2 ? el("mark", {}, part) : part));
+  return out;
 }
 
 async function api(path) {
@@ -51,44 +71,44 @@ function where(hit) {
 function explainText(hit) {
   const lines = [];
   for (const [name, part] of Object.entries(hit.channels || {})) {
-    lines.push(`${name}: score ${part.score.toFixed(3)} (rank ${part.rank}) → ${part.contribution.toFixed(4)}`);
+    lines.push(`${name}: score ${num(part.score, 3)} (rank ${part.rank}) → ${num(part.contribution, 4)}`);
   }
   const lexical = hit.explain && hit.explain.lexical;
   if (lexical) {
-    for (const t of lexical.terms) lines.push(`  ${t.term}: idf ${t.idf.toFixed(2)}, title tf ${t.title.tf}, body tf ${t.body.tf} = ${t.contribution.toFixed(3)}`);
-    lines.push(`  BM25 ${lexical.sum.toFixed(3)} × coordination ${lexical.coordination.toFixed(2)} = ${lexical.score.toFixed(3)}`);
+    for (const t of lexical.terms || []) lines.push(`  ${t.term}: idf ${num(t.idf, 2)}, title tf ${t.title && t.title.tf}, body tf ${t.body && t.body.tf} = ${num(t.contribution, 3)}`);
+    lines.push(`  BM25 ${num(lexical.sum, 3)} × coordination ${num(lexical.coordination, 2)} = ${num(lexical.score, 3)}`);
   }
   return lines.join("\n");
 }
 
 function render(data, explain) {
-  hits = data.hits;
-  common = shared(hits.map((h) => h.path));
+  hits = Array.isArray(data.hits) ? data.hits : [];
+  common = shared(hits.map((h) => String(h.path || "")));
   selected = hits.length ? 0 : -1;
-  const f = data.funnel;
+  const f = data.funnel || {};
   $("status").textContent = `${hits.length} result(s) · corpus ${f.corpus} → gathered ${f.gathered} → filtered ${f.filtered} → returned ${f.returned}`;
-  const parts = (data.notices || []).map((n) => `<p class="note">${escapeHtml(n)}</p>`);
-  if (!hits.length) parts.push(`<p class="note">No results: ${escapeHtml(data.empty_reason || "nothing matched")}</p>`);
+  const nodes = (data.notices || []).map((n) => el("p", { class: "note" }, n));
+  if (!hits.length) nodes.push(el("p", { class: "note" }, `No results: ${data.empty_reason || "nothing matched"}`));
   hits.forEach((hit, i) => {
-    parts.push(`<div class="hit" role="button" tabindex="-1" data-i="${i}">
-      <h3>${escapeHtml(hit.title || "(untitled)")}<span class="score">${readable(hit)}</span></h3>
-      <div class="where" title="${escapeHtml(hit.path)}">${escapeHtml(where(hit))}</div>
-      ${hit.snippet ? `<p class="snippet">${marked(hit.snippet)}</p>` : ""}
-      ${explain ? `<pre class="explain">${escapeHtml(explainText(hit))}</pre>` : ""}
-    </div>`);
+    const card = el("div", { class: "hit", role: "button", tabindex: "-1", "data-i": i },
+      el("h3", {}, hit.title || "(untitled)", el("span", { class: "score" }, readable(hit))),
+      el("div", { class: "where", title: hit.path || "" }, where(hit)),
+      hit.snippet ? marked(hit.snippet) : null,
+      explain ? el("pre", { class: "explain" }, explainText(hit)) : null);
+    card.addEventListener("click", () => { select(i); open(); });
+    nodes.push(card);
   });
-  $("results").innerHTML = parts.join("");
-  document.querySelectorAll(".hit").forEach((el) => el.addEventListener("click", () => { select(+el.dataset.i); open(); }));
+  $("results").replaceChildren(...nodes);
   highlight();
 }
 
 // the raw score, then what a person can compare across queries: confidence and words matched
 function readable(hit) {
-  const parts = [hit.score.toFixed(3)];
-  if (hit.confidence !== null && hit.confidence !== undefined) parts.push(`conf ${hit.confidence.toFixed(2)}`);
+  const parts = [num(hit.score, 3)];
+  if (typeof hit.confidence === "number") parts.push(`conf ${num(hit.confidence, 2)}`);
   const ev = hit.evidence || {};
   if (ev.clauses) parts.push(`${ev.clauses_matched}/${ev.clauses} words`);
-  return escapeHtml(parts.join(" · "));
+  return parts.join(" · ");
 }
 
 function highlight() {
@@ -109,15 +129,17 @@ async function open() {
   try {
     const doc = await api(`/api/get?path=${encodeURIComponent(hit.path || hit.doc_key)}`);
     const from = hit.start_line || 0, to = hit.end_line || 0;
-    const body = doc.sections.map((s) => {
-      const lines = s.lines.map((l) => {
-        const hot = l.n !== null && l.n >= from && l.n <= to ? " hot" : "";
-        const n = l.n === null ? "" : l.n;
-        return `<span class="row${hot}" data-n="${n}"><span class="ln">${n}</span>${escapeHtml(l.text) || " "}</span>`;
-      }).join("");
-      return `<h3>§ ${escapeHtml(s.title || "")}${s.page ? ` (p.${s.page})` : ""}</h3><pre>${lines}</pre>`;
-    }).join("");
-    $("document").innerHTML = `<h2 title="${escapeHtml(doc.path)}">${escapeHtml(short(doc.path))}</h2>${body}`;
+    const nodes = [el("h2", { title: doc.path }, short(String(doc.path)))];
+    for (const s of doc.sections || []) {
+      const pre = el("pre");
+      for (const l of s.lines || []) {
+        const n = typeof l.n === "number" ? l.n : null;
+        const hot = n !== null && n >= from && n <= to ? " hot" : "";
+        pre.append(el("span", { class: "row" + hot }, el("span", { class: "ln" }, n === null ? "" : n), l.text || " "));
+      }
+      nodes.push(el("h3", {}, `§ ${s.title || ""}${s.page ? ` (p.${s.page})` : ""}`), pre);
+    }
+    $("document").replaceChildren(...nodes);
     $("document").hidden = false;
     document.querySelector("main").classList.add("reading");
     const hot = document.querySelector("#document .hot");
@@ -147,7 +169,7 @@ async function search(event) {
     render(await api("/api/search?" + params.toString()), explain);
   } catch (err) {
     $("status").textContent = "Error: " + err.message;
-    $("results").innerHTML = "";
+    $("results").replaceChildren();
   }
 }
 
