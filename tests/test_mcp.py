@@ -87,20 +87,31 @@ def test_mcp_over_stdio(index_dir):
     check(anyio.run(main), index_dir.parent / "notes")
 
 
-def test_writing_tools_only_when_allowed(index_dir, tmp_path):
-    more = tmp_path / "more"
+def test_writing_tools_only_when_allowed(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "auth.md").write_text(NOTES["auth.md"])
+    with Index(tmp_path / "ix") as ix:
+        ix.add([notes])
+    index_dir = tmp_path / "ix"
+    more = notes / "more"  # a new folder inside the folders the index covers
     more.mkdir()
     (more / "deploy.md").write_text("# Deploys\n\nRoll the canary back when it fails.\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "private.md").write_text("# Private\n\nNot for this index.\n")
 
     async def main():
         async with Client(stdio(index_dir, "--allow-write")) as client:
             tools = sorted(t.name for t in (await client.list_tools()).tools)
+            refused = await client.call_tool("index", {"paths": [str(elsewhere)]})
             indexed = await client.call_tool("index", {"paths": [str(more)], "collection": "ops"})
             found = await client.call_tool("search", {"query": "canary", "collections": ["ops"]})
-            return tools, indexed, found
+            return tools, refused, indexed, found
 
-    tools, indexed, found = anyio.run(main)
+    tools, refused, indexed, found = anyio.run(main)
     assert tools == ["answer", "get", "glossary_add", "index", "multi_get", "search", "status"]
+    assert refused.is_error and "outside the folders this index covers" in refused.content[0].text
     assert not indexed.is_error and indexed.structured_content["files_indexed"] == 1
     assert found.structured_content["hits"][0]["path"].endswith("deploy.md")
 

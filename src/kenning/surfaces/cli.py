@@ -350,6 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=7474, help="port (default 7474; 0 picks a free one)")
     p.add_argument("--allow-write", action="store_true", help="allow indexing and glossary curation")
     p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name or address clients use to reach a server on --host 0.0.0.0 (repeatable; "
+        "also KENNING_SERVE_HOSTS=a,b); requests naming any other host are refused",
+    )
+    p.add_argument(
         "--watch", nargs="+", metavar="PATH", help="also re-index these files and folders when they change"
     )
     _add_common(p)
@@ -582,7 +590,10 @@ def cmd_serve(args) -> int:
     from kenning.surfaces.server_process import run_server  # the web stack loads only for this command
 
     index_dir = resolve_index_dir(args.index, load_config(find_config()))
-    return run_server(index_dir, args.host, args.port, args.allow_write, args.watch, quiet=args.quiet)
+    hosts = [*args.allow_host, *filter(None, os.environ.get("KENNING_SERVE_HOSTS", "").split(","))]
+    return run_server(
+        index_dir, args.host, args.port, args.allow_write, args.watch, quiet=args.quiet, allowed_hosts=hosts
+    )
 
 
 def cmd_watch(args) -> int:

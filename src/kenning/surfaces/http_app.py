@@ -49,11 +49,25 @@ SECURITY_HEADERS = {
 }
 
 
-def local_addresses(host: str, port: int) -> tuple[list[str], list[str]]:
-    """(Host header values, Origin values) this server answers to."""
+def local_addresses(host: str, port: int, allowed: list[str] | tuple = ()) -> tuple[list[str], list[str]]:
+    """(Host header values, Origin values) this server answers to: its loopback names, the address
+    it listens on, and the names the user allowed (--allow-host, for clients on other machines)."""
     names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
+    names |= {
+        n.strip().lower() if ":" not in n.strip() else f"[{n.strip().strip('[]')}]"
+        for n in allowed
+        if n.strip()
+    }
+    names.discard("0.0.0.0")
+    names.discard("[::]")
     hosts = sorted(f"{n}:{port}" for n in names)
     return hosts, sorted(f"http://{h}" for h in hosts)
+
+
+def _host_name(name: str) -> str:
+    """A host as a Host header writes it: lower case, an IPv6 address in brackets."""
+    name = name.strip().lower()
+    return f"[{name.strip('[]')}]" if ":" in name else name
 
 
 def create_app(
@@ -62,8 +76,9 @@ def create_app(
     port: int = 7474,
     token: str | None = None,
     local_token: str | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
-    hosts, origins = local_addresses(host, port)
+    hosts, origins = local_addresses(host, port, allowed_hosts or ())
     mcp = build_mcp(service)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path="/mcp",
@@ -215,9 +230,12 @@ def _plain(data):
 
 
 def _refused(request: Request, hosts, origins, token, local_token) -> tuple[int, str] | None:
-    host = request.headers.get("host", "")
+    host = request.headers.get("host", "").lower()
     if host not in hosts:
-        return 421, f"this server does not answer to host {host!r}"
+        return 421, (
+            f"this server does not answer to host {host[:100]!r} (allow a name clients use with "
+            "`kenning serve --allow-host NAME`)"
+        )
     origin = request.headers.get("origin")
     if origin is not None and origin not in origins:
         return 403, f"requests from origin {origin!r} are refused"
@@ -226,7 +244,8 @@ def _refused(request: Request, hosts, origins, token, local_token) -> tuple[int,
         if not local_token or not _bearer_is(request, local_token):
             return 401, "forwarded commands need this server's local token"
         return None
-    if token and (path.startswith("/api/") or path.startswith("/mcp")) and not _bearer_is(request, token):
+    private = path.startswith(("/api/", "/mcp")) or path in ("/docs", "/openapi.json")
+    if token and private and not _bearer_is(request, token):
         return 401, "send the server's token: Authorization: Bearer TOKEN"
     return None
 

@@ -34,6 +34,7 @@ def run_server(
     allow_write: bool,
     watch: list[str] | None,
     quiet: bool = False,
+    allowed_hosts: list[str] | None = None,
 ) -> int:
     import uvicorn
 
@@ -51,13 +52,14 @@ def run_server(
     server_store = is_server_url(index_dir)
     index_dir = index_dir if server_store else Path(index_dir).absolute()
     service = Service(index_dir, allow_write=allow_write)
+    service.watched = [Path(w).expanduser().absolute() for w in watch or ()]
     service.warm_up()
     if port == 0:
         with socket.socket() as probe:
             probe.bind((host, 0))
             port = probe.getsockname()[1]
     local_token = secrets.token_urlsafe(32)
-    app = create_app(service, host, port, token, local_token)
+    app = create_app(service, host, port, token, local_token, allowed_hosts=allowed_hosts)
     announce = not server_store
     watcher = None
     if watch:

@@ -9,6 +9,7 @@ serialised by one lock: SQLite connections are not shared between threads mid-ca
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -18,6 +19,12 @@ from kenning.api.settings import load_config, resolve_search
 from kenning.locate import find_config
 from kenning.query.filters import Filters
 from kenning.store import is_server_url
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether `path` (links and `..` resolved) is `root` or lies under it."""
+    resolved = Path(os.path.realpath(path))
+    return resolved == root or resolved.is_relative_to(root)
 
 
 class WriteRefused(PermissionError):
@@ -30,6 +37,7 @@ class Service:
         self.index_dir = index_dir if is_server_url(index_dir) else Path(index_dir).absolute()
         self.index = Index(self.index_dir)
         self.allow_write = allow_write
+        self.watched: list[Path] = []  # folders `kenning serve --watch` keeps current (writable roots)
         self.defaults = resolve_search({}, load_config(find_config(config_start)))
         self.lock = threading.RLock()
 
@@ -89,8 +97,18 @@ class Service:
 
     # ------------------------------------------------------------------------------------ writing
     def add(self, paths: list[str], collection: str = "default") -> dict:
+        """Index files for an agent or a page: only inside the folders this index already covers
+        (`writable_roots`), never elsewhere on the machine."""
         self._may_write()
         with self.lock:
+            roots = self.writable_roots()
+            for path in paths:
+                if not any(_inside(Path(path).expanduser(), root) for root in roots):
+                    shown = ", ".join(map(str, roots[:3])) + (" ..." if len(roots) > 3 else "")
+                    raise WriteRefused(
+                        f"{path} is outside the folders this index covers ({shown or 'none'}): "
+                        "index it from the command line first"
+                    )
             report = self.index.add(paths, collection=collection)
             embedded = self.index.embed() if self.index.embedding_model() else None
         return {**report.to_dict(), "embedding": embedded.to_dict() if embedded else None}
@@ -100,6 +118,15 @@ class Service:
         with self.lock:
             group = self.index.glossary.add(canonical, aliases, scope)
         return {"group": group, "canonical": canonical, "aliases": aliases, "scope": scope}
+
+    def writable_roots(self) -> list[Path]:
+        """The folders writing calls may index in: every folder that holds a file the index holds
+        (the folders the user indexed from the command line, and the folders under them), plus the
+        folders `--watch` names. The file system's root and the home folder itself never count."""
+        folders = {Path(s.path).parent for s in self.index.store.sources()} | set(self.watched)
+        banned = {Path("/"), Path.home()}
+        kept = sorted(f for f in (Path(os.path.realpath(f)) for f in folders) if f not in banned)
+        return [f for i, f in enumerate(kept) if not any(_inside(f, g) for g in kept[:i])]
 
     def _may_write(self) -> None:
         if not self.allow_write:
