@@ -51,6 +51,7 @@ from kenning.surfaces.render import (
     render_documents,
     render_search,
 )
+from kenning.surfaces.terminal import SafeStream, visible
 
 
 def _byte_size(text: str) -> int:
@@ -378,20 +379,24 @@ def _progress(enabled: bool, label: str):
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(
+    stream = getattr(sys.stderr, "wrapped", sys.stderr)  # rich writes its own escapes: the names are made
+    with Progress(  # visible above, and rich markup in them escaped
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         TextColumn("{task.fields[file]}"),
         transient=True,
+        console=Console(file=stream),
     ) as bar:
         task = bar.add_task(label, total=None, file="")
 
         def update(name: str, n: int, total: int) -> None:
-            bar.update(task, completed=n, total=total, file=name[-60:])
+            bar.update(task, completed=n, total=total, file=escape(visible(name[-60:])))
 
         yield update
 
@@ -822,6 +827,16 @@ def _log_to_stderr() -> None:
 
 def main(argv: list[str] | None = None, index: Index | None = None) -> int:
     """Run one command. `index`: an open index to use instead of opening one (a warm server's)."""
+    streams = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, SafeStream):  # every byte of text output shows, never commands
+        sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    try:
+        return _main(argv, index)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None, index: Index | None) -> int:
     _log_to_stderr()
     parser = build_parser()
     args = parser.parse_args(_query_words_last(parser, list(sys.argv[1:] if argv is None else argv)))

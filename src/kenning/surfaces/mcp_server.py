@@ -18,8 +18,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from kenning.query.parser import well_formed
 from kenning.surfaces.render import answer_text
 from kenning.surfaces.service import Service, hits_text
+from kenning.surfaces.terminal import visible
 
 INSTRUCTIONS = """kenning searches the user's own files (notes, code, PDFs, chat logs) with a hybrid of
 BM25 and dense vectors, and says why it ranked each result. Use `search` with the user's words; read a
@@ -31,7 +33,17 @@ Mode = Literal["auto", "lexical", "dense", "hybrid"]
 
 
 def _result(structured: dict, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+    """The structured content is the data as it is; the text, which a client may show as it stands,
+    has every control character made visible (kenning.surfaces.terminal)."""
+    content = [TextContent(type="text", text=visible(well_formed(text)))]
+    return CallToolResult(content=content, structured_content=_well_formed(structured))
+
+
+def _well_formed(data: dict) -> dict:
+    """The structured content with no unpaired surrogate in any string (a tool's argument may hold
+    one, and the SDK cannot write it: the call was never answered)."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return data if text == well_formed(text) else json.loads(well_formed(text))
 
 
 def _document_text(doc: dict) -> str:
@@ -60,9 +72,10 @@ def build_mcp(service: Service) -> MCPServer:
         except ToolError:
             raise
         except (ValueError, PermissionError, LookupError) as exc:
-            raise ToolError(str(exc)) from exc
+            raise ToolError(visible(well_formed(str(exc)))) from exc
         except Exception as exc:  # a fault of kenning's own still answers, with its kind and message
-            raise ToolError(f"kenning could not do that ({type(exc).__name__}: {exc})") from exc
+            message = f"kenning could not do that ({type(exc).__name__}: {exc})"
+            raise ToolError(visible(well_formed(message))) from exc
 
     @server.tool(
         name="search",
@@ -213,4 +226,40 @@ def build_mcp(service: Service) -> MCPServer:
 
 
 def serve_stdio(service: Service) -> None:
-    build_mcp(service).run("stdio")
+    """`kenning mcp`: the MCP server on stdin and stdout. Each incoming line is made well-formed
+    first (`_WellFormedLines`): a JSON "\\ud800" is valid JSON that the SDK cannot parse, and it
+    left the call unanswered."""
+    import io
+    import sys
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_mcp(service)
+    lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+    async def run() -> None:
+        async with stdio_server(stdin=anyio.wrap_file(_WellFormedLines(lines))) as (reading, writing):
+            low = server._lowlevel_server  # what MCPServer.run("stdio") runs, with our stdin
+            await low.run(reading, writing, low.create_initialization_options())
+
+    anyio.run(run)
+
+
+class _WellFormedLines:
+    """A line reader whose JSON lines carry no unpaired surrogate: each is decoded with Python's
+    json (which accepts one), its strings made well-formed, and written again."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def readline(self) -> str:
+        line = self.stream.readline()
+        if "\\u" not in line:
+            return line
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return line  # not JSON: the SDK reports it
+        text = json.dumps(message, ensure_ascii=False)
+        return well_formed(text) + "\n" if text != well_formed(text) else line

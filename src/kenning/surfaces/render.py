@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from kenning.search.postprocess import describe
+from kenning.surfaces.terminal import OWN_ESC, json_safe, quote_path, visible
 
 FORMATS = ("text", "json", "md", "csv", "files")
 _MARK = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
@@ -28,7 +29,7 @@ class Style:
         self.rich = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
     def sgr(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.rich and text else text
+        return f"{OWN_ESC}[{code}m{text}{OWN_ESC}[0m" if self.rich and text else text
 
     def marks(self, snippet: str) -> str:
         """A snippet's **matches**: bold on a terminal, plain text anywhere else. Asterisks the
@@ -40,12 +41,13 @@ class Style:
         if not self.rich or not path.startswith("/"):
             return text
         target = Path(path).as_uri() + (f"#L{line}" if line else "")
-        return f"\x1b]8;;{target}\x1b\\{text}\x1b]8;;\x1b\\"
+        return f"{OWN_ESC}]8;;{visible(target)}{OWN_ESC}\\{text}{OWN_ESC}]8;;{OWN_ESC}\\"
 
 
 def json_text(data) -> str:
-    """Strict JSON (no NaN): what every --json prints."""
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    """Strict JSON (no NaN): what every --json prints. Control characters in its strings stay
+    escaped (kenning.surfaces.terminal.json_safe), so a reader piping it to a terminal is safe."""
+    return json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False))
 
 
 def date_of(epoch: float | None) -> str:
@@ -57,7 +59,7 @@ def render_search(response, fmt: str, style: Style, explain: bool = False, shown
     if fmt == "json":
         return json_text(response.to_dict())
     if fmt == "files":
-        return "\n".join(dict.fromkeys(shown_path(h.path) for h in response.hits))
+        return "\n".join(dict.fromkeys(quote_path(shown_path(h.path)) for h in response.hits))
     if fmt == "csv":
         return _csv(response, shown_path)
     if fmt == "md":
@@ -152,7 +154,7 @@ def _text(response, style: Style, explain: bool, shown_path) -> str:
 
 
 def _location(hit, shown_path) -> str:
-    path = shown_path(hit.path)
+    path = quote_path(shown_path(hit.path)) if hit.path else hit.path
     if hit.page is not None:
         return f"{path} p.{hit.page}"
     if hit.start_line is not None:
@@ -296,7 +298,7 @@ def render_documents(
             {**(extra or {}), "documents": data} if extra is not None else data[0] if len(data) == 1 else data
         )
     if fmt == "files":
-        return "\n".join(dict.fromkeys(shown_path(d.path) for d in documents))
+        return "\n".join(dict.fromkeys(quote_path(shown_path(d.path)) for d in documents))
     blocks = []
     for doc in documents:
         path = shown_path(doc.path)
