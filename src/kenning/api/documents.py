@@ -20,7 +20,7 @@ from fnmatch import fnmatch
 
 from kenning.store import ChunkRow
 
-_RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
+_RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>[0-9]{1,18})(?:-(?P<end>[0-9]{1,18}))?$")
 
 
 @dataclass

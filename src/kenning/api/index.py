@@ -44,6 +44,8 @@ from kenning.signals.substring import SubstringView, TrigramSubstrings
 from kenning.store import ChunkRow, StorageError, is_server_url, open_store
 from kenning.store.protocols import VectorSearch
 
+MAX_CHUNK_ID = 2**63 - 1  # chunk ids are SQLite / PostgreSQL 64-bit integers
+
 if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
     # (nor the documents API or the entity graph: importing kenning is most of a command's start)
     from kenning.api.documents import Document
@@ -392,7 +394,9 @@ class Index:
                 if rows or not text.isdigit():
                     return rows
                 chunk_ref = text
-            if not chunk_ref.isdigit():
+            if not (chunk_ref.isascii() and chunk_ref.isdigit()) or len(chunk_ref) > 19:
+                return []
+            if int(chunk_ref) > MAX_CHUNK_ID:  # no chunk has it, and SQLite cannot even be asked
                 return []
             row = self.store.chunks_by_ids([int(chunk_ref)]).get(int(chunk_ref))
             return [row] if row else []

@@ -1,0 +1,168 @@
+"""Inputs that broke a surface: a chunk id past 64 bits, a query holding a byte that is not UTF-8 or a
+lone surrogate, escape sequences in documents and file names. Each gets an answer or one clear
+line, never a traceback or a hang, and no control character reaches the terminal as itself."""
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from kenning import Index
+
+ENTRY = [sys.executable, "-m", "kenning.surfaces.entry"]
+CLI = "from kenning.surfaces.cli import main; import sys; sys.exit(main())"
+HOSTILE = (
+    "# Evil \x1b]0;TITLE\x07 heading\n\nbody with \x1b[2J clear, an \x1b]8;;http://evil.example\x1b\\link"
+    "\x1b]8;;\x1b\\, an 8-bit \u009b31m CSI, a \r carriage return and a \u202e bidi override; rotate keys\n"
+)
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inputs")
+    notes = root / "notes"
+    notes.mkdir()
+    (notes / "evil.md").write_text(HOSTILE)
+    (notes / "new\nline\x1b[31m.md").write_text("# Named\n\nrotate keys under a strange name\n")
+    with Index(root / "ix") as ix:
+        ix.add([notes])
+        ix.embed()
+    return root / "ix"
+
+
+def kenning(index_dir, *args):
+    env = {**os.environ, "KENNING_NO_SERVER": "1"}
+    done = subprocess.run(
+        [*ENTRY, *args, "--index", str(index_dir)], capture_output=True, env=env, timeout=300
+    )
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    return done
+
+
+CONTROLS = [bytes([c]) for c in range(32) if c not in (9, 10)] + [
+    b"\x7f",
+    "\u009b".encode(),
+    "\u202e".encode(),
+]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "md", "csv", "files"])
+def test_no_control_character_reaches_the_terminal(index_dir, fmt):
+    done = kenning(index_dir, "search", "rotate keys", "--mode", "lexical", "--format", fmt)
+    assert done.returncode == 0
+    for control in CONTROLS:
+        assert control not in done.stdout, (fmt, control)
+    if fmt == "json":
+        hits = json.loads(done.stdout)["hits"]
+        assert any("\x1b[2J" in (h.get("snippet") or "") for h in hits)  # the data itself is intact
+    if fmt == "files":
+        lines = done.stdout.decode().splitlines()
+        assert len(lines) == 2  # one line per file, whatever its name holds
+        assert any(line.startswith('"') and "\\n" in line and "\\x1b" in line for line in lines)
+
+
+def test_get_shows_a_document_without_its_escapes(index_dir):
+    done = kenning(index_dir, "get", str(index_dir.parent / "notes" / "evil.md"))
+    assert done.returncode == 0 and b"rotate keys" in done.stdout
+    for control in CONTROLS:
+        assert control not in done.stdout, control
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["chunk:9223372036854775808", "chunk:-1", "#" + "9" * 5000, "notes/evil.md:99999999999999999999999-1"],
+)
+def test_an_impossible_reference_is_one_line(index_dir, ref):
+    done = kenning(index_dir, "get", ref)
+    assert done.returncode != 0 and done.stderr.count(b"\n") == 1
+
+
+def test_an_impossible_reference_over_http_is_not_a_server_error(index_dir, http_server):
+    base = http_server(index_dir)
+    for ref in ("chunk:9223372036854775808", "chunk:99999999999999999999", "a.md:99999999999999999999-1"):
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(base + "/api/get?path=" + urllib.request.quote(ref))
+        assert caught.value.code in (400, 404), ref
+
+
+def test_a_query_byte_that_is_not_utf8_is_searched(index_dir):
+    done = subprocess.run(
+        [*ENTRY, "search", b"rotate caf\xff keys", "--mode", "hybrid", "--index", str(index_dir)],
+        capture_output=True,
+        env={**os.environ, "KENNING_NO_SERVER": "1"},
+        timeout=300,
+    )
+    assert b"Traceback" not in done.stderr and done.returncode == 0, done.stderr
+
+
+def test_an_mcp_query_that_is_a_lone_surrogate_is_answered(index_dir):
+    """Raw JSON-RPC over stdio, as any client may send it (the SDK's own client cannot even write a
+    lone surrogate): the server answers every call, within a deadline."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "mcp", "--index", str(index_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "\ud800"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "rotate \udcff keys", "mode": "lexical"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "get", "arguments": {"path": str(index_dir.parent / "notes" / "evil.md")}},
+        },
+    ]
+    wire = "".join(json.dumps(m, ensure_ascii=True) + "\n" for m in messages)  # "\ud800" as an escape
+    try:
+        proc.stdin.write(wire.encode())
+        proc.stdin.flush()
+        answers = {}
+        chooser = selectors.DefaultSelector()
+        chooser.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.time() + 120
+        while len(answers) < 4 and time.time() < deadline:
+            if chooser.select(timeout=deadline - time.time()):
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                message = json.loads(line)
+                if "id" in message:
+                    answers[message["id"]] = message
+        assert set(answers) == {1, 2, 3, 4}, f"unanswered: {sorted({1, 2, 3, 4} - set(answers))}"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "result" in answers[2]  # results, or an error result: answered either way
+    mixed = answers[3]["result"]
+    assert not mixed.get("isError") and mixed["structuredContent"]["hits"]
+    text = answers[4]["result"]["content"][0]["text"]
+    assert "\x1b" not in text and "\u009b" not in text and "\u202e" not in text and "rotate keys" in text
