@@ -187,6 +187,6 @@ def test_a_repair_removes_what_killed_repairs_left_and_keeps_a_running_one_s(bui
     for folder in (dead, alive, other):
         folder.mkdir()
         (folder / DB_NAME).write_bytes(b"partial")
-    code, out, _ = run(capsys, "repair", "--index", index, "--no-embed", "--json")
+    code, out, _ = run(capsys, "repair", "--index", index, "--no-embed", "--json", "--force")
     assert code == 0 and "removed ix.repairing-99999999" in json.loads(out)["notes"][0]
     assert not dead.exists() and alive.exists() and other.exists()

@@ -41,12 +41,14 @@ class RepairReport:
     vectors_embedded: int = 0
     glossary_terms: int = 0
     unreadable: list[str] = field(default_factory=list)  # what could not be salvaged, and why
+    sound: bool = False  # nothing to repair: verify found the index whole, and nothing was done
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return {
             "index": self.index,
+            "sound": self.sound,
             "moved_aside": self.moved_aside,
             "files_reindexed": self.files_reindexed,
             "files_gone": self.files_gone,
@@ -80,9 +82,14 @@ def repair(
     sources: list[str] | None = None,
     embed: bool = True,
     progress=None,
+    force: bool = False,
 ) -> RepairReport:
     """Rebuild the index in `directory` (see the module docstring). `sources` adds folders or files to
-    rebuild from (required when the index cannot be read); `embed` makes missing vectors again."""
+    rebuild from (required when the index cannot be read); `embed` makes missing vectors again.
+
+    A sound index (kenning verify finds nothing) is left as it is unless `force` (the report then
+    says `sound`). An index the user made read-only (no write permission on its folder or its
+    database) is never rebuilt: that would put a writable one in its place."""
     from kenning.api.index import Index  # the facade builds the fresh index: same path as `kenning index`
 
     started = time.perf_counter()
@@ -96,7 +103,24 @@ def repair(
     report = RepairReport(index=str(directory))
     if not directory.is_dir():
         raise StorageError(f"no index folder at {directory}")
+    for path in (directory, directory / "index.db"):
+        if path.exists() and not path.stat().st_mode & 0o222:
+            raise StorageError(
+                f"{path} is read-only: repair would put a writable index in its place; make it "
+                "writable first if you mean to rebuild it"
+            )
+    if not force and _sound(directory):
+        report.sound = True
+        report.seconds = time.perf_counter() - started
+        return report
     salvage = _salvage(directory, report)
+    if salvage.embedder is None and any(
+        "cannot be opened" in u or u.startswith("embedder") for u in report.unreadable
+    ):
+        report.notes.append(
+            "the index's vectors could not be read: none were kept, and they are made again only "
+            "with `kenning embed` (with the model you want)"
+        )
     if sources:
         salvage.sources.setdefault("", []).extend(str(Path(s).expanduser().absolute()) for s in sources)
     if not any(salvage.sources.values()):
@@ -140,6 +164,18 @@ def repair(
         raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _sound(directory: Path) -> bool:
+    """Whether `kenning verify` (its default sample) finds nothing wrong with the index."""
+    from kenning.api.index import Index
+    from kenning.integrity.verify import verify
+
+    try:
+        with Index(directory, create=False) as index:
+            return verify(index.store, index.analyzer).ok
+    except Exception:  # an index that cannot even be opened is not sound
+        return False
 
 
 def _remove_abandoned(directory: Path, report: RepairReport) -> None:

@@ -39,6 +39,7 @@ def add_integrity_parsers(subparsers, add_common) -> None:
         help="folders or files to rebuild from (needed when the index cannot say which)",
     )
     p.add_argument("--no-embed", action="store_true", help="do not embed chunks whose vector was lost")
+    p.add_argument("--force", action="store_true", help="rebuild even when `kenning verify` finds it sound")
     add_common(p)
 
 
@@ -73,9 +74,15 @@ def cmd_verify(args, progress) -> int:
 
 def cmd_repair(args, progress) -> int:
     with progress(not args.quiet and not args.json, "re-indexing") as bar:
-        report = repair(_index_dir(args), args.sources, embed=not args.no_embed, progress=bar)
+        report = repair(_index_dir(args), args.sources, not args.no_embed, bar, force=args.force)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    if report.sound:
+        print(
+            f"nothing to repair: {report.index} is sound (`kenning verify` found no problem); "
+            "`kenning repair --force` rebuilds it anyway"
+        )
         return 0
     print(
         f"repaired {report.index}: {report.files_reindexed} file(s) indexed again, {report.chunks} chunks; "
@@ -90,7 +97,7 @@ def cmd_repair(args, progress) -> int:
     for what in report.unreadable:
         print(f"  could not be read from the damaged index: {what}", file=sys.stderr)
     for note in report.notes:
-        print(f"  note: {note}")
+        print(f"  note: {note}", file=sys.stderr if "could not be read" in note else sys.stdout)
     return 0
 
 
