@@ -17,8 +17,9 @@ from kenning.api.index import Index
 from kenning.api.request import build_request
 from kenning.api.settings import load_config, resolve_search
 from kenning.locate import find_config
+from kenning.models.embed.base import EmbedderError
 from kenning.query.filters import Filters
-from kenning.store import is_server_url
+from kenning.store import StorageError, is_server_url
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -45,10 +46,17 @@ class Service:
         with self.lock:
             self.index.close()
 
-    def warm_up(self) -> None:
-        """Load what the first real search would otherwise wait for: postings, vectors, the model."""
+    def warm_up(self) -> str | None:
+        """Load what the first real search would otherwise wait for: postings, vectors, the model.
+        What stops it (vectors that cannot be compared, a model not at hand) is returned, not raised:
+        the server still serves, and each search says the same."""
         with self.lock:
-            self.index.search("warm up", limit=1, **{k: v for k, v in self.defaults.items() if k == "mode"})
+            try:
+                mode = {k: v for k, v in self.defaults.items() if k == "mode"}
+                self.index.search("warm up", limit=1, **mode)
+            except (StorageError, EmbedderError, ValueError, LookupError, OSError) as exc:
+                return str(exc)
+        return None
 
     # ------------------------------------------------------------------------------------ reading
     def search(
