@@ -72,12 +72,15 @@ def paired_reindex(tier: Path, versions: list[str], rounds: int) -> None:
             path.write_text(text, encoding="utf-8")
             os.utime(path, ns=times[path])
 
+    from kenning.signals.ann import seal_copy
+
     try:
         for r in range(rounds):
             restore()
             for copy in copies:
                 shutil.rmtree(copy, ignore_errors=True)
                 shutil.copytree(tier / "index-kenning", copy)
+                seal_copy(tier / "index-kenning", copy)  # the user's own copy: its graph stays trusted
             os.sync()
             scale.rewrite_shards(group, saved, scale.np.random.default_rng(scale.SEED + 100 + r))
             order = list(range(len(versions)))

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.signals.seal import is_sealed, seal
+
 # live vectors from which the graph answers instead of exact search (KENNING_HNSW_THRESHOLD)
 HNSW_THRESHOLD = int(os.environ.get("KENNING_HNSW_THRESHOLD", "50000"))
 # The scale benchmark's synthetic chunks are the hard case (their 10th and 11th neighbours lie 0.002
@@ -69,6 +71,10 @@ def new_graph(ndim: int):
     )
 
 
+def _stamp_text(stamp: dict) -> str:
+    return "|".join(str(stamp.get(k)) for k in STAMP_KEYS)
+
+
 class GraphFile:
     """`<index dir>/ann/<fingerprint>.usearch` and its stamp (`.json`: fingerprint, count, digest)."""
 
@@ -83,11 +89,17 @@ class GraphFile:
         return {"fingerprint": self.fingerprint, "count": len(ids), "digest": ids_digest(ids)}
 
     def read_stamp(self) -> dict | None:
+        """The saved graph's stamp, when the graph is there and this user's kenning wrote it (its
+        seal holds, kenning.signals.seal): a graph from anywhere else is never opened."""
         try:
             stamp = json.loads(self.stamp.read_text())
         except (OSError, ValueError):
             return None
-        return stamp if stamp.get("fingerprint") == self.fingerprint and self.graph.exists() else None
+        if not isinstance(stamp, dict) or stamp.get("fingerprint") != self.fingerprint:
+            return None
+        if not is_sealed(self.graph, _stamp_text(stamp), stamp.get("seal")):
+            return None
+        return stamp
 
     def open_view(self, ids: np.ndarray):
         """The saved graph, memory-mapped, if it holds exactly `ids`; else None."""
@@ -220,6 +232,30 @@ class GraphFile:
         graph.save(str(tmp))
         os.replace(tmp, self.graph)
         stamp = self.stamp_for(ids)
+        stamp["seal"] = seal(self.graph, _stamp_text(stamp))  # this user's, on this file (signals.seal)
         tmp_stamp = self.stamp.with_suffix(f".json.{os.getpid()}.tmp")
         tmp_stamp.write_text(json.dumps(stamp))
         os.replace(tmp_stamp, self.stamp)
+
+
+def seal_copy(source: str | os.PathLike, copy: str | os.PathLike) -> int:
+    """Seal the graphs of `copy`, a copy the user made of the index folder `source`, where the
+    source's own graph is sealed and the copied file has its size (a copy gets a new inode, so its
+    seal fails until then: kenning.signals.seal). Returns how many graphs were sealed. For the user's
+    own copies (benchmarks copy a built index before each run); never for a folder from elsewhere."""
+    sealed = 0
+    for stamp_path in sorted((Path(copy) / "ann").glob("*.json")):
+        try:
+            fingerprint = json.loads(stamp_path.read_text())["fingerprint"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        original, copied = GraphFile(source, fingerprint), GraphFile(copy, fingerprint)
+        stamp = original.read_stamp()
+        if stamp is None or not copied.graph.exists():
+            continue
+        if copied.graph.stat().st_size != original.graph.stat().st_size:
+            continue
+        stamp = {**stamp, "seal": seal(copied.graph, _stamp_text(stamp))}
+        copied.stamp.write_text(json.dumps(stamp))
+        sealed += 1
+    return sealed
