@@ -119,11 +119,14 @@ def test_the_client_forwards_only_to_a_live_server(project, monkeypatch, capsys)
 
     fake = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
     threading.Thread(target=fake.serve_forever, daemon=True).start()
-    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kenning", "serve"])
+    script = "import time; print('ready', flush=True); time.sleep(60)"  # ready: its cmdline is set
+    server = subprocess.Popen([sys.executable, "-c", script, "kenning", "serve"], stdout=subprocess.PIPE)
+    assert server.stdout.readline() == b"ready\n"
     announce = announcement_path(project / ".kenning", create=True)
     index = os.path.realpath(project / ".kenning")
     url = f"http://127.0.0.1:{fake.server_port}"
-    announce.write_text(json.dumps({"pid": server.pid, "url": url, "local_token": "t", "index": index}))
+    info = {"pid": server.pid, "url": url, "local_token": "t", "index": index, "settings": ["KENNING_K1"]}
+    announce.write_text(json.dumps(info))
     announce.chmod(0o600)
     monkeypatch.chdir(project)
     monkeypatch.setenv("KENNING_K1", "1.1")

@@ -8,6 +8,7 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
+import raw_mcp
 
 from kenning import Index
 
@@ -104,3 +105,131 @@ def test_the_mcp_index_tool_is_bounded_the_same_way(index_dir):
             service.add([str(index_dir.parent / "private")], "default")
     finally:
         service.close()
+
+
+@pytest.fixture
+def every_interface(index_dir):
+    """every_interface(allowed_hosts) -> port of a real server listening on 0.0.0.0 with a token."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from kenning.surfaces.http_app import create_app
+    from kenning.surfaces.service import Service
+
+    running = []
+
+    def start(allowed_hosts=()):
+        with socket.socket() as probe:
+            probe.bind(("0.0.0.0", 0))
+            port = probe.getsockname()[1]
+        service = Service(index_dir)
+        app = create_app(service, "0.0.0.0", port, "tok", "local", allowed_hosts=list(allowed_hosts))
+        server = uvicorn.Server(uvicorn.Config(app, host="0.0.0.0", port=port, log_level="warning"))
+        threading.Thread(target=server.run, daemon=True).start()
+        running.append((server, service))
+        deadline = time.time() + 20
+        while not server.started and time.time() < deadline:
+            time.sleep(0.02)  # waiting for the server to listen, with a deadline
+        assert server.started
+        return port
+
+    yield start
+    for server, service in running:
+        server.should_exit = True
+        service.close()
+
+
+def test_a_server_on_every_interface_answers_the_address_a_client_reached(every_interface):
+    """A browser on another machine that opens http://ADDRESS:PORT/ sends Host ADDRESS:PORT; that
+    is the address the connection arrived at, which no DNS rebinding can forge (a rebound name
+    arrives with the attacker's name in Host). Any other address or name is still refused."""
+    import socket
+
+    port = every_interface()
+    with socket.socket() as probe:  # Linux answers the whole 127/8 on loopback; other systems may not
+        if probe.connect_ex(("127.0.0.2", port)) != 0:
+            pytest.skip("127.0.0.2 does not reach this machine's loopback here")
+    base = f"http://127.0.0.2:{port}"
+    assert request(base, "/api/status", token="tok")[0] == 200
+    assert request(base, "/api/status", host=f"127.0.0.3:{port}", token="tok")[0] == 421
+    assert request(base, "/api/status", host=f"evil.example:{port}", token="tok")[0] == 421
+    assert request(base, "/api/status", host=f"127.0.0.2:{port + 1}", token="tok")[0] == 421
+    assert request(base, "/api/status")[0] == 401  # the token is still needed
+    status, _ = request(base, "/mcp", host=f"evil.example:{port}", token="tok", method="POST", body={})
+    assert status == 421  # MCP sits behind the same check
+
+
+def initialize(base, host):
+    body = raw_mcp.HELLO[0]
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    headers = {
+        "Host": host,
+        "Authorization": "Bearer tok",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    conn.request("POST", "/mcp", body=json.dumps(body), headers=headers)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+def test_mcp_answers_every_host_the_api_answers(every_interface):
+    port = every_interface(["kb.lan"])
+    base = f"http://127.0.0.1:{port}"
+    for host in (f"kb.lan:{port}", f"KB.LAN:{port}", f"127.0.0.1:{port}"):
+        status, data = initialize(base, host)
+        assert status == 200 and b"serverInfo" in data, (host, status, data[:200])
+    assert initialize(base, f"evil.example:{port}")[0] == 421
+
+
+@pytest.mark.parametrize("name", ["*", "http://kb.lan/", "kb lan", "kb.lan:8080", "", "a/b", "user@kb.lan"])
+def test_a_host_name_that_cannot_be_one_is_refused(index_dir, name):
+    from kenning.surfaces.http_app import create_app
+    from kenning.surfaces.service import Service
+
+    service = Service(index_dir)
+    try:
+        with pytest.raises(ValueError, match="--allow-host"):
+            create_app(service, "0.0.0.0", 7474, "tok", "local", allowed_hosts=[name])
+    finally:
+        service.close()
+
+
+def test_serve_names_a_bad_allowed_host_in_one_line(index_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KENNING_SERVE_TOKEN": "tok", "XDG_RUNTIME_DIR": str(tmp_path)}
+    serve = [sys.executable, "-m", "kenning.surfaces.entry", "serve", "--index", str(index_dir)]
+    for flags, hosts in ((["--allow-host", "http://kb.lan/"], ""), ([], "kb.lan, 10.0.0.0/8")):
+        done = subprocess.run(
+            [*serve, "--port", "0", "--host", "0.0.0.0", *flags],
+            env={**env, "KENNING_SERVE_HOSTS": hosts},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert "--allow-host" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_the_writing_api_says_what_a_bad_request_is(index_dir, http_server):
+    base = http_server(index_dir, allow_write=True)
+    notes = str(index_dir.parent / "notes")
+    for body in (
+        {"paths": notes},
+        {"paths": [5]},
+        {"paths": []},
+        {"paths": [notes], "collection": 7},
+        [notes],
+    ):
+        status, answer = request(base, "/api/index", method="POST", body=body)
+        assert status in (400, 422) and b"Traceback" not in answer, (body, status, answer)
+        assert b"paths" in answer or b"collection" in answer or b"dictionary" in answer, (body, answer)

@@ -4,14 +4,13 @@ line, never a traceback or a hang, and no control character reaches the terminal
 
 import json
 import os
-import selectors
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
+import raw_mcp
 
 from kenning import Index
 
@@ -104,63 +103,13 @@ def test_a_query_byte_that_is_not_utf8_is_searched(index_dir):
 def test_an_mcp_query_that_is_a_lone_surrogate_is_answered(index_dir):
     """Raw JSON-RPC over stdio, as any client may send it (the SDK's own client cannot even write a
     lone surrogate): the server answers every call, within a deadline."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CLI, "mcp", "--index", str(index_dir)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "search", "arguments": {"query": "\ud800"}},
-        },
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "search", "arguments": {"query": "rotate \udcff keys", "mode": "lexical"}},
-        },
-        {
-            "jsonrpc": "2.0",
-            "id": 4,
-            "method": "tools/call",
-            "params": {"name": "get", "arguments": {"path": str(index_dir.parent / "notes" / "evil.md")}},
-        },
+    calls = [
+        raw_mcp.call(2, "search", {"query": "\ud800"}),
+        raw_mcp.call(3, "search", {"query": "rotate \udcff keys", "mode": "lexical"}),
+        raw_mcp.call(4, "get", {"path": str(index_dir.parent / "notes" / "evil.md")}),
     ]
-    wire = "".join(json.dumps(m, ensure_ascii=True) + "\n" for m in messages)  # "\ud800" as an escape
-    try:
-        proc.stdin.write(wire.encode())
-        proc.stdin.flush()
-        answers = {}
-        chooser = selectors.DefaultSelector()
-        chooser.register(proc.stdout, selectors.EVENT_READ)
-        deadline = time.time() + 120
-        while len(answers) < 4 and time.time() < deadline:
-            if chooser.select(timeout=deadline - time.time()):
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                message = json.loads(line)
-                if "id" in message:
-                    answers[message["id"]] = message
-        assert set(answers) == {1, 2, 3, 4}, f"unanswered: {sorted({1, 2, 3, 4} - set(answers))}"
-    finally:
-        proc.kill()
-        proc.wait()
+    answers = raw_mcp.exchange([sys.executable, "-c", CLI, "mcp", "--index", str(index_dir)], calls)
+    assert {1, 2, 3, 4} <= set(answers), f"unanswered: {sorted({1, 2, 3, 4} - set(answers))}"
     assert "result" in answers[2]  # results, or an error result: answered either way
     mixed = answers[3]["result"]
     assert not mixed.get("isError") and mixed["structuredContent"]["hits"]

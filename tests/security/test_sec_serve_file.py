@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from canary import Canary
@@ -35,8 +36,12 @@ def project(tmp_path, monkeypatch):
 
 @pytest.fixture
 def pretender():
-    """A live process whose command line reads like a kenning server's (what a real pid check sees)."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "kenning", "serve"])
+    """A live process whose command line reads like a kenning server's (what a real pid check sees).
+    It says when it runs: just after Popen returns, /proc/PID/cmdline may still be empty (exec has
+    not set it up yet), and an empty command line is rightly no kenning server."""
+    script = "import time; print('ready', flush=True); time.sleep(120)"
+    proc = subprocess.Popen([sys.executable, "-c", script, "kenning", "serve"], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
     yield proc.pid
     proc.kill()
     proc.wait()
@@ -159,6 +164,7 @@ def test_no_secret_is_forwarded_and_a_bad_reply_runs_here(project, pretender, mo
                 "url": canary.url,
                 "local_token": "t",
                 "index": os.path.realpath(project / ".kenning"),
+                "settings": ["KENNING_K1", "KENNING_EMBED_API_KEY", "KENNING_SERVE_TOKEN"],
             },
         )
         for name in (
@@ -196,3 +202,107 @@ def test_no_secret_is_forwarded_and_a_bad_reply_runs_here(project, pretender, mo
             )
             assert forward(["search", "signing", "keys"]) is None, reply
             assert len(liar.requests) == 1
+
+
+def test_only_the_settings_the_server_takes_cross_the_wire(project, pretender, monkeypatch):
+    """The client forwards a variable only when the server named it as a search setting it takes (in
+    its announcement) and its name does not say it holds a secret: model addresses, the config
+    file, the store, the index and anything unknown stay here."""
+    stays = {
+        "KENNING_OPENAI_URL": "http://10.9.9.9/v1",
+        "KENNING_LLM": "openai:gpt@http://10.9.9.9/v1",
+        "KENNING_EMBEDDER": "st:/tmp/model",
+        "KENNING_CONFIG": "/tmp/elsewhere.toml",
+        "KENNING_INDEX": "/tmp/other-index",
+        "KENNING_MODEL_CACHE": "/tmp/models",
+        "KENNING_SOMETHING_NEW": "x",
+        "KENNING_MODE_API_KEY": "sk-canary-never-leaves",
+    }
+    for name, value in stays.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KENNING_K1", "1.1")
+    monkeypatch.setenv("KENNING_MODE", "lexical")
+    monkeypatch.setenv("NO_COLOR", "1")
+    with Canary() as canary:
+        canary.reply = {"code": 0, "stdout": "", "stderr": ""}
+        plant(
+            announcement_path(project / ".kenning", create=True),
+            {
+                "pid": pretender,
+                "url": canary.url,
+                "local_token": "t",
+                "index": os.path.realpath(project / ".kenning"),
+                "settings": ["KENNING_K1", "KENNING_MODE", "KENNING_MODE_API_KEY"],
+            },
+        )
+        assert forward(["search", "signing", "keys"]) == 0
+        sent = json.loads(canary.requests[0]["body"])["env"]
+    assert {k: v for k, v in sent.items() if k.startswith("KENNING_")} == {
+        "KENNING_K1": "1.1",
+        "KENNING_MODE": "lexical",
+    }
+    assert sent.get("NO_COLOR") == "1"  # what the output's look depends on comes along
+
+
+def test_a_real_server_takes_the_clients_settings_and_keeps_its_own_secrets(project, tmp_path, monkeypatch):
+    """End to end through a real `kenning serve`: a search setting in the client's environment
+    changes the forwarded search as it would a local one, and the server keeps the key its own
+    embedder sends (the client has none to send, and needs none)."""
+    with Canary() as embeddings:
+        for name in ("KENNING_OPENAI_URL", "OPENAI_BASE_URL", "KENNING_LLM", "KENNING_EMBEDDER"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("KENNING_CONFIG", str(tmp_path / "none.toml"))
+        monkeypatch.setenv("KENNING_OPENAI_URL", embeddings.url + "/v1")
+        monkeypatch.setenv("KENNING_EMBED_API_KEY", "sk-server-own-key")
+        notes = project / "notes"
+        (notes / "rotation.md").write_text(
+            "# Rotation\n\nKeys, keys, keys: rotate the keys, then the keys again.\n"
+        )
+        with Index(project / ".kenning") as ix:
+            ix.add([notes])  # term counts that differ, so that k1 changes the scores
+            ix.embed("openai:tiny")
+        server_env = dict(os.environ)
+        proc = subprocess.Popen(
+            [*ENTRY, "serve", "--port", "0", "-q"],
+            cwd=project,
+            env=server_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            announce = announcement_path(project / ".kenning", create=True)
+            deadline = time.monotonic() + 120
+            while not announce.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)  # polling for the server's announcement, with a deadline
+            assert announce.exists(), proc.stderr.read().decode() if proc.poll() is not None else "no start"
+            client_env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("KENNING_") and not k.startswith("OPENAI_")
+            }
+            client_env.update(XDG_RUNTIME_DIR=os.environ["XDG_RUNTIME_DIR"], KENNING_CONFIG="/nonexistent")
+
+            def search(mode, **env):
+                return subprocess.run(
+                    [*ENTRY, "search", "rotate the signing keys", "--mode", mode, "--json"],
+                    cwd=project,
+                    env={**client_env, **env},
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+
+            before = len(embeddings.requests)
+            warm = search("hybrid")
+            assert warm.returncode == 0, warm.stderr
+            asked = embeddings.requests[before:]
+            assert asked, json.loads(warm.stdout).get("notices")  # it reached the embedder
+            assert {r["headers"].get("Authorization") for r in asked} == {"Bearer sk-server-own-key"}
+            tuned = search("lexical", KENNING_K1="0.1")
+            local = search("lexical", KENNING_K1="0.1", KENNING_NO_SERVER="1")
+            plain = search("lexical")
+            scores = lambda done: [h["score"] for h in json.loads(done.stdout)["hits"]]  # noqa: E731
+            assert scores(tuned) == scores(local) != scores(plain)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)

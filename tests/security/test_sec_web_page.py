@@ -84,3 +84,35 @@ def test_a_tampered_index_runs_no_script_in_the_page(tampered, http_server):
         assert not any("pwned" in json.dumps(e) for e in console)
     finally:
         browser.quit()
+
+
+@needs_browser
+def test_the_api_description_opens_in_the_page_of_a_server_with_a_token(tampered, http_server):
+    """/docs and /openapi.json need the token when the server has one, which a link cannot send: the
+    page's API link reads the description with the token, as every other call, and shows it as text."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
+        options.add_argument(arg)
+    browser = webdriver.Chrome(service=DriverService(executable_path=DRIVER), options=options)
+    try:
+        base = http_server(tampered, token="s3cret")
+        browser.get(base + "/")
+        wait = WebDriverWait(browser, 20)
+        wait.until(ready.element_to_be_clickable((By.LINK_TEXT, "API"))).click()
+        wait.until(ready.alert_is_present())
+        prompt = browser.switch_to.alert
+        prompt.send_keys("s3cret")
+        prompt.accept()
+        wait.until(lambda d: d.find_element(By.ID, "document").is_displayed())
+        shown = browser.find_element(By.ID, "document").text
+        assert "GET /api/search" in shown and "POST /api/index" in shown
+        assert browser.current_url.rstrip("/") == base  # still the page, not a 401 from /docs
+    finally:
+        browser.quit()

@@ -16,7 +16,9 @@ It is named by a hash of the index folder's absolute path, and it is used only w
   command line is a kenning server's;
 - its URL is http on a loopback address (127.0.0.1, ::1, localhost) with a port.
 
-Anything else: no server, and the command runs in its own process.
+Anything else: no server, and the command runs in its own process. The announcement also lists the
+environment variables the server takes from a forwarded command (its search settings, as
+KENNING_K1): the client forwards those and no other (kenning.surfaces.client).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
-MAX_BYTES = 4096  # an announcement is a pid, a URL, a token and a path
+MAX_BYTES = 8192  # an announcement is a pid, a URL, a token, a path and a few dozen setting names
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -57,12 +59,21 @@ def announcement_path(index_dir: Path, create: bool = False) -> Path | None:
     return folder / f"serve-{digest.hexdigest()[:32]}.json"
 
 
-def write_announcement(index_dir: Path, pid: int, url: str, local_token: str) -> Path | None:
-    """Announce a server of `index_dir`, readable by this user only; None when it cannot be."""
+def write_announcement(
+    index_dir: Path, pid: int, url: str, local_token: str, settings: list[str] = ()
+) -> Path | None:
+    """Announce a server of `index_dir`, readable by this user only; None when it cannot be.
+    `settings`: the environment variables the server takes from a forwarded command."""
     path = announcement_path(index_dir, create=True)
     if path is None:
         return None
-    data = {"pid": pid, "url": url, "local_token": local_token, "index": os.path.realpath(index_dir)}
+    data = {
+        "pid": pid,
+        "url": url,
+        "local_token": local_token,
+        "index": os.path.realpath(index_dir),
+        "settings": sorted(settings),
+    }
     tmp = path.with_suffix(f".{pid}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as fh:
@@ -105,6 +116,9 @@ def read_announcement(index_dir: Path, check_process: bool = True) -> dict | Non
     if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(token, str) or not token:
         return None
     if not isinstance(url, str) or not _loopback_url(url):
+        return None
+    settings = data.setdefault("settings", [])
+    if not isinstance(settings, list) or not all(isinstance(name, str) for name in settings):
         return None
     if check_process and not _live_server(pid):
         return None

@@ -355,8 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="a host name or address clients use to reach a server on --host 0.0.0.0 (repeatable; "
-        "also KENNING_SERVE_HOSTS=a,b); requests naming any other host are refused",
+        help="a host name clients use to reach this server, as kb.lan (repeatable; also "
+        "KENNING_SERVE_HOSTS=a,b). On --host 0.0.0.0 the address a client connected to is answered "
+        "too; requests naming any other host are refused (DNS-rebinding protection)",
     )
     p.add_argument(
         "--watch", nargs="+", metavar="PATH", help="also re-index these files and folders when they change"
@@ -595,7 +596,8 @@ def cmd_serve(args) -> int:
     from kenning.surfaces.server_process import run_server  # the web stack loads only for this command
 
     index_dir = resolve_index_dir(args.index, load_config(find_config()))
-    hosts = [*args.allow_host, *filter(None, os.environ.get("KENNING_SERVE_HOSTS", "").split(","))]
+    named = (h.strip() for h in os.environ.get("KENNING_SERVE_HOSTS", "").split(","))
+    hosts = [*args.allow_host, *filter(None, named)]
     return run_server(
         index_dir, args.host, args.port, args.allow_write, args.watch, quiet=args.quiet, allowed_hosts=hosts
     )

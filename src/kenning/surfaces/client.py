@@ -4,11 +4,24 @@ When a server is serving the index a command would open (it announces itself in 
 runtime folder, kenning.surfaces.announce, never in the index folder, which anyone may have written),
 `search`, `get`, `multi-get` and `status` run inside it: the index, the vectors and the embedding
 model are already loaded, so the answer comes back without the engine's start-up. The server runs the
-very same command code with the client's folder, KENNING_* settings and terminal, so the output is
-the same. No secret crosses: variables whose names say they hold a key, token, secret or password
-stay here (the server is the user's own and has its own environment). Anything else, or no server,
-or a server that does not answer as one: the command runs here as usual. KENNING_NO_SERVER=1 never
-forwards.
+very same command code with the client's folder, search settings and terminal, so the output is
+the same.
+
+What crosses is a whitelist: the search settings the server names in its announcement (KENNING_K1,
+KENNING_MODE, ...; the server computes them from kenning.api.settings.search_keys, which this
+module cannot import without loading the engine) and the terminal's NO_COLOR, TERM and COLUMNS,
+never a variable whose name says it holds a key, token, secret, password or credential. Model
+addresses, the user config, the store and the index stay here: the server is the user's own and
+uses its own environment for those, keys included.
+
+The reply is trusted only as far as this module checks it: an exit status of 0 to 255 and two
+strings, else the command runs here. The text itself is printed as it comes: it was produced by the
+same command code as a local run (which makes every control character from an index or a document
+visible, kenning.surfaces.render), in a process proven to be this user's own kenning server
+(kenning.surfaces.announce), so it is as safe as that code's own output.
+
+No server, or a server that does not answer as one: the command runs here as usual.
+KENNING_NO_SERVER=1 never forwards.
 """
 
 from __future__ import annotations
@@ -34,12 +47,14 @@ def server_for(index_dir: Path) -> dict | None:
     return read_announcement(index_dir)
 
 
-def forwarded_env(environ=os.environ) -> dict:
-    """The settings a forwarded command needs: KENNING_* and the terminal's, never a secret."""
+def forwarded_env(settings, environ=os.environ) -> dict:
+    """The variables of `environ` a forwarded command takes: the named search `settings` and the
+    terminal's, never one whose name says it holds a secret."""
+    allowed = {*settings, *CLIENT_ENV}
     return {
         k: v
         for k, v in environ.items()
-        if (k.startswith("KENNING_") or k in CLIENT_ENV) and not any(w in k.upper() for w in SECRET_WORDS)
+        if k in allowed and isinstance(v, str) and not any(w in k.upper() for w in SECRET_WORDS)
     }
 
 
@@ -56,7 +71,7 @@ def forward(argv: list[str]) -> int | None:
     info = server_for(index_dir)
     if info is None:
         return None
-    env = forwarded_env()
+    env = forwarded_env(info["settings"])
     body = {
         "argv": [*_without_flag(argv, "--index"), "--index", str(index_dir)],
         "cwd": os.getcwd(),
@@ -65,7 +80,7 @@ def forward(argv: list[str]) -> int | None:
     }
     try:
         answer = _post_json(info["url"], "/api/cli", body, info["local_token"])
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None  # a server that does not answer is no server: run the command here
     code, out, err = (
         (answer.get(k) for k in ("code", "stdout", "stderr")) if isinstance(answer, dict) else [None] * 3

@@ -8,10 +8,15 @@
     /mcp                                       MCP, streamable HTTP
     /                                          the web page       /docs, /openapi.json: the API
 
-Security, on every request: the Host header must name this server and an Origin header, when sent,
-must be one of its own addresses (DNS-rebinding protection, as the MCP specification asks). With a
-token configured (required to listen beyond this machine), every API and MCP request carries it as
-`Authorization: Bearer TOKEN`. Documents are read from the index only, never from the disk.
+Security, on every request, /mcp included: the Host header must name this server and an Origin
+header, when sent, must be one of its own addresses (DNS-rebinding protection, as the MCP
+specification asks). This server's names are its loopback names, the address it listens on, the
+names the user allows (`--allow-host`, KENNING_SERVE_HOSTS) and, for a server on every interface
+(0.0.0.0, ::), the address a connection arrived at, written as an address: a rebound DNS name always
+arrives with the attacker's name in Host, never as this machine's address. With a token configured
+(required to listen beyond this machine), every API and MCP request and the API description (/docs,
+/openapi.json) carry it as `Authorization: Bearer TOKEN`; the page and its script hold no data and
+need none. Documents are read from the index only, never from the disk.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import ipaddress
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -49,25 +56,72 @@ SECURITY_HEADERS = {
 }
 
 
+WILDCARD = ("0.0.0.0", "::", "")  # listening on every interface
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[a-z0-9_][a-z0-9_-]{0,62}(\.[a-z0-9_][a-z0-9_-]{0,62})*\.?")
+
+
+def allowed_host_names(names) -> list[str]:
+    """The names of --allow-host / KENNING_SERVE_HOSTS as a Host header writes them (lower case, an
+    IPv6 address in brackets). ValueError, naming the value, for one that is not a host name or an
+    address: with a scheme, a port, a path or a wildcard it would never match, or match too much."""
+    out = []
+    for raw in names:
+        name = str(raw).strip().lower()
+        bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+        try:
+            address = ipaddress.ip_address(bare)
+        except ValueError:
+            address = None
+        if address is not None and not address.is_unspecified:
+            out.append(_address_host(address))
+        elif address is None and _HOST_NAME.fullmatch(name):
+            out.append(name)
+        else:
+            raise ValueError(
+                f"allowed host {str(raw)!r} (--allow-host, KENNING_SERVE_HOSTS) is not a host name or an "
+                "address clients can use: give it as kb.lan or 192.168.1.10, without a scheme, a port, "
+                "a path or a wildcard"
+            )
+    return out
+
+
 def local_addresses(host: str, port: int, allowed: list[str] | tuple = ()) -> tuple[list[str], list[str]]:
     """(Host header values, Origin values) this server answers to: its loopback names, the address
-    it listens on, and the names the user allowed (--allow-host, for clients on other machines)."""
-    names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
-    names |= {
-        n.strip().lower() if ":" not in n.strip() else f"[{n.strip().strip('[]')}]"
-        for n in allowed
-        if n.strip()
-    }
-    names.discard("0.0.0.0")
-    names.discard("[::]")
-    hosts = sorted(f"{n}:{port}" for n in names)
-    return hosts, sorted(f"http://{h}" for h in hosts)
+    it listens on (not a wildcard one), and the names the user allowed (allowed_host_names)."""
+    names = {"127.0.0.1", "localhost", "[::1]", *allowed_host_names(allowed)}
+    if host not in WILDCARD:
+        names.add(f"[{host}]" if ":" in host else host)
+    hosts = {f"{n}:{port}" for n in names} | (names if port == 80 else set())
+    return sorted(hosts), sorted(f"http://{h}" for h in hosts)
 
 
-def _host_name(name: str) -> str:
-    """A host as a Host header writes it: lower case, an IPv6 address in brackets."""
-    name = name.strip().lower()
-    return f"[{name.strip('[]')}]" if ":" in name else name
+def _address_host(address) -> str:
+    return f"[{address.compressed}]" if address.version == 6 else str(address)
+
+
+def _arrival_host(request: Request) -> str | None:
+    """The Host header that names the address and port this connection arrived at ("192.168.1.10:7474"):
+    what a client on another machine sends when it reaches a server on every interface by address."""
+    server = request.scope.get("server")
+    if not server or not isinstance(server[0], str) or not isinstance(server[1], int):
+        return None
+    try:
+        address = ipaddress.ip_address(server[0].split("%", 1)[0])
+    except ValueError:
+        return None
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # a dual-stack socket writes an IPv4 client's address so
+    return None if address.is_unspecified else f"{_address_host(address)}:{server[1]}"
+
+
+def forwarded_settings() -> list[str]:
+    """The environment variables a command forwarded by the command line takes from the client:
+    kenning's search settings (KENNING_K1, KENNING_MODE, ...). The server announces them so that
+    the client sends those and nothing else (kenning.surfaces.client); everything else a command
+    reads from the environment (model addresses, keys, the user config) stays the server's own."""
+    from kenning.api.settings import search_keys
+
+    return sorted(f"KENNING_{key.upper()}" for key in search_keys())
 
 
 def create_app(
@@ -79,12 +133,14 @@ def create_app(
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
     hosts, origins = local_addresses(host, port, allowed_hosts or ())
+    every_interface = host in WILDCARD
+    settings = forwarded_settings()
     mcp = build_mcp(service)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path="/mcp",
-        transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-        ),
+        # the guard below checks Host and Origin for /mcp as for every path (with the same names,
+        # in any case, and the arrival address); the SDK's own check knows only a fixed list
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     session_manager = mcp.session_manager
 
@@ -104,7 +160,9 @@ def create_app(
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
-        problem = _refused(request, hosts, origins, token, local_token)
+        arrival = _arrival_host(request) if every_interface else None
+        own = (hosts, origins) if arrival is None else ([*hosts, arrival], [*origins, f"http://{arrival}"])
+        problem = _refused(request, *own, token, local_token)
         if problem:
             response = JSONResponse({"error": problem[1]}, status_code=problem[0])
         else:
@@ -166,9 +224,12 @@ def create_app(
 
     @app.post("/api/index", summary="Index files and folders (a server started with --allow-write)")
     def api_index(body: dict):
-        return _answer(
-            lambda: service.add(list(body.get("paths") or []), body.get("collection") or "default")
-        )
+        paths, collection = body.get("paths"), body.get("collection", "default")
+        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
+            return JSONResponse({"error": "paths must be a list of files and folders"}, status_code=400)
+        if not isinstance(collection, str) or not collection.strip():
+            return JSONResponse({"error": "collection must be a name"}, status_code=400)
+        return _answer(lambda: service.add(paths, collection))
 
     @app.post("/api/cli", include_in_schema=False)
     def api_cli(body: dict):
@@ -200,7 +261,7 @@ def create_app(
         if not argv or argv[0] not in FORWARDED:
             return JSONResponse({"error": "only search, get, multi-get and status run here"}, status_code=400)
         out, err = _Terminal(bool(body.get("tty"))), io.StringIO()
-        with service.lock, _client_context(body.get("cwd"), body.get("env") or {}):
+        with service.lock, _client_context(body.get("cwd"), body.get("env"), settings):
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
                     code = main(argv, index=service.index)
@@ -267,19 +328,22 @@ class _Terminal(io.StringIO):
 
 
 @contextlib.contextmanager
-def _client_context(cwd: str | None, env: dict):
-    """The client's folder and KENNING_*/colour settings, for the length of one forwarded command
-    (commands run one at a time under the service lock)."""
+def _client_context(cwd, env, settings: list[str]):
+    """The client's folder, search settings and terminal variables, for the length of one forwarded
+    command (commands run one at a time under the service lock): exactly the variables the command
+    line would read differently there (`settings`, and the terminal's), each the client's value or
+    unset as on the client. Every other variable stays the server's own: its model addresses, its
+    config and the keys its models send."""
     keep_cwd = os.getcwd()
-    from kenning.surfaces.client import forwarded_env  # the same rule on both ends: no secret
+    from kenning.surfaces.client import CLIENT_ENV, forwarded_env  # the same rule on both ends
 
-    names = list(forwarded_env({str(k): v for k, v in env.items()})) if isinstance(env, dict) else []
-    saved = {k: os.environ.get(k) for k in [*names, *(k for k in os.environ if k.startswith("KENNING_"))]}
+    given = forwarded_env(settings, {str(k): v for k, v in env.items()}) if isinstance(env, dict) else {}
+    saved = {k: os.environ.get(k) for k in {*settings, *CLIENT_ENV}}
     try:
         for k in saved:
             os.environ.pop(k, None)
-        os.environ.update({k: str(env[k]) for k in names})
-        if cwd and Path(cwd).is_dir():
+        os.environ.update(given)
+        if isinstance(cwd, str) and cwd and Path(cwd).is_dir():
             os.chdir(cwd)
         yield
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kenning.store import StorageError, is_server_url
 from kenning.surfaces.announce import remove_announcement, write_announcement
+from kenning.surfaces.terminal import visible
 
 TOKEN_ENV = "KENNING_SERVE_TOKEN"
 
@@ -38,7 +39,7 @@ def run_server(
 ) -> int:
     import uvicorn
 
-    from kenning.surfaces.http_app import create_app
+    from kenning.surfaces.http_app import allowed_host_names, create_app, forwarded_settings
     from kenning.surfaces.service import Service
 
     token = os.environ.get(TOKEN_ENV, "").strip() or None
@@ -47,13 +48,20 @@ def run_server(
             f"--host {host} lets other machines in: set {TOKEN_ENV} to a secret first; every request "
             "must then send it as `Authorization: Bearer TOKEN`"
         )
-    # a folder index announces the server in it (kenning.surfaces.client forwards commands there);
-    # a server store has no folder, so commands on it always run in their own process
+    try:
+        allowed_host_names(allowed_hosts or ())
+    except ValueError as exc:
+        raise StorageError(str(exc)) from None
+    # a folder index's server is announced in this user's runtime folder (kenning.surfaces.announce;
+    # the command line forwards there); a server store has no folder, so commands on it always run
+    # in their own process
     server_store = is_server_url(index_dir)
     index_dir = index_dir if server_store else Path(index_dir).absolute()
     service = Service(index_dir, allow_write=allow_write)
     service.watched = [Path(w).expanduser().absolute() for w in watch or ()]
-    service.warm_up()
+    trouble = service.warm_up()
+    if trouble:
+        print(f"kenning: warning: {visible(trouble)}", file=sys.stderr)
     if port == 0:
         with socket.socket() as probe:
             probe.bind((host, 0))
@@ -70,7 +78,8 @@ def run_server(
     reach = _loopback_for(host)
     if announce and reach:  # the command line forwards over loopback only
         url = f"http://{_url_host(reach)}:{port}"
-        if write_announcement(index_dir, os.getpid(), url, local_token) is None and not quiet:
+        settings = forwarded_settings()  # what the command line may send along (kenning.surfaces.client)
+        if write_announcement(index_dir, os.getpid(), url, local_token, settings) is None and not quiet:
             print("kenning: no private runtime folder: commands will not be forwarded here", file=sys.stderr)
     if not quiet:
         print(

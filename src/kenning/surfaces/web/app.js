@@ -149,6 +149,31 @@ async function open() {
   }
 }
 
+// The API's description, read with the token like every other call (a link to /docs could not send
+// it), and shown as text in the reading pane.
+async function showApi(event) {
+  event.preventDefault();
+  try {
+    const spec = await api("/openapi.json");
+    const nodes = [el("h2", {}, "kenning API")];
+    for (const [route, methods] of Object.entries(spec.paths || {})) {
+      for (const [method, op] of Object.entries(methods || {})) {
+        nodes.push(el("h3", {}, `${method.toUpperCase()} ${route}`));
+        if (op.summary) nodes.push(el("p", {}, op.summary));
+        const params = (op.parameters || []).map((p) => el("li", {}, el("code", {}, p.name),
+          p.required ? " (required)" : "", `: ${p.description || (p.schema && p.schema.type) || ""}`));
+        if (params.length) nodes.push(el("ul", {}, ...params));
+      }
+    }
+    nodes.push(el("p", {}, "Machine-readable: /openapi.json. MCP: /mcp."));
+    $("document").replaceChildren(...nodes);
+    $("document").hidden = false;
+    document.querySelector("main").classList.add("reading");
+  } catch (err) {
+    $("status").textContent = "Could not read the API: " + err.message;
+  }
+}
+
 function closeDocument() {
   $("document").hidden = true;
   document.querySelector("main").classList.remove("reading");
@@ -174,6 +199,7 @@ async function search(event) {
 }
 
 $("search").addEventListener("submit", search);
+$("api").addEventListener("click", showApi);
 document.addEventListener("keydown", (e) => {
   const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
   if (e.key === "/" && !typing) { e.preventDefault(); $("q").focus(); $("q").select(); return; }
