@@ -256,12 +256,27 @@ class Index:
         the index names the model, never the address, so it cannot send your key anywhere. Raises
         EndpointError when the user has not said where that model is served.
         """
+        if spec is None:
+            chosen = self._chosen_embedder()
+            if chosen is not None:
+                return chosen
         wanted = spec or self._recorded_spec()
         if wanted not in self._embedders:
             from kenning.models.embed import make_embedder  # loads model code only when vectors are used
 
             self._embedders[wanted] = make_embedder(wanted)
         return self._embedders[wanted]
+
+    def _chosen_embedder(self):
+        """An embedder this process already built or was handed (by the caller, never by the index)
+        whose fingerprint is the one the index records, so a search reuses the model that embedded."""
+        recorded = self.embedding_model()
+        if recorded is None:
+            return None
+        for embedder in self._embedders.values():
+            if embedder.describe().get("fingerprint") == recorded["fingerprint"]:
+                return embedder
+        return None
 
     def _recorded_spec(self) -> str:
         """The spec that rebuilds the model this index records, from the record only where kenning
