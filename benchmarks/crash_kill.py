@@ -1,6 +1,7 @@
 """Crash discipline: SIGKILL `kenning index` at random moments and check that no commit is ever lost.
 
-Each round rebuilds the index (`--force`) from a corpus of a different size, and kills the process
+Each round puts a corpus of a different size in the one indexed file and rebuilds the index
+(`--force`, which re-reads every indexed root) from it, and kills the process
 after a random delay (sometimes before it starts writing, sometimes mid-transaction, sometimes after
 it finished). After every kill the index must open, pass `kenning verify`, answer a search, and hold
 exactly one complete state: the last one that committed (its chunk count), or the new one whole.
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,8 +86,10 @@ def run_kills(workdir: Path, kills: int, seed: int = 0, log=print) -> dict:
     rng = random.Random(seed)
     corpora = write_corpora(workdir, [1500, 2500, 3500])
     index = workdir / "ix"
+    current = workdir / "current.jsonl"  # the one indexed root; each round swaps its content
+    shutil.copyfile(corpora[-1], current)
     timed = time.perf_counter()
-    first = kenning("index", corpora[-1], "--index", index, "--no-embed", "-q")
+    first = kenning("index", current, "--index", index, "--no-embed", "-q")
     assert first.wait() == 0, first.stderr.read().decode()
     max_delay = 1.2 * (time.perf_counter() - timed)
     committed, generation, _, _ = state(index)
@@ -94,7 +98,9 @@ def run_kills(workdir: Path, kills: int, seed: int = 0, log=print) -> dict:
     for round_ in range(kills):
         corpus = corpora[round_ % len(corpora)]
         target = int(corpus.stem.split("-")[1])
-        proc = kenning("index", corpus, "--index", index, "--no-embed", "--force", "-q")
+        shutil.copyfile(corpus, current.with_suffix(".tmp"))
+        os.replace(current.with_suffix(".tmp"), current)
+        proc = kenning("index", current, "--index", index, "--no-embed", "--force", "-q")
         time.sleep(rng.uniform(0.0, max_delay))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
