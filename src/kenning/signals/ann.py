@@ -24,11 +24,12 @@ import base64
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
 
-from kenning.signals.seal import is_sealed, seal
+from kenning.signals.seal import is_sealed, read_regular, seal
 
 # live vectors from which the graph answers instead of exact search (KENNING_HNSW_THRESHOLD)
 HNSW_THRESHOLD = int(os.environ.get("KENNING_HNSW_THRESHOLD", "50000"))
@@ -44,6 +45,7 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 192
 EXPANSION_SEARCH = 1536
 STAMP_KEYS = ("fingerprint", "count", "digest")
+STAMP_MAX_BYTES = 4096  # a stamp is a fingerprint, a count, a digest and a seal
 REBUILD_SHARE = 0.2  # rebuild instead of removing when this share of the graph's ids is gone
 
 
@@ -91,9 +93,10 @@ class GraphFile:
     def read_stamp(self) -> dict | None:
         """The saved graph's stamp, when the graph is there and this user's kenning wrote it (its
         seal holds, kenning.signals.seal): a graph from anywhere else is never opened."""
+        raw = read_regular(self.stamp, STAMP_MAX_BYTES)
         try:
-            stamp = json.loads(self.stamp.read_text())
-        except (OSError, ValueError):
+            stamp = json.loads(raw) if raw is not None else None
+        except ValueError:
             return None
         if not isinstance(stamp, dict) or stamp.get("fingerprint") != self.fingerprint:
             return None
@@ -153,8 +156,10 @@ class GraphFile:
         from usearch.index import Index as HnswIndex
 
         try:
-            st = self.graph.stat()
+            st = self.graph.lstat()
         except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
             return None
         same = (str(self.graph), st.st_ino, st.st_mtime_ns, st.st_size, *(record.get(k) for k in STAMP_KEYS))
         opened = _OPENED.get(str(self.graph))

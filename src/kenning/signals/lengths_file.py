@@ -13,6 +13,11 @@ The arrays depend only on the segments and the live set, so the file names those
 segments' ids and content checksums and of the live set): a commit that changes neither (an embed
 run's, a glossary edit) leaves it valid, and another index's file is never taken for this one's.
 
+The index folder may come from anyone, and a file whose header names this index's digest (anyone can
+compute it) could still claim four billion chunk ids. So the file is used only when this user's
+kenning wrote it: `lengths.seal` beside it holds the seal (kenning.signals.seal) of the file and its
+header; a copied, planted or rewritten file is not used, and the arrays are built from the segments.
+
 Layout: a 64-byte header (magic, version, largest chunk id, live chunks, the digest, mean title and
 body lengths), then title lengths (uint16 by chunk id), body lengths (uint16), the live mask (uint8),
 each starting on an 8-byte boundary.
@@ -26,6 +31,8 @@ import struct
 from pathlib import Path
 
 import numpy as np
+
+from kenning.signals.seal import is_sealed, read_regular, seal
 
 MAGIC = b"KNLENGTH"
 VERSION = 1
@@ -51,6 +58,7 @@ class LengthsFile:
 
     def __init__(self, directory: str | os.PathLike):
         self.path = Path(directory) / "views" / "lengths.bin"
+        self.seal_path = self.path.with_name("lengths.seal")
 
     def save(self, store, snapshot, view) -> None:
         """Write `view`'s arrays (a LexicalView of `snapshot`) in place of the file."""
@@ -69,7 +77,13 @@ class LengthsFile:
                     out.write(data + b"\0" * (_aligned(len(data)) - len(data)))
                 out.flush()
                 os.fsync(out.fileno())  # replaced only once whole: a crash never leaves half a file
+            self.seal_path.unlink(missing_ok=True)  # no seal names the new file until it is whole
             os.replace(tmp, self.path)
+            sealed = seal(self.path, header.hex())
+            if sealed is not None:
+                tmp_seal = self.seal_path.with_suffix(f".{os.getpid()}.tmp")
+                tmp_seal.write_text(sealed)
+                os.replace(tmp_seal, self.seal_path)
         finally:
             tmp.unlink(missing_ok=True)
 
@@ -77,9 +91,15 @@ class LengthsFile:
         """(title lengths, body lengths, live mask, max id, mean title length, mean body length),
         memory-mapped, if the file is whole and made from `snapshot`'s segments and live set; else
         None. Call inside store.reading()."""
+        given = read_regular(self.seal_path, 256)
+        if given is None:
+            return None  # not sealed by this user's kenning: built from the segments instead
         try:
-            with open(self.path, "rb") as f:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
                 head = f.read(HEADER_BYTES)
+                if not is_sealed(self.path, head[: _HEADER.size].hex(), given.decode("ascii", "replace")):
+                    return None
                 magic, version, _, max_id, live, digest, avg_title, avg_body = _HEADER.unpack_from(head)
                 if (magic, version, live) != (MAGIC, VERSION, len(snapshot.live)):
                     return None

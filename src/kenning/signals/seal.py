@@ -7,7 +7,12 @@ do worse. Its stamp and the index's record of it are in the index folder too, so
 an index can make them agree. What they cannot make is the seal: an HMAC, under a key only this user
 can read, of the file's identity on this machine (device, inode, size, modification time) and its
 stamp. A copied, cloned, unpacked or rewritten file has another identity, so its seal fails and
-kenning searches the vectors exactly instead (the next write saves a sealed graph again).
+kenning searches the vectors exactly instead (the next write saves a sealed graph again). The
+lengths file (kenning.signals.lengths_file) is sealed the same way; an unsealed one is not used and
+the arrays are built from the segments.
+
+Every side file is read through `read_regular`: a FIFO, a device or a symlink planted in its place is
+never opened (a FIFO would block the reader forever, /dev/zero would never end).
 
 The key is 32 random bytes in `$XDG_STATE_HOME/kenning/seal.key` (else `~/.local/state/...`), made
 on first use with mode 0600 and used only when it is a regular file owned by this user that nobody
@@ -60,9 +65,11 @@ def seal(path: Path, text: str) -> str | None:
     if key is None:
         return None
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None  # a symlink, FIFO or device is nobody's file to seal
     message = f"{text}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}".encode(
         "utf-8", "surrogateescape"
     )
@@ -75,3 +82,19 @@ def is_sealed(path: Path, text: str, given) -> bool:
         return False
     expected = seal(path, text)
     return expected is not None and hmac.compare_digest(expected, given)
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of the regular file at `path` when it holds at most `limit` of them; None for a
+    missing file, a symlink, a FIFO, a device, or a larger file. Never blocks and never follows a
+    link: the index folder may hold anything in the place of kenning's own files."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = fh.read(limit + 1)
+    return data if len(data) <= limit else None
