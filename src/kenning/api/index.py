@@ -41,8 +41,9 @@ from kenning.signals.ann import GraphFile
 from kenning.signals.dense import DenseView, NewerVectors, ServerDenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings
-from kenning.store import ChunkRow, StorageError, is_server_url, open_store
+from kenning.store import ChunkRow, IndexDamaged, StorageError, is_server_url, open_store
 from kenning.store.protocols import VectorSearch
+from kenning.store.records import decoding
 
 MAX_CHUNK_ID = 2**63 - 1  # chunk ids are SQLite / PostgreSQL 64-bit integers
 
@@ -79,7 +80,13 @@ class Index:
         # what messages and reports name: the folder, or the URL without its password
         self.location = str(self.directory) if self.directory else self.store.location
         stored = self.store.get_meta("analyzer")
-        self.analyzer = Analyzer(AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig())
+        try:
+            with decoding("the analyzer settings"):
+                config = AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig()
+        except IndexDamaged:
+            self.store.close()
+            raise
+        self.analyzer = Analyzer(config)
         self.caches = IndexCaches()
         self.lexical = LexicalIndex(self.store, self.caches, lambda: self.analyzer)
         self._glossary = None

@@ -17,7 +17,7 @@ import numpy as np
 
 from kenning.signals import ann
 from kenning.signals.base import Channel
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, decoding
 from kenning.topk import top_k
 
 # live chunks a saved graph may lack before a reader lists every chunk with a vector instead of
@@ -63,7 +63,9 @@ class DenseView:
         saved, stale = None, False
         if graph_file is not None:
             record = store.get_meta(VECTOR_GRAPH_META)
-            saved = graph_file.open_recorded(json.loads(record)) if record else None
+            with decoding("the vector graph's record"):
+                record = json.loads(record) if record else None
+            saved = graph_file.open_recorded(record if isinstance(record, dict) else None)
             stale = saved is None
             saved = graph_file.open_latest() if stale else saved
         if saved is not None:

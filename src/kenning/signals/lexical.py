@@ -37,6 +37,7 @@ from kenning.cache import BoundedCache, IndexCaches, nbytes
 from kenning.signals.base import Channel
 from kenning.signals.lengths_file import LengthsFile
 from kenning.signals.pruning import BLOCK_BITS
+from kenning.store.records import IndexDamaged, decoding
 from kenning.topk import top_k
 from kenning.validate import check_number
 
@@ -223,11 +224,14 @@ class LexicalView:
         else:
             self._build_arrays(snapshot)
 
+    @decoding("the segments and the live set")
     def _build_arrays(self, snapshot) -> None:
         """The field lengths and live mask by chunk id, and the mean lengths, from the segments."""
         segments = [self._segment(s) for s in snapshot.segment_ids]
         places = [seg.place for seg in segments]
         self.max_id = max((_last_id(place) for place in places), default=0)
+        if self.n_docs and self.live.max() > self.max_id:  # a live chunk no segment holds
+            raise IndexDamaged(f"the live set names chunk {self.live.max()}, past every segment's")
         # field lengths as stored (uint16, a quarter of float64's bytes to fill on a view's first
         # query); scoring converts the few it reads
         # a segment whose ids run without a gap (a build's, before any deletion) is copied into

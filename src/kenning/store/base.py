@@ -12,7 +12,7 @@ import os
 
 from pyroaring import BitMap
 
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, Snapshot, StorageError
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, Snapshot, StorageError, decoding
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 
@@ -55,9 +55,11 @@ class CommitsCommon:
         self._set_meta("live", live.serialize())
         self.forget_vector_graph()
 
+    @decoding("the commit record")
     def generation(self) -> int:
         return int(self._meta_raw("generation") or 0)
 
+    @decoding("the commit record")
     def read_snapshot(self) -> Snapshot:
         with self.reading():
             live_blob = self._meta_raw("live")

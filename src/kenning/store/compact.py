@@ -31,8 +31,9 @@ import numpy as np
 
 from kenning import kernels
 from kenning.store.checksum import digest_of_columns
-from kenning.store.records import SegmentColumns, SegmentData, SegmentPostings, StorageError
+from kenning.store.records import IndexDamaged, SegmentColumns, SegmentData, SegmentPostings, StorageError
 
+MAX_TEXT_BYTES = 64 << 20  # a stored chunk text decompresses to at most this (chunks are ~8,000 characters)
 PACK_TEXT_FROM = 256  # characters: shorter bodies are not worth compressing
 TEXT_LEVEL = 1
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # how every zstd frame begins; a zlib stream begins 0x78
@@ -78,12 +79,17 @@ def pack_text(text: str) -> str | bytes:
 
 
 def unpack_text(value: str | bytes) -> str:
+    """A chunk's stored text; DamagedText for a value kenning never stores (not text or bytes, a
+    frame that does not decompress or would pass MAX_TEXT_BYTES)."""
     if isinstance(value, str):
         return value
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise DamagedText(f"stored text is a {type(value).__name__}")
+    value = bytes(value)
     if value[:4] == _ZSTD_MAGIC:
         decompressor = _zstd()[1]
         try:
-            raw = decompressor.decompress(value)
+            raw = decompressor.decompress(value, max_output_size=MAX_TEXT_BYTES)
         except _zstandard().ZstdError as exc:
             raise DamagedText(f"stored text does not decompress: {exc}") from exc
     else:  # written by kenning before zstd
@@ -114,7 +120,7 @@ def unpack_frequencies(blob: bytes, count: int) -> np.ndarray:
         return np.frombuffer(blob, dtype=np.uint8)
     if len(blob) == 2 * count:
         return np.frombuffer(blob, dtype="<u2")
-    raise ValueError(f"{len(blob)} bytes cannot hold {count} term frequencies")
+    raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} term frequencies")
 
 
 def pack_positions(positions) -> bytes:
@@ -143,7 +149,7 @@ def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
         return np.frombuffer(blob, dtype=np.uint16)
     if len(blob) == 4 * count:
         return np.frombuffer(blob, dtype=np.uint32)
-    raise ValueError(f"{len(blob)} bytes cannot hold {count} positions")
+    raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} positions")
 
 
 # ------------------------------------------------------------------------------ posting rows
@@ -270,7 +276,7 @@ def _wide_frequencies(blob: bytes, count: int) -> bytes:
     if not blob:
         return bytes(2 * count)
     if len(blob) != count:
-        raise ValueError(f"{len(blob)} bytes cannot hold {count} term frequencies")
+        raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} term frequencies")
     wide = bytearray(2 * count)
     wide[0::2] = blob
     return bytes(wide)
@@ -290,7 +296,7 @@ def _wide_positions(blob: bytes, wide_tf: bytes) -> bytes:
     if len(blob) == 4 * count:
         return bytes(blob)
     if len(blob) != 2 * count:
-        raise ValueError(f"{len(blob)} bytes cannot hold {count} positions")
+        raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} positions")
     wide = bytearray(4 * count)
     wide[0::4], wide[1::4] = blob[0::2], blob[1::2]
     return bytes(wide)
@@ -332,12 +338,19 @@ def pack_doc_ids(doc_ids: np.ndarray) -> bytes:
 
 def _stored_ids(blob: bytes, count: int) -> tuple[int, np.ndarray | None]:
     """(first id, None) for ids stored as their ends, else (0, every id)."""
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise IndexDamaged(f"a segment's chunk ids are a {type(blob).__name__}")
     if len(blob) == 8 and count != 2:
         first, last = np.frombuffer(blob, dtype="<u4").tolist()
         if last - first + 1 != count:
-            raise StorageError(f"a segment's id range {first}-{last} does not hold its {count} chunks")
+            raise IndexDamaged(f"a segment's id range {first}-{last} does not hold its {count} chunks")
         return first, None
-    return 0, np.frombuffer(blob, dtype=np.uint32)
+    if len(blob) != 4 * count:
+        raise IndexDamaged(f"a segment's {len(blob)} bytes of chunk ids do not hold its {count} chunks")
+    ids = np.frombuffer(blob, dtype="<u4").astype(np.uint32, copy=False)
+    if count > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+        raise IndexDamaged("a segment's chunk ids are not ascending")
+    return 0, ids
 
 
 def pack_lengths(lengths) -> bytes:
@@ -352,30 +365,40 @@ def pack_lengths(lengths) -> bytes:
 
 def unpack_lengths(blob: bytes, count: int) -> np.ndarray:
     """The `count` lengths `pack_lengths` stored (or an older kenning's plain two bytes each)."""
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise IndexDamaged(f"a segment's lengths are a {type(blob).__name__}")
     if len(blob) != 2 * count:
-        blob = _zstd()[1].decompress(blob)
+        try:  # never more than the count's bytes, whatever the frame claims
+            blob = _zstd()[1].decompress(blob, max_output_size=2 * count)
+        except _zstandard().ZstdError as exc:
+            raise IndexDamaged(f"a segment's lengths do not decompress: {exc}") from exc
         if len(blob) != 2 * count:
-            raise StorageError(f"a segment's lengths hold {len(blob) // 2} chunks, not {count}")
+            raise IndexDamaged(f"a segment's lengths hold {len(blob) // 2} chunks, not {count}")
     return np.frombuffer(blob, dtype=np.uint16)
 
 
 def unpack_lengths_into(blob: bytes, count: int, out: np.ndarray) -> None:
     """What `unpack_lengths` returns, written into `out` (a contiguous uint16 array of `count`): zstd
     decompresses straight into it, with no array of its own to fill and copy."""
+    if not isinstance(blob, bytes | bytearray | memoryview):
+        raise IndexDamaged(f"a segment's lengths are a {type(blob).__name__}")
     if len(blob) == 2 * count:
         out[:] = np.frombuffer(blob, dtype=np.uint16)
         return
     target = memoryview(out).cast("B")
     got = 0
-    with _zstd()[1].stream_reader(blob) as reader:
-        while got < len(target):
-            n = reader.readinto(target[got:])
-            if not n:
-                break
-            got += n
-        extra = reader.read(1)
+    try:
+        with _zstd()[1].stream_reader(blob) as reader:
+            while got < len(target):
+                n = reader.readinto(target[got:])
+                if not n:
+                    break
+                got += n
+            extra = reader.read(1)
+    except _zstandard().ZstdError as exc:
+        raise IndexDamaged(f"a segment's lengths do not decompress: {exc}") from exc
     if got != 2 * count or extra:
-        raise StorageError(f"a segment's lengths do not hold its {count} chunks")
+        raise IndexDamaged(f"a segment's lengths do not hold its {count} chunks")
 
 
 def decode_segment(segment_id: int, row: tuple | None) -> SegmentData:
@@ -383,8 +406,13 @@ def decode_segment(segment_id: int, row: tuple | None) -> SegmentData:
     lengths stay packed until asked for."""
     if row is None:
         raise StorageError(f"segment {segment_id} vanished (index changed during read)")
-    count = int(row[0])
+    count = row[0]
+    if not isinstance(count, int) or not 0 <= count < 1 << 32:
+        raise IndexDamaged(f"segment {segment_id} claims {count!r} chunks")
     first, explicit = _stored_ids(row[1], count)
+    for lengths in row[2:4]:
+        if not isinstance(lengths, bytes | bytearray | memoryview):
+            raise IndexDamaged(f"segment {segment_id}'s lengths are a {type(lengths).__name__}")
     return SegmentData(
         id=segment_id,
         n_docs=count,

@@ -12,8 +12,9 @@ import sys
 from kenning.api.index import Index
 from kenning.api.settings import load_config, resolve_index_dir
 from kenning.integrity import repair, verify
-from kenning.integrity.verify import DEFAULT_SAMPLE
+from kenning.integrity.verify import DEFAULT_SAMPLE, VerifyReport
 from kenning.locate import find_config
+from kenning.store import IndexDamaged
 
 
 def add_integrity_parsers(subparsers, add_common) -> None:
@@ -46,8 +47,13 @@ def add_integrity_parsers(subparsers, add_common) -> None:
 def cmd_verify(args, progress) -> int:
     if args.sample is not None and args.sample < 0:
         raise ValueError(f"--sample must be 0 or more, got {args.sample}")
-    with Index(_index_dir(args), create=False) as index:
-        with progress(not args.quiet and not args.json, "verifying") as bar:
+    try:
+        index = Index(_index_dir(args), create=False)
+    except IndexDamaged as exc:  # a record every check needs (the analyzer's) cannot be read
+        report = VerifyReport(index=str(_index_dir(args)))
+        report.add("meta", str(exc))
+    else:
+        with index, progress(not args.quiet and not args.json, "verifying") as bar:
             tell = (lambda stage, done, total: bar(stage, done, total)) if bar else None
             report = verify(index.store, index.analyzer, None if args.full else args.sample, args.quick, tell)
     if args.json:

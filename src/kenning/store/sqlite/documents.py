@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
+from types import NoneType
 
 from kenning.store.compact import DAMAGED_TEXT, pack_text, unpack_text
 from kenning.store.records import (
     ChunkGroup,
     ChunkHead,
     ChunkRow,
+    IndexDamaged,
     SourceRow,
     StorageError,
+    decoding,
     embedding_text,
     meta_json,
     text_hash,
@@ -203,11 +206,12 @@ class SqliteDocuments:
         for batch in batches(ids):
             self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks(len(batch))})", list(batch))
 
+    @decoding("a chunk row")
     def _chunk_rows(self, where: str, params) -> list[ChunkRow]:
         rows = self.conn.execute(
             f"SELECT {_CHUNK_COLS} FROM chunks c JOIN sources s ON s.id = c.source_id WHERE {where}", params
         )
-        return [ChunkRow(*r[:5], _body(r[0], r[5]), *r[6:10], json.loads(r[10]), r[11], r[12]) for r in rows]
+        return [_chunk_row(r) for r in rows]
 
     def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
@@ -224,6 +228,7 @@ class SqliteDocuments:
                 f" FROM chunks c JOIN sources s ON s.id = c.source_id WHERE c.id IN ({marks(len(batch))})",
                 list(batch),
             ):
+                _check_types(row, _HEAD_TYPES)
                 out[row[0]] = ChunkHead(*row[1:])
         return out
 
@@ -237,7 +242,11 @@ class SqliteDocuments:
                 " AND json_extract(meta, '$.message_ids') IS NOT NULL",
                 list(batch),
             ):
-                out[cid] = ChunkGroup(conversation, json.loads(messages))
+                with decoding(f"chunk {cid}'s message ids"):
+                    message_ids = json.loads(messages)
+                if not isinstance(message_ids, list):
+                    raise IndexDamaged(f"chunk {cid}'s message ids are not a list")
+                out[cid] = ChunkGroup(conversation, message_ids)
         return out
 
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
@@ -269,3 +278,27 @@ def _body(chunk_id: int, stored) -> str:
         raise StorageError(
             f"chunk {chunk_id}'s stored text is damaged ({exc}): run `kenning verify`, then `kenning repair`"
         ) from exc
+
+
+_OPTIONAL_INT, _OPTIONAL_NUMBER = (int, NoneType), (int, float, NoneType)
+# id, source, ordinal, doc key, title, body (checked by _body), lines, page, time
+_CHUNK_TYPES = (int, int, int, str, str, None, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_NUMBER)
+# id, doc key, title, path, lines, page, time
+_HEAD_TYPES = (int, str, str, str, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_NUMBER)
+
+
+def _check_types(r: tuple, types: tuple) -> None:
+    """Each column of a chunk's row of the type kenning writes, else IndexDamaged: an index folder
+    may come from anyone, and a line number that is a blob would fail far from here."""
+    for value, kind in zip(r, types, strict=False):
+        if kind is not None and not isinstance(value, kind):
+            raise IndexDamaged(f"chunk {r[0]!r} holds a {type(value).__name__} where kenning writes {kind}")
+
+
+def _chunk_row(r: tuple) -> ChunkRow:
+    """A chunks row as a ChunkRow, checked (_check_types)."""
+    _check_types(r, _CHUNK_TYPES)
+    meta = json.loads(r[10])
+    if not isinstance(meta, dict):
+        raise IndexDamaged(f"chunk {r[0]}'s metadata is not a JSON object")
+    return ChunkRow(*r[:5], _body(r[0], r[5]), *r[6:10], meta, r[11], r[12])

@@ -28,7 +28,7 @@ import numpy as np
 
 from kenning import kernels
 from kenning.store.checksum import digest_lines
-from kenning.store.records import ROW_MEMORY_BYTES, StorageError
+from kenning.store.records import ROW_MEMORY_BYTES, IndexDamaged
 
 PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed (so each length fits two bytes)
 PACK_ROWS = 128  # a pack is closed at this many rows
@@ -58,6 +58,8 @@ class Pack:
     the lengths when a row is asked for: a query reads one row of a pack)."""
 
     def __init__(self, blob: bytes):
+        if not isinstance(blob, bytes | bytearray | memoryview):
+            raise IndexDamaged(f"a posting pack is a {type(blob).__name__}")
         try:
             n, terms_len = _HEAD.unpack_from(blob, 0)
             start = _HEAD.size
@@ -65,11 +67,11 @@ class Pack:
             start += terms_len
             self.lengths = np.frombuffer(blob, dtype="<u2", count=5 * n, offset=start)
         except (struct.error, ValueError, UnicodeDecodeError) as exc:
-            raise StorageError(f"a posting pack is damaged: {exc}") from exc
+            raise IndexDamaged(f"a posting pack: {exc}") from exc
         self.blob = blob
         self.data = start + 10 * n  # where the columns start
         if len(self.terms) != n or self.data + int(self.lengths.sum(dtype=np.int64)) != len(blob):
-            raise StorageError("a posting pack is damaged: its lengths do not match its bytes")
+            raise IndexDamaged("a posting pack's lengths do not match its bytes")
 
     def find(self, term: str) -> tuple | None:
         """The row of `term` (None when the pack does not hold it)."""

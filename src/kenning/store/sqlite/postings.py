@@ -23,7 +23,14 @@ from kenning.store.compact import (
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
+from kenning.store.records import (
+    ROW_MEMORY_BYTES,
+    RawPostings,
+    SegmentData,
+    SegmentPostings,
+    decoding,
+    range_bounds,
+)
 from kenning.store.sqlite.connection import batches, marks
 from kenning.store.sqlite.packs import (
     Pack,
@@ -66,12 +73,14 @@ class SqlitePostings:
         """(segment id, chunks in it), oldest first."""
         return list(self.conn.execute("SELECT id, n_docs FROM segments ORDER BY id"))
 
+    @decoding("a segment row")
     def load_segment(self, segment_id: int) -> SegmentData:
         row = self.conn.execute(
             "SELECT n_docs, doc_ids, title_lens, body_lens FROM segments WHERE id=?", (segment_id,)
         ).fetchone()
         return decode_segment(segment_id, row)
 
+    @decoding("a posting row")
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
         """Postings of each term present in the segment. A long row's columns are read through
         incremental blob I/O, straight from the pages into Python's bytes: a selected blob longer
@@ -373,6 +382,7 @@ class SqlitePostings:
         # (ids only grow, so they lie below the oldest segment; an index range, empty as a rule)
         self.conn.execute("DELETE FROM posting_packs WHERE segment_id < (SELECT min(id) FROM segments)")
 
+    @decoding("a posting pack")
     def count_terms(self) -> int:
         packed = {
             term

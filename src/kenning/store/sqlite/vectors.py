@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.compact import unpack_text
-from kenning.store.records import MissingText, embedding_text
+from kenning.store.records import IndexDamaged, MissingText, decoding, embedding_text
 from kenning.store.sqlite.connection import batches, marks
 
 
@@ -46,6 +46,7 @@ class SqliteVectors:
             ],
         )
 
+    @decoding("the stored vectors")
     def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, float32 matrix) of every chunk that has a vector from this embedder."""
         sql = "SELECT text_hash, vector FROM embeddings WHERE fingerprint = ?"
@@ -53,7 +54,11 @@ class SqliteVectors:
         pairs = sorted((cid, h) for cid, h in self._chunk_hashes() if h in vectors)
         if not pairs:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+        if len({len(vectors[h]) for _, h in pairs}) != 1:
+            raise IndexDamaged(f"the stored vectors of {fingerprint} differ in length")
         matrix = np.frombuffer(b"".join(vectors[h] for _, h in pairs), dtype=np.float32)
+        if not np.isfinite(matrix).all():  # a NaN would rank nothing and fail JSON output far from here
+            raise IndexDamaged(f"a stored vector of {fingerprint} holds a number that is not finite")
         return np.array([cid for cid, _ in pairs], dtype=np.int64), matrix.reshape(len(pairs), -1)
 
     def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
