@@ -107,6 +107,32 @@ def test_the_mcp_index_tool_is_bounded_the_same_way(index_dir):
         service.close()
 
 
+def test_writing_roots_come_from_the_user_not_from_the_index(index_dir, tmp_path, monkeypatch):
+    """An index's source rows may name any folder (a handed-over index, a tampered row): writing
+    calls may index only where this user indexed into this index, as recorded in the user's own
+    state folder (kenning.api.own_roots)."""
+    import sqlite3
+
+    from kenning.surfaces.service import Service, WriteRefused
+
+    with sqlite3.connect(index_dir / "index.db") as db:  # a row naming a folder nobody indexed
+        db.execute("UPDATE sources SET path = ?", (str(tmp_path / "private" / "diary.md"),))
+    service = Service(index_dir, allow_write=True)
+    try:
+        with pytest.raises(WriteRefused, match="outside"):
+            service.add([str(tmp_path / "private")], "default")
+        assert service.add([str(tmp_path / "notes")], "default")["errors"] == []  # where the user indexed
+    finally:
+        service.close()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "someone-else"))  # the index, handed over
+    service = Service(index_dir, allow_write=True)
+    try:
+        with pytest.raises(WriteRefused, match="outside"):
+            service.add([str(tmp_path / "notes")], "default")
+    finally:
+        service.close()
+
+
 @pytest.fixture
 def every_interface(index_dir):
     """every_interface(allowed_hosts) -> port of a real server listening on 0.0.0.0 with a token."""

@@ -16,6 +16,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
+from kenning.api.own_roots import index_location, remember
 from kenning.api.request import build_request
 from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
@@ -113,7 +114,9 @@ class Index:
     def add(self, paths, **options) -> IndexReport:
         """Index files and folders (see IndexWriter.add); re-running only redoes what changed."""
         writer = self.writer()
+        paths = list(paths) if not isinstance(paths, str | os.PathLike) else [paths]
         report = writer.add(paths, **options)
+        remember(index_location(self.directory, self.location), paths)  # (kenning.api.own_roots)
         if writer.analyzer is not self.analyzer:
             self.analyzer = writer.analyzer
             self._glossary = None

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from kenning.api.index import Index
+from kenning.api.own_roots import index_location, remembered
 from kenning.api.request import build_request
 from kenning.api.settings import load_config, resolve_search
 from kenning.locate import find_config
@@ -128,10 +129,12 @@ class Service:
         return {"group": group, "canonical": canonical, "aliases": aliases, "scope": scope}
 
     def writable_roots(self) -> list[Path]:
-        """The folders writing calls may index in: every folder that holds a file the index holds
-        (the folders the user indexed from the command line, and the folders under them), plus the
-        folders `--watch` names. The file system's root and the home folder itself never count."""
-        folders = {Path(s.path).parent for s in self.index.store.sources()} | set(self.watched)
+        """The folders writing calls may index in: those this user indexed into this index
+        (kenning.api.own_roots: recorded in the user's state folder, never read from the index,
+        which anyone may have written), and the folders `--watch` names. The file system's root and
+        the home folder itself never count."""
+        own = remembered(index_location(self.index.directory, self.index.location))
+        folders = set(own) | set(self.watched)
         banned = {Path("/"), Path.home()}
         kept = sorted(f for f in (Path(os.path.realpath(f)) for f in folders) if f not in banned)
         return [f for i, f in enumerate(kept) if not any(_inside(f, g) for g in kept[:i])]
