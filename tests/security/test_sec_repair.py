@@ -62,3 +62,19 @@ def test_vectors_that_cannot_be_read_are_reported_as_lost(built):
     assert done.returncode == 0, done.stderr
     out = done.stdout + done.stderr
     assert "vectors" in out and "could not be read" in out and "kenning embed" in out
+
+
+def test_a_repaired_index_keeps_the_folders_its_user_indexed(built, monkeypatch):
+    """Writing calls may index where the user indexed (kenning.api.own_roots): a rebuild keeps that
+    record for the index and leaves none behind for the folder it was rebuilt in."""
+    from kenning.api.own_roots import index_location, remembered, roots_file
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(built / "state"))
+    assert kenning(built, "index", "docs", "--index", "ix").returncode == 0  # recorded in that state
+    ix = built / "ix"
+    before = remembered(index_location(ix, str(ix)))
+    assert (built / "docs").resolve() in before
+    assert kenning(built, "repair", "--index", "ix", "--force").returncode == 0
+    assert remembered(index_location(ix, str(ix))) == before
+    leftovers = [p for p in roots_file("x").parent.iterdir() if ".repairing-" in p.read_text()]
+    assert leftovers == []

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from kenning.analysis.analyzer import AnalyzerConfig
+from kenning.api.own_roots import index_location, remember, remembered, roots_file
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.store import StorageError, is_server_url, open_store
 
@@ -162,8 +163,18 @@ def repair(
     except BaseException:
         shutil.rmtree(fresh, ignore_errors=True)
         raise
+    finally:  # the folders indexed into the fresh copy are the repaired index's (kenning.api.own_roots)
+        _move_roots(fresh, directory)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _move_roots(fresh: Path, directory: Path) -> None:
+    fresh_key = index_location(fresh, str(fresh))
+    roots = remembered(fresh_key)
+    roots_file(fresh_key).unlink(missing_ok=True)
+    if roots and directory.is_dir():
+        remember(index_location(directory, str(directory)), roots)
 
 
 def _sound(directory: Path) -> bool:
