@@ -17,14 +17,13 @@ from kenning.store.compact import (
     join_posting_rows,
     pack_doc_ids,
     pack_frequencies,
-    pack_lengths,
     pack_positions,
     unpack_frequencies,
-    unpack_lengths,
-    unpack_lengths_into,
     unpack_positions,
 )
-from kenning.store.records import SegmentColumns, StorageError
+from kenning.store.errors import StorageError
+from kenning.store.field_lengths import pack_lengths, unpack_lengths, unpack_lengths_into
+from kenning.store.records import SegmentColumns
 from kenning.store.sqlite import packs
 from kenning.store.sqlite.connection import DB_NAME
 from kenning.surfaces.cli import main

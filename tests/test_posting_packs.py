@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kenning import Index
 from kenning.store.checksum import digest_lines, segment_checksum
-from kenning.store.records import StorageError
+from kenning.store.errors import StorageError
 from kenning.store.sqlite import packs
 from kenning.store.sqlite.packs import Pack, PackWriter, encode_pack
 

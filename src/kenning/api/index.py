@@ -43,8 +43,8 @@ from kenning.signals.dense import DenseView, NewerVectors, ServerDenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings
 from kenning.store import ChunkRow, IndexDamaged, StorageError, is_server_url, open_store
+from kenning.store.errors import decoding
 from kenning.store.protocols import VectorSearch
-from kenning.store.records import decoding
 
 MAX_CHUNK_ID = 2**63 - 1  # chunk ids are SQLite / PostgreSQL 64-bit integers
 

@@ -29,7 +29,8 @@ from kenning.indexing.segments import SegmentBuilder
 from kenning.models.recorded import record_problem, recorded_embedder
 from kenning.store import embedding_text, text_hash
 from kenning.store.checksum import posting_digest, segment_checksum
-from kenning.store.records import DECODING_ERRORS, VECTOR_GRAPH_META, StorageError
+from kenning.store.errors import DECODING_ERRORS, StorageError
+from kenning.store.records import VECTOR_GRAPH_META
 
 MAX_MESSAGES = 20  # per stage; the rest are counted
 DEFAULT_SAMPLE = 1000

@@ -17,7 +17,8 @@ import numpy as np
 
 from kenning.signals import ann
 from kenning.signals.base import Channel
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, decoding
+from kenning.store.errors import decoding
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 from kenning.topk import top_k
 
 # live chunks a saved graph may lack before a reader lists every chunk with a vector instead of

@@ -37,7 +37,7 @@ from kenning.cache import BoundedCache, IndexCaches, nbytes
 from kenning.signals.base import Channel
 from kenning.signals.lengths_file import LengthsFile
 from kenning.signals.pruning import BLOCK_BITS
-from kenning.store.records import IndexDamaged, decoding
+from kenning.store.errors import IndexDamaged, decoding
 from kenning.topk import top_k
 from kenning.validate import check_number
 

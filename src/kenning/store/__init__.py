@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from kenning.store.errors import IndexDamaged, StorageError
 from kenning.store.protocols import (
     Commits,
     Documents,
@@ -21,14 +22,12 @@ from kenning.store.records import (
     ChunkRow,
     GlossaryGroupRow,
     GlossaryTermRow,
-    IndexDamaged,
     RawPostings,
     SegmentData,
     SegmentPostings,
     Snapshot,
     SourceFacets,
     SourceRow,
-    StorageError,
     embedding_text,
     text_hash,
 )

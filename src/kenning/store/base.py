@@ -12,7 +12,8 @@ import os
 
 from pyroaring import BitMap
 
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, Snapshot, StorageError, decoding
+from kenning.store.errors import StorageError, decoding
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, Snapshot
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 

@@ -24,20 +24,19 @@ wrote, so those bodies read unchanged.
 
 from __future__ import annotations
 
-import threading
 import zlib
 
 import numpy as np
 
 from kenning import kernels
 from kenning.store.checksum import digest_of_columns
-from kenning.store.records import IndexDamaged, SegmentColumns, SegmentData, SegmentPostings, StorageError
+from kenning.store.errors import IndexDamaged, StorageError
+from kenning.store.records import SegmentColumns, SegmentData, SegmentPostings
+from kenning.store.zstd_codec import zstandard_module, zstd
 
 MAX_TEXT_BYTES = 64 << 20  # a stored chunk text decompresses to at most this (chunks are ~8,000 characters)
 PACK_TEXT_FROM = 256  # characters: shorter bodies are not worth compressing
-TEXT_LEVEL = 1
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # how every zstd frame begins; a zlib stream begins 0x78
-_codecs = threading.local()  # zstd contexts are reused (a new one per body costs more than the body)
 
 
 class DamagedText(ValueError):
@@ -50,31 +49,11 @@ class DamagedText(ValueError):
 DAMAGED_TEXT = (zlib.error, DamagedText, UnicodeDecodeError)
 
 
-def _zstandard():
-    """The zstd module, loaded on first use: a search that decompresses nothing (a lexical query
-    showing titles) never needs it, ~1 ms of a new process's first query."""
-    import zstandard
-
-    return zstandard
-
-
-def _zstd() -> tuple:
-    """This thread's zstd compressor and decompressor (a context serves one thread at a time)."""
-    pair = getattr(_codecs, "pair", None)
-    if pair is None:
-        zstandard = _zstandard()
-        pair = _codecs.pair = (
-            zstandard.ZstdCompressor(level=TEXT_LEVEL, write_checksum=True),
-            zstandard.ZstdDecompressor(),
-        )
-    return pair
-
-
 def pack_text(text: str) -> str | bytes:
     if len(text) < PACK_TEXT_FROM:
         return text
     raw = text.encode("utf-8", "surrogatepass")
-    packed = _zstd()[0].compress(raw)
+    packed = zstd()[0].compress(raw)
     return packed if len(packed) <= 0.9 * len(raw) else text
 
 
@@ -87,10 +66,10 @@ def unpack_text(value: str | bytes) -> str:
         raise DamagedText(f"stored text is a {type(value).__name__}")
     value = bytes(value)
     if value[:4] == _ZSTD_MAGIC:
-        decompressor = _zstd()[1]
+        decompressor = zstd()[1]
         try:
             raw = decompressor.decompress(value, max_output_size=MAX_TEXT_BYTES)
-        except _zstandard().ZstdError as exc:
+        except zstandard_module().ZstdError as exc:
             raise DamagedText(f"stored text does not decompress: {exc}") from exc
     else:  # written by kenning before zstd
         raw = zlib.decompress(value)
@@ -351,54 +330,6 @@ def _stored_ids(blob: bytes, count: int) -> tuple[int, np.ndarray | None]:
     if count > 1 and not bool(np.all(ids[1:] > ids[:-1])):
         raise IndexDamaged("a segment's chunk ids are not ascending")
     return 0, ids
-
-
-def pack_lengths(lengths) -> bytes:
-    """One field's lengths of a segment's chunks (uint16 each), compressed only when that makes them
-    at most a quarter of their size (a field of nearly equal lengths, such as titles). Every search
-    process reads them once: the 1M-chunk benchmark's body lengths compressed to 65% and took
-    2.2 ms to decompress against 0.2 ms to copy, 7% of its first query."""
-    raw = np.asarray(lengths, dtype="<u2").tobytes()
-    packed = _zstd()[0].compress(raw) if raw else raw
-    return packed if 4 * len(packed) <= len(raw) else raw
-
-
-def unpack_lengths(blob: bytes, count: int) -> np.ndarray:
-    """The `count` lengths `pack_lengths` stored (or an older kenning's plain two bytes each)."""
-    if not isinstance(blob, bytes | bytearray | memoryview):
-        raise IndexDamaged(f"a segment's lengths are a {type(blob).__name__}")
-    if len(blob) != 2 * count:
-        try:  # never more than the count's bytes, whatever the frame claims
-            blob = _zstd()[1].decompress(blob, max_output_size=2 * count)
-        except _zstandard().ZstdError as exc:
-            raise IndexDamaged(f"a segment's lengths do not decompress: {exc}") from exc
-        if len(blob) != 2 * count:
-            raise IndexDamaged(f"a segment's lengths hold {len(blob) // 2} chunks, not {count}")
-    return np.frombuffer(blob, dtype=np.uint16)
-
-
-def unpack_lengths_into(blob: bytes, count: int, out: np.ndarray) -> None:
-    """What `unpack_lengths` returns, written into `out` (a contiguous uint16 array of `count`): zstd
-    decompresses straight into it, with no array of its own to fill and copy."""
-    if not isinstance(blob, bytes | bytearray | memoryview):
-        raise IndexDamaged(f"a segment's lengths are a {type(blob).__name__}")
-    if len(blob) == 2 * count:
-        out[:] = np.frombuffer(blob, dtype=np.uint16)
-        return
-    target = memoryview(out).cast("B")
-    got = 0
-    try:
-        with _zstd()[1].stream_reader(blob) as reader:
-            while got < len(target):
-                n = reader.readinto(target[got:])
-                if not n:
-                    break
-                got += n
-            extra = reader.read(1)
-    except _zstandard().ZstdError as exc:
-        raise IndexDamaged(f"a segment's lengths do not decompress: {exc}") from exc
-    if got != 2 * count or extra:
-        raise IndexDamaged(f"a segment's lengths do not hold its {count} chunks")
 
 
 def decode_segment(segment_id: int, row: tuple | None) -> SegmentData:

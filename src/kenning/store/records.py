@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 from pyroaring import BitMap
+
+from kenning.store.field_lengths import unpack_lengths, unpack_lengths_into
 
 # The meta key recording which saved vector graph (kenning.signals.ann) matches the committed vectors.
 # Every write that changes the live set or the vectors drops it in the same transaction, so a reader
@@ -30,40 +29,6 @@ class MissingText(NamedTuple):
     text_hash: str
     text: str
     chunk_ids: tuple[int, ...]
-
-
-class StorageError(Exception):
-    """The index cannot be used; the message says why and what to do."""
-
-
-class IndexDamaged(StorageError, ValueError):
-    """A row or side file of the index holds what kenning never writes. An index folder may come
-    from anyone (docs/security.md), so a damaged or crafted value is named in one line that says
-    what to run, never trusted, and never a traceback. Also a ValueError, for the callers that
-    caught the decoders' ValueError before."""
-
-    def __init__(self, what: str):
-        super().__init__(
-            f"the index is damaged ({what}): `kenning verify` says what is wrong and `kenning repair` "
-            "rebuilds it"
-        )
-
-
-# what decoding a damaged or crafted row raises: a wrong type (an integer where bytes belong), a
-# length or offset that does not fit, text that is not UTF-8, JSON that is not JSON, an allocation a
-# claimed size makes impossible
-DECODING_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, struct.error, MemoryError)
-
-
-@contextmanager
-def decoding(what: str) -> Iterator[None]:
-    """Turn what decoding `what` (stored rows) raises into IndexDamaged naming it."""
-    try:
-        yield
-    except IndexDamaged:
-        raise
-    except DECODING_ERRORS as exc:
-        raise IndexDamaged(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def embedding_text(title: str, body: str) -> str:
@@ -179,7 +144,7 @@ class SegmentData:
 
     id: int
     n_docs: int
-    packed_lengths: tuple[bytes, bytes]  # title, body: kenning.store.compact.pack_lengths
+    packed_lengths: tuple[bytes, bytes]  # title, body: kenning.store.field_lengths.pack_lengths
     stored_ids: np.ndarray | None = None  # every id, when they do not run from first_id without a gap
     first_id: int = 0
 
@@ -192,14 +157,10 @@ class SegmentData:
         return self._lengths(1)
 
     def _lengths(self, field: int) -> np.ndarray:
-        from kenning.store.compact import unpack_lengths  # (compact imports this module)
-
         return unpack_lengths(self.packed_lengths[field], self.n_docs)
 
     def lengths_into(self, title: np.ndarray, body: np.ndarray) -> None:
         """Write the title and body lengths into the given uint16 arrays (of `n_docs` each)."""
-        from kenning.store.compact import unpack_lengths_into  # (compact imports this module)
-
         for field, out in enumerate((title, body)):
             unpack_lengths_into(self.packed_lengths[field], self.n_docs, out)
 

@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from pyroaring import BitMap
 
 from kenning.store.base import CommitsCommon, lock_timeout
+from kenning.store.errors import StorageError
 from kenning.store.postgres.location import parse_location
 from kenning.store.postgres.schema import ALL_TABLES, SCHEMA_VERSION, statements
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, StorageError
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
 LOG = logging.getLogger("kenning")
 IDLE, IN_TRANSACTION = 0, 2  # psycopg.pq.TransactionStatus, without importing psycopg at module load

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from kenning.store.records import StorageError
+from kenning.store.errors import StorageError
 
 DEFAULT_SCHEMA = "kenning"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")

@@ -17,10 +17,10 @@ from kenning.store.compact import (
     decode_posting_row,
     decode_segment,
     encode_posting_row,
-    pack_lengths,
     unpack_frequencies,
     unpack_positions,
 )
+from kenning.store.field_lengths import pack_lengths
 from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
 
 _ROW = "term, ids, tf_title, tf_body, pos_title, pos_body"

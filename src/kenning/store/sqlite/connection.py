@@ -19,7 +19,8 @@ from pyroaring import BitMap
 
 from kenning.cachedir import tag_as_cache
 from kenning.store.base import CommitsCommon, lock_timeout
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, StorageError
+from kenning.store.errors import StorageError
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,

@@ -8,14 +8,12 @@ from collections.abc import Iterator, Sequence
 from types import NoneType
 
 from kenning.store.compact import DAMAGED_TEXT, pack_text, unpack_text
+from kenning.store.errors import IndexDamaged, StorageError, decoding
 from kenning.store.records import (
     ChunkGroup,
     ChunkHead,
     ChunkRow,
-    IndexDamaged,
     SourceRow,
-    StorageError,
-    decoding,
     embedding_text,
     meta_json,
     text_hash,

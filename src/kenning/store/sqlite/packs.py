@@ -28,7 +28,8 @@ import numpy as np
 
 from kenning import kernels
 from kenning.store.checksum import digest_lines
-from kenning.store.records import ROW_MEMORY_BYTES, IndexDamaged
+from kenning.store.errors import IndexDamaged
+from kenning.store.records import ROW_MEMORY_BYTES
 
 PACK_ROW_BYTES = 256  # a row's stored bytes up to which it is packed (so each length fits two bytes)
 PACK_ROWS = 128  # a pack is closed at this many rows

@@ -19,18 +19,12 @@ from kenning.store.compact import (
     decode_segment,
     encode_posting_row,
     pack_doc_ids,
-    pack_lengths,
     unpack_frequencies,
     unpack_positions,
 )
-from kenning.store.records import (
-    ROW_MEMORY_BYTES,
-    RawPostings,
-    SegmentData,
-    SegmentPostings,
-    decoding,
-    range_bounds,
-)
+from kenning.store.errors import decoding
+from kenning.store.field_lengths import pack_lengths
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
 from kenning.store.sqlite.connection import batches, marks
 from kenning.store.sqlite.packs import (
     Pack,

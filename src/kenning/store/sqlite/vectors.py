@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.compact import unpack_text
-from kenning.store.records import IndexDamaged, MissingText, decoding, embedding_text
+from kenning.store.errors import IndexDamaged, decoding
+from kenning.store.records import MissingText, embedding_text
 from kenning.store.sqlite.connection import batches, marks
 
 

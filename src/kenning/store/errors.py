@@ -1,0 +1,44 @@
+"""What the store raises: StorageError (the index cannot be used, and the message says what to do),
+and IndexDamaged for a row or side file kenning never writes, with `decoding`, which turns what
+decoding a stored value raises into IndexDamaged naming it. Imported by every store module; imports
+none of them."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class StorageError(Exception):
+    """The index cannot be used; the message says why and what to do."""
+
+
+class IndexDamaged(StorageError, ValueError):
+    """A row or side file of the index holds what kenning never writes. An index folder may come
+    from anyone (docs/security.md), so a damaged or crafted value is named in one line that says
+    what to run, never trusted, and never a traceback. Also a ValueError, for the callers that
+    caught the decoders' ValueError before."""
+
+    def __init__(self, what: str):
+        super().__init__(
+            f"the index is damaged ({what}): `kenning verify` says what is wrong and `kenning repair` "
+            "rebuilds it"
+        )
+
+
+# what decoding a damaged or crafted row raises: a wrong type (an integer where bytes belong), a
+# length or offset that does not fit, text that is not UTF-8, JSON that is not JSON, an allocation a
+# claimed size makes impossible
+DECODING_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, struct.error, MemoryError)
+
+
+@contextmanager
+def decoding(what: str) -> Iterator[None]:
+    """Turn what decoding `what` (stored rows) raises into IndexDamaged naming it."""
+    try:
+        yield
+    except IndexDamaged:
+        raise
+    except DECODING_ERRORS as exc:
+        raise IndexDamaged(f"{what}: {type(exc).__name__}: {exc}") from exc
