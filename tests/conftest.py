@@ -21,6 +21,7 @@ def http_server():
     """http_server(index_dir, **options) -> base URL of a running server; stopped after the test."""
     import uvicorn
 
+    from kenning.surfaces.cli import main as cli_main
     from kenning.surfaces.http_app import create_app
     from kenning.surfaces.service import Service
 
@@ -31,7 +32,7 @@ def http_server():
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         service = Service(index_dir, allow_write=allow_write)
-        app = create_app(service, "127.0.0.1", port, token, local_token)
+        app = create_app(service, "127.0.0.1", port, token, local_token, run_command=cli_main)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()

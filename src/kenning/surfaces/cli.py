@@ -187,7 +187,7 @@ def _filters(args) -> Filters:
 
 
 def _settings(args) -> dict:
-    """Search settings from flags, then environment, then kenning.toml (see kenning.config)."""
+    """Search settings from flags, then environment, then kenning.toml (see kenning.api.settings)."""
     flags = {key: getattr(args, key, None) for key in search_keys()}
     return resolve_search(flags, load_config(find_config()))
 
@@ -599,7 +599,14 @@ def cmd_serve(args) -> int:
     named = (h.strip() for h in os.environ.get("KENNING_SERVE_HOSTS", "").split(","))
     hosts = [*args.allow_host, *filter(None, named)]
     return run_server(
-        index_dir, args.host, args.port, args.allow_write, args.watch, quiet=args.quiet, allowed_hosts=hosts
+        index_dir,
+        args.host,
+        args.port,
+        args.allow_write,
+        args.watch,
+        quiet=args.quiet,
+        allowed_hosts=hosts,
+        run_command=main,
     )
 
 

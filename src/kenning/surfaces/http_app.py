@@ -27,7 +27,7 @@ import io
 import ipaddress
 import os
 import re
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -131,6 +131,7 @@ def create_app(
     token: str | None = None,
     local_token: str | None = None,
     allowed_hosts: list[str] | None = None,
+    run_command: Callable[..., int] | None = None,
 ) -> FastAPI:
     hosts, origins = local_addresses(host, port, allowed_hosts or ())
     every_interface = host in WILDCARD
@@ -254,17 +255,19 @@ def create_app(
     app.state.service = service
 
     def run_forwarded(body: dict) -> JSONResponse:
-        """Run a read-only command the command line sent (same output as running it locally)."""
-        from kenning.surfaces.cli import main
-
+        """Run a read-only command the command line sent (same output as running it locally), with
+        `run_command` (the command line's `main`, handed in by whoever starts the server: this
+        module sits below the command line and does not import it)."""
         argv = [str(a) for a in body.get("argv", [])]
         if not argv or argv[0] not in FORWARDED:
             return JSONResponse({"error": "only search, get, multi-get and status run here"}, status_code=400)
+        if run_command is None:
+            return JSONResponse({"error": "this server runs no forwarded commands"}, status_code=503)
         out, err = _Terminal(bool(body.get("tty"))), io.StringIO()
         with service.lock, _client_context(body.get("cwd"), body.get("env"), settings):
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
-                    code = main(argv, index=service.index)
+                    code = run_command(argv, index=service.index)
                 except SystemExit as exc:  # argparse on a bad flag
                     code = exc.code if isinstance(exc.code, int) else 2
         return JSONResponse({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
@@ -384,11 +387,3 @@ def _docs_page(spec: dict) -> str:
         + "".join(rows)
         + "</main>"
     )
-
-
-def serve(service: Service, host: str, port: int, token: str | None, local_token: str) -> None:
-    import uvicorn
-
-    app = create_app(service, host, port, token, local_token)
-    print(f"kenning: serving {service.index_dir} at http://{host}:{port}/ (MCP at /mcp)", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning")

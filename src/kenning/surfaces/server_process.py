@@ -10,6 +10,7 @@ import secrets
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from kenning.store import StorageError, is_server_url
@@ -36,7 +37,10 @@ def run_server(
     watch: list[str] | None,
     quiet: bool = False,
     allowed_hosts: list[str] | None = None,
+    run_command: Callable[..., int] | None = None,
 ) -> int:
+    """Serve the index until stopped. `run_command`: the command line's `main`, which runs the
+    commands a `kenning` process forwards here (kenning.surfaces.client); None runs none."""
     import uvicorn
 
     from kenning.surfaces.http_app import allowed_host_names, create_app, forwarded_settings
@@ -67,7 +71,9 @@ def run_server(
             probe.bind((host, 0))
             port = probe.getsockname()[1]
     local_token = secrets.token_urlsafe(32)
-    app = create_app(service, host, port, token, local_token, allowed_hosts=allowed_hosts)
+    app = create_app(
+        service, host, port, token, local_token, allowed_hosts=allowed_hosts, run_command=run_command
+    )
     announce = not server_store
     watcher = None
     if watch:
