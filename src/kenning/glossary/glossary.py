@@ -15,7 +15,7 @@ Each member of a group has a status:
 Terms are matched by their analysed form (the analyzer's whole-token terms joined by spaces), so `Auth`,
 `auth` and, with stemming, `auths` are one term; a leading article is not part of it, so "the
 Professor" is found from the query word `professor`. Every member records whether it is protected
-(acronym, identifier, proper noun: see kenning.protected); a person may still add a protected term,
+(acronym, identifier, proper noun: see kenning.analysis.protected); a person may still add a protected term,
 and it keeps the flag.
 
 Groups are named by id or by canonical term. Bad input raises `GlossaryError` with a message that

@@ -26,7 +26,7 @@ Miners (`kind`):
   coordinated ("X and Y", "X or Y": how siblings like "mother" / "father" show themselves) and are
   not written side by side as one phrase ("hundred thousand").
 
-Protected terms (see kenning.protected) are never given to the morphology and distributional miners.
+Protected terms (see kenning.analysis.protected) are never given to the morphology and distributional miners.
 The acronym and name miners read a relation the text states, so they may pair protected terms.
 
 Counting works on the live chunks' raw text; overlapping windows of one section are cut back to

@@ -18,12 +18,8 @@ segment n by worker n mod workers), so a segment holds chunk ids ascending and i
 segment inline analysis makes (tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks
 or FLUSH_TEXT characters, so a worker's memory is bounded by its segment. A run's segments start
 small: its first two end at FIRST_FLUSH_CHUNKS, the next two at twice that, and so on up to
-FLUSH_CHUNKS, so the workers take turns on the few batches of a small run. With one first segment of
-5,000 chunks, a 1% re-index at 1M (10k chunks) had its second worker analyse the second half alone,
-whose batches came with the end of the writer's loop; segments of 2,000, 2,000, 4,000 and the rest
-took a median of 1.89 against 2.06 s in one trial and 2.40 against 2.52 s in another (six runs each
-in turn, `Index.add` on a copy of the index with 100 shards rewritten); the 1M build took 83.5
-against 83.9 s.
+FLUSH_CHUNKS, so the workers take turns on the few batches of a small run (one large first segment
+left a small re-index's second worker analysing the second half alone, after the writer's loop).
 
 Workers are fresh interpreters (`python -m kenning.indexing.analysis_worker`) on pipes, not forks (a
 process that has loaded an embedding runtime holds threads a fork would copy mid-lock) and not

@@ -18,7 +18,7 @@ raises (docs/query-language.md has the full policy):
 - an `OR` with nothing on one side is ignored; words with no letters or digits match nothing;
   control characters count as spaces; over-long input is cut. Each gives a notice where it matters.
 
-A constraint that empties the result is not the end of the search: see kenning.relax.
+A constraint that empties the result is not the end of the search: see kenning.search.relax.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ Modes:
           flat channel's noise counts as much as another channel's clear signal.
 
 After a zscore, norm or rrf fusion, pseudo-relevance feedback (on by default) runs a second pass: see
-kenning.search._feedback.
+kenning.search.feedback.
 
 The defaults (zscore, lexical : dense = 1 : 2, feedback from the top 2 chunks with 10 weighted terms at
 0.5) were chosen by benchmarks/tune_hybrid.py on cranfield, msmarco-5k and cacm, with leave-one-set-out

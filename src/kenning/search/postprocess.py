@@ -374,7 +374,7 @@ def _ids(ids: list[int]) -> str:
 
 
 def describe(adj: dict) -> str:
-    """One line of plain text for an adjustment recorded by a stage here or by `kenning.rerank`."""
+    """One line of plain text for an adjustment recorded by a stage here or by `kenning.search.rerank`."""
     stage = adj.get("stage")
     if stage == "recency":
         if adj.get("undated"):

@@ -45,7 +45,7 @@ class Hit:
     # a 0-1 estimate that this hit answers the query, from the evidence alone, so the same number
     # means the same on any query and any collection (see kenning.search.confidence, docs/scoring.md)
     confidence: float | None = None
-    # the set-aside constraints this hit does not meet (see kenning.relax); empty for a strict result
+    # the set-aside constraints this hit does not meet (see kenning.search.relax); empty for a strict result
     relaxed: list[str] = field(default_factory=list)
     verbatim: bool = False  # holds the whole query word for word (see _verbatim)
     explain: dict | None = None
