@@ -381,7 +381,7 @@ class Index:
         )
 
     def _graph_file(self, recorded: dict) -> GraphFile | None:
-        directory = getattr(self.store, "directory", None)
+        directory = self.store.directory
         return GraphFile(directory, recorded["fingerprint"]) if directory else None
 
     @property

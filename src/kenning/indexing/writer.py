@@ -234,7 +234,7 @@ class IndexWriter:
                 vocab = _VocabularyChanges()
                 entities = EntityCollector(self.store)
                 refreshed = entities.refresh_if_stale(live)
-                spill = SpillFolder(getattr(self.store, "directory", None))
+                spill = SpillFolder(self.store.directory)
                 spill.remove_stale()
                 stack.callback(spill.close)
                 spilled: list[SpilledSegment] = []
@@ -643,7 +643,7 @@ class IndexWriter:
         record in each commit (meta VECTOR_GRAPH_LACKS_META) while no other write commits between
         its own: while it commits between two saves of the graph, a reader of a new generation reads
         the few hundred new vectors instead of listing a million."""
-        if not getattr(self.store, "directory", None) or isinstance(self.store, VectorSearch):
+        if not self.store.directory or isinstance(self.store, VectorSearch):
             return None
         graph = ann.GraphFile(self.directory, fingerprint)
         stamp = graph.read_stamp()
@@ -660,7 +660,7 @@ class IndexWriter:
     def save_lengths(self) -> None:
         """Save the committed generation's field lengths and live mask for readers to map
         (kenning.signals.lengths_file); a folder that cannot take them leaves readers building them."""
-        directory = getattr(self.store, "directory", None)
+        directory = self.store.directory
         if not directory:
             return
         with self.store.reading():
@@ -679,7 +679,7 @@ class IndexWriter:
         recorded = recorded_embedder(self.store)
         if recorded and isinstance(self.store, VectorSearch):
             return self._sync_server_index(recorded)
-        if not recorded or not getattr(self.store, "directory", None):
+        if not recorded or not self.store.directory:
             return None
         fingerprint = recorded["fingerprint"]
         graph = ann.GraphFile(self.directory, fingerprint)

@@ -369,7 +369,7 @@ def _check_vectors(store, report: VerifyReport, tell: Progress) -> None:
 def _check_lengths_file(store, report: VerifyReport) -> None:
     """A lengths file (kenning.signals.lengths_file) that is there but not used, being unsealed or
     made for another commit: a note, as searches build the arrays from the segments instead."""
-    directory = getattr(store, "directory", None)
+    directory = store.directory
     if not directory:
         return
     from kenning.signals.lengths_file import LengthsFile
@@ -388,7 +388,7 @@ def _check_graph(store, live: BitMap, report: VerifyReport, full: bool) -> None:
     chunks with a vector, and (`full`) each of its vectors is the stored one. A stored vector that is
     gone or changed while the graph keeps its copy is a vector detached from what dense search
     answers with."""
-    directory = getattr(store, "directory", None)
+    directory = store.directory
     recorded = recorded_embedder(store)
     claim = store.get_meta(VECTOR_GRAPH_META)
     if not directory or recorded is None or not claim:

@@ -216,7 +216,7 @@ class LexicalView:
         self.cache = cache  # keys ("seg", segment, ...) and ("gen", generation, ...): kenning.cache
         self._params_ids: dict[Bm25Params, int] = {}
         self._held: int | None = None  # chunks the segments hold, deleted ones too (term_counts)
-        directory = getattr(store, "directory", None)
+        directory = store.directory
         mapped = LengthsFile(directory).open(store, snapshot) if directory else None
         if mapped is not None:  # the writer saved this generation's arrays (kenning.signals.lengths_file)
             self.title_len, self.body_len, self.live_mask, self.max_id = mapped[:4]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -243,4 +244,6 @@ class Store(
 ):
     """Everything kenning keeps, behind one handle."""
 
-    directory: object
+    # the folder the index keeps its side files in (the vector graph, the lengths file, a write's
+    # spill files); None for a store on a server, which keeps none
+    directory: Path | None
