@@ -1,0 +1,229 @@
+"""docs/benchmarks.md, generated: kenning against its peers on every dev set, and at scale.
+
+    pip install -e '.[bench]'
+    python benchmarks/report.py                 # the six dev sets: kenning's three modes and five peers
+    python benchmarks/report.py --quick         # cranfield, cacm and med, printed; nothing rewritten
+    python benchmarks/report.py --scale 1m      # and a scale tier against tantivy (benchmarks/scale.py)
+    python benchmarks/report.py --render        # the pages again from docs/benchmarks.json, measuring nothing
+
+It writes what it measured to docs/benchmarks.json, then docs/benchmarks.md whole from it, and the
+summary between the `benchmarks:` markers in README.md's "How good, how fast". Neither is edited
+by hand: what they say is what the last run measured, with the date, the machine, the versions and
+the commands. History is in git and CHANGELOG.md.
+
+Every peer row is computed in the same run from the same files, queries sent as plain text and scored
+by kenning.eval.ndcg_at (benchmarks/quality.py says how each peer is run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from quality import quality_rows  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+SETS = ["cranfield", "msmarco-5k", "cacm", "scifact", "npl", "med"]
+QUICK_SETS = ["cranfield", "cacm", "med"]
+KENNING = ["kenning hybrid", "kenning lexical", "kenning dense"]
+PEERS = ["bm25s", "tantivy", "SQLite FTS5", "MiniLM exact cosine", "RRF bm25s + MiniLM"]
+PACKAGES = ["kenning", "numpy", "onnxruntime", "tokenizers", "usearch", "bm25s", "tantivy"]
+README_START, README_END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
+
+
+def machine() -> str:
+    """CPU model, cores and memory, as /proc says."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        total_kb = next(
+            int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )  # fmt: skip
+    except (OSError, StopIteration, ValueError):
+        total_kb = 0
+    system = f"{platform.system()} {platform.release()}"
+    return f"{cpu}, {os.cpu_count()} cores, {total_kb / 1024**2:.0f} GB, {system}"
+
+
+def versions() -> str:
+    found = [f"Python {platform.python_version()}"]
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(found)
+
+
+def quality(sets: list[str]) -> dict[str, dict[str, float]]:
+    """nDCG@10 of every system, by set."""
+    return {name: quality_rows(str(DATA / name)) for name in sets}
+
+
+def quality_table(table: dict[str, dict[str, float]]) -> list[str]:
+    sets = list(table)
+    lines = ["| system | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+    for system in KENNING + PEERS:
+        cells = []
+        for name in sets:
+            value = table[name][system]
+            best = max(table[name][s] for s in KENNING + PEERS)
+            cells.append(f"**{value:.4f}**" if value == best else f"{value:.4f}")
+        lines.append(f"| {system} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def summary_table(table: dict[str, dict[str, float]]) -> list[str]:
+    """kenning's default (hybrid) against the best peer of each set."""
+    lines = ["| set | kenning (default) | best peer | peer |", "|---|---:|---:|---|"]
+    for name, rows in table.items():
+        peer = max(PEERS, key=lambda s: rows[s])
+        lines.append(f"| {name} | {rows['kenning hybrid']:.4f} | {rows[peer]:.4f} | {peer} |")
+    return lines
+
+
+def scale(tier: str) -> dict:
+    """benchmarks/scale.py on one tier, kenning against tantivy, in its own processes."""
+    command = [
+        sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--chunks", tier, "--soak", "0",
+        "--no-reindex", "--json",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    shown = " ".join(["python benchmarks/scale.py", *command[2:]])
+    return {"command": shown, "result": json.loads(done.stdout)}
+
+
+def scale_table(measured: dict) -> list[str]:
+    """Index time, memory and size, first and warm query latency, of each system on each tier."""
+    rows = [
+        "| system | chunks | index s | index peak RSS MB | disk MB | first query p50 ms | warm p50 ms"
+        " | warm p95 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for tier in measured["result"]["tiers"]:
+        for system in ("kenning", "tantivy"):
+            s = tier.get(system)
+            if not s:
+                continue
+            rows.append(
+                f"| {system} | {s['chunks']:,} | {s['index_s']:.1f} | {s['index_tree_peak_mb']:.0f} | "
+                f"{s['disk_mb']:.0f} | {s['first_p50_ms']:.1f} | {s['warm_p50_ms']:.2f} | "
+                f"{s['warm_p95_ms']:.2f} |"
+            )
+    return rows
+
+
+def write_report(run: dict) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        "Generated by `benchmarks/report.py`; do not edit by hand (run it again). History: git and",
+        "CHANGELOG.md. The measurements themselves are in benchmarks.json beside this page.",
+        "",
+        f"- date: {run['date']}",
+        f"- machine: {run['machine']}",
+        f"- versions: {run['versions']}",
+        f"- command: `{run['command']}`",
+        f"- took: {run['seconds'] / 60:.0f} min",
+        "",
+        "## Quality: nDCG@10 on the dev sets",
+        "",
+        "Each set's best figure is bold. kenning runs with its defaults (hybrid is what `kenning search`",
+        "does); every peer row is computed in the same run (benchmarks/quality.py says how). Queries go in",
+        "as plain text, all judged queries of each set, scored by kenning.eval.ndcg_at.",
+        "",
+        *quality_table(run["quality"]),
+        "",
+    ]
+    if run["scale"] is not None:
+        lines += [
+            "## Scale: kenning against tantivy",
+            "",
+            "A synthetic corpus drawn from the dev sets' statistics, 400 queries, each measurement in",
+            "its own process; benchmarks/scale.py says what each figure is:",
+            f"`{run['scale']['command']}`.",
+            "",
+            *scale_table(run["scale"]),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def replace_readme_summary(run: dict) -> None:
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        raise SystemExit(f"README.md has no {README_START} ... {README_END} block to rewrite")
+    body = [README_START, f"Measured {run['date']} by `{run['command']}`. nDCG@10:", ""]
+    body += summary_table(run["quality"])
+    if run["scale"] is not None:
+        body += ["", "Against tantivy on a synthetic corpus (benchmarks/scale.py):", ""]
+        body += scale_table(run["scale"])
+    body.append(README_END)
+    head, rest = text.split(README_START, 1)
+    tail = rest.split(README_END, 1)[1]
+    readme.write_text(head + "\n".join(body) + tail)
+
+
+def render(run: dict, out: Path) -> None:
+    """The page and, when the run covers every set, the README's summary."""
+    out.write_text(write_report(run))
+    if set(run["quality"]) == set(SETS):
+        replace_readme_summary(run)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_SETS)}")
+    parser.add_argument("--scale", metavar="TIER", help="also benchmarks/scale.py on a tier: 10k, 100k, 1m")
+    parser.add_argument(
+        "--render", action="store_true", help="measure nothing: write the pages again from benchmarks.json"
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    args = parser.parse_args()
+    data = args.out.with_suffix(".json")
+    if args.render:
+        render(json.loads(data.read_text()), args.out)
+        print(f"wrote {args.out} from {data}")
+        return 0
+    started = time.perf_counter()
+    table = quality(QUICK_SETS if args.quick else SETS)
+    measured = scale(args.scale) if args.scale else None
+    run = {
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "versions": versions(),
+        "command": " ".join(["python benchmarks/report.py", *sys.argv[1:]]),
+        "seconds": time.perf_counter() - started,
+        "quality": table,
+        "scale": measured,
+    }
+    if args.quick:  # a check, not the record: printed, nothing rewritten
+        print(write_report(run))
+        return 0
+    data.write_text(json.dumps(run, indent=1) + "\n")
+    render(run, args.out)
+    print(f"wrote {data}, {args.out}" + (" and README.md's summary" if set(table) == set(SETS) else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
