@@ -6,8 +6,8 @@ import json
 import pytest
 
 from kenning import Index
+from kenning.integrity.migrate import migrate
 from kenning.store import StorageError, open_store
-from kenning.store.migrate import migrate
 from kenning.surfaces.cli import main
 
 NOTES = {

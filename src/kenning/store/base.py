@@ -32,7 +32,7 @@ class CommitsCommon:
         if not self._in_txn:
             raise RuntimeError("write outside a transaction")
 
-    # kept by each store for itself, never copied to another (kenning.store.migrate)
+    # kept by each store for itself, never copied to another (kenning.integrity.migrate)
     OWN_META = frozenset(
         {"schema_version", "generation", "last_commit", VECTOR_GRAPH_META, VECTOR_GRAPH_LACKS_META}
     )

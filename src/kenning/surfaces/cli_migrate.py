@@ -1,5 +1,5 @@
 """`kenning migrate --from PATH_OR_URL --to PATH_OR_URL`: copy an index between a folder and a
-PostgreSQL store, either way, vectors included (kenning.store.migrate); exit 1 when the counts of
+PostgreSQL store, either way, vectors included (kenning.integrity.migrate); exit 1 when the counts of
 the copy differ from the original's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from kenning.store.migrate import migrate
+from kenning.integrity.migrate import migrate
 
 
 def add_migrate_parser(subparsers) -> None:
