@@ -442,9 +442,10 @@ def test_worker_count_reads_the_environment(monkeypatch):
 
 @pytest.mark.parametrize("user_value", [None, "65536"])
 def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monkeypatch, user_value):
-    """kenning.allocator: a worker holds glibc's mmap threshold at MMAP_THRESHOLD; a user's setting wins."""
-    from kenning import allocator
+    """kenning.indexing.allocator: a worker holds glibc's mmap threshold at MMAP_THRESHOLD; a user's
+    setting wins."""
     from kenning.analysis.analyzer import AnalyzerConfig
+    from kenning.indexing import allocator
     from kenning.store.compact import decode_posting_row, encode_posting_row
 
     if user_value is None:
@@ -462,7 +463,7 @@ def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monk
 
 HEAP_AFTER_A_TRIM = """
 import ctypes, os
-from kenning import allocator
+from kenning.indexing import allocator
 libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
@@ -490,7 +491,7 @@ def test_the_writer_hands_freed_heap_pages_back():
 
 
 def test_writes_and_merges_trim_the_heap(tmp_path, monkeypatch):
-    """The writer trims after each segment it writes and each merge range (kenning.allocator)."""
+    """The writer trims after each segment it writes and each merge range (kenning.indexing.allocator)."""
     calls = []
     monkeypatch.setattr(segments, "release_freed_memory", lambda: calls.append("merge range") or True)
     from kenning.indexing import writer

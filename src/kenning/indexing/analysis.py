@@ -43,9 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kenning.allocator import worker_environment
 from kenning.analysis.analyzer import Analyzer
 from kenning.entities.extract import GlossaryMatcher, extract
+from kenning.indexing.allocator import worker_environment
 from kenning.indexing.segments import SegmentBuilder, merge_range, merge_spill_range
 from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, empty_columns, write_spill
 from kenning.store import StorageError

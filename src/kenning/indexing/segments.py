@@ -21,9 +21,9 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning import kernels
-from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, raw_tokens
 from kenning.arrays import bitmap_of, sorted_unique, stable_argsort
+from kenning.indexing.allocator import release_freed_memory
 from kenning.indexing.spill import SpilledSegment, SpillRange, merge_columns, spill_ranges
 from kenning.indexing.term_table import SEVERAL, TermTable
 from kenning.store.compact import (
@@ -318,7 +318,7 @@ def _live_part(posting: tuple, order: int, dead: np.ndarray):
 
 def _each_then_trim(ranges):
     """The rows of each merged range in turn (or the range whole, as the store's posting_bundler made
-    it in a worker); once a range is written, its buffers go back to the OS (kenning.allocator: the
+    it in a worker); once a range is written, its buffers go back to the OS (kenning.indexing.allocator: the
     writer's heap would otherwise keep them)."""
     for rows in ranges:
         if isinstance(rows, list):

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.allocator import release_freed_memory
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.cache import BoundedCache
 from kenning.entities.collect import EntityCollector
+from kenning.indexing.allocator import release_freed_memory
 from kenning.indexing.analysis import Analysed, ChunkAnalysis, early_worker
 from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
 from kenning.indexing.spill import SpilledSegment, SpillFolder
@@ -318,7 +318,7 @@ class IndexWriter:
         spelling vocabulary once there are many), so a write's memory stays bounded however many
         chunks it adds. All inside the run's transaction: a crash still loses the whole run, never
         half of it."""
-        release_freed_memory()  # an inline segment's arrays are spilled and gone (kenning.allocator)
+        release_freed_memory()  # an inline segment's arrays are spilled and gone (kenning.indexing.allocator)
         entities.flush()
         # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
         # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end
