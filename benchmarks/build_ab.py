@@ -72,7 +72,7 @@ def paired_reindex(tier: Path, versions: list[str], rounds: int) -> None:
             path.write_text(text, encoding="utf-8")
             os.utime(path, ns=times[path])
 
-    from kenning.signals.ann import seal_copy
+    from kenning.sidefiles.ann import seal_copy
 
     try:
         for r in range(rounds):

@@ -382,7 +382,7 @@ def ann_recall(index, queries: list[str], k: int = 10) -> dict:
     vectors. The view is the product's: the writer's saved graph (memory-mapped), with any chunks
     committed since it was saved searched exactly beside it. With no saved graph (readers then search
     exactly), one is built here, for the measurement only."""
-    from kenning.signals import ann
+    from kenning.sidefiles import ann
     from kenning.signals.dense import DenseView
 
     embedder = index.embedder()
@@ -597,7 +597,7 @@ def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: i
             path.write_text(text, encoding="utf-8")
             os.utime(path, ns=times[path])
 
-    from kenning.signals.ann import seal_copy
+    from kenning.sidefiles.ann import seal_copy
 
     built, copy = tier / "index-kenning", tier / "index-kenning-reindexed"
     seconds, peaks, step_seconds = [], [], [[] for _ in range(steps)]
@@ -608,7 +608,7 @@ def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: i
             rng = np.random.default_rng(SEED + 2)
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(built, copy)
-            seal_copy(built, copy)  # the user's own copy: its graph stays trusted (kenning.signals.seal)
+            seal_copy(built, copy)  # the user's own copy: its graph stays trusted (kenning.sidefiles.seal)
             os.sync()
             for k, group in enumerate(step_shards):
                 rewrite_shards(group, saved, rng)

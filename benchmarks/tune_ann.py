@@ -23,7 +23,7 @@ import numpy as np
 
 from kenning import Index
 from kenning.eval import default_eval_index, load_beir
-from kenning.signals import ann
+from kenning.sidefiles import ann
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 GRID = {"connectivity": (16, 32), "expansion_add": (128, 192, 256), "expansion_search": (192, 384, 512, 768)}

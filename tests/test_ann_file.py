@@ -1,4 +1,4 @@
-"""The HNSW graph kept on disk (kenning.signals.ann): the writer brings it up to date after every
+"""The HNSW graph kept on disk (kenning.sidefiles.ann): the writer brings it up to date after every
 write, a reader opens it memory-mapped, and a graph that does not match is never used."""
 
 import os
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.signals import ann
-from kenning.signals.ann import GraphFile
+from kenning.sidefiles import ann
+from kenning.sidefiles.ann import GraphFile
 from kenning.signals.dense import DenseView
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
@@ -53,7 +53,7 @@ def test_another_model_s_graph_or_a_damaged_file_is_never_used(tmp_path):
     assert GraphFile(tmp_path, "fp-2").open_view(ids) is None
     graph = GraphFile(tmp_path, "fp-1")
     graph.graph.write_bytes(graph.graph.read_bytes()[:100])  # torn file, stamp still claims it
-    assert graph.read_stamp() is None  # its seal no longer holds (kenning.signals.seal)
+    assert graph.read_stamp() is None  # its seal no longer holds (kenning.sidefiles.seal)
     assert graph.open_view(ids) is None
     other = GraphFile(tmp_path, "fp-2")
     other.sync(ids, vectors_for, threshold=10)

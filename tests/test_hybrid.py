@@ -390,10 +390,10 @@ class _Vectors:
 
 
 def test_hnsw_recall_against_exact(tmp_path):
-    """The graph the writer saves (kenning.signals.ann), opened by a reader, against exact search."""
+    """The graph the writer saves (kenning.sidefiles.ann), opened by a reader, against exact search."""
     import json
 
-    from kenning.signals.ann import GraphFile
+    from kenning.sidefiles.ann import GraphFile
 
     rng = np.random.default_rng(7)
     n, dim = 4000, 32

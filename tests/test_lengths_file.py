@@ -1,4 +1,4 @@
-"""The lexical view's arrays kept beside a folder index (kenning.signals.lengths_file): the writer
+"""The lexical view's arrays kept beside a folder index (kenning.sidefiles.lengths_file): the writer
 saves them after each write, a new process maps them, and a file that is not of the reader's commit
 (not saved yet, another index's, damaged) is never used."""
 
@@ -11,7 +11,7 @@ import pytest
 from kenning import Index
 from kenning.cache import BoundedCache
 from kenning.indexing.writer import IndexWriter
-from kenning.signals.lengths_file import LengthsFile
+from kenning.sidefiles.lengths_file import LengthsFile
 from kenning.signals.lexical import LexicalView
 
 

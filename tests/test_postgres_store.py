@@ -180,7 +180,7 @@ def test_dense_search_through_pgvector_hnsw(tmp_path, pg_url, monkeypatch):
     it (nothing loaded, nothing built in the process): on a small corpus it finds what exact search
     finds, filters still hold, and the funnel names the method."""
     from kenning.query.filters import Filters
-    from kenning.signals import ann
+    from kenning.sidefiles import ann
     from kenning.signals.dense import ServerDenseView
 
     monkeypatch.setattr(ann, "HNSW_THRESHOLD", 100)

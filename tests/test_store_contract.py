@@ -221,7 +221,7 @@ def test_vectors(store):
 
 
 def test_a_write_that_changes_the_vectors_or_the_live_set_forgets_the_saved_graph(store):
-    """kenning.signals.ann: readers trust a saved graph only while the index's record of it stands."""
+    """kenning.sidefiles.ann: readers trust a saved graph only while the index's record of it stands."""
     _, ids = add_file(store, chunks=[Chunk("d", "A", "one"), Chunk("d", "", "two")])
     missing = store.chunks_missing_vectors("fp")
     changes = [

@@ -1,5 +1,5 @@
 """A saved vector graph is opened (by usearch, in C) only when this user's kenning wrote it there:
-its seal (kenning.signals.seal) holds for that very file. A graph in a copied or handed-over index,
+its seal (kenning.sidefiles.seal) holds for that very file. A graph in a copied or handed-over index,
 or one changed in place, is left closed, and dense search reads the vectors exactly instead."""
 
 import os
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from kenning import Index
-from kenning.signals import ann, seal
+from kenning.sidefiles import ann, seal
 
 ENTRY = [sys.executable, "-m", "kenning.surfaces.entry"]
 

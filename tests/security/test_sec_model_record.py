@@ -128,7 +128,7 @@ def test_verify_reports_a_record_that_names_an_address(built, tmp_path):
 @pytest.fixture()
 def with_graph(tmp_path):
     """An index large enough for a saved HNSW graph (the threshold lowered for the test). Built per
-    test: a copied graph file carries another file's seal and is never opened (kenning.signals.seal),
+    test: a copied graph file carries another file's seal and is never opened (kenning.sidefiles.seal),
     so each test damages its own index in place."""
     root = tmp_path / "graph"
     docs = root / "docs"

@@ -339,7 +339,7 @@ def _pack_lengths_bumped(blob: bytes) -> bytes:
 def _lengths_file_claiming(ix: Path, max_id: int) -> None:
     """A lengths file that names this very index (its digest holds) but claims chunk ids up to
     `max_id`, sized to match, sparse."""
-    from kenning.signals import lengths_file as lf
+    from kenning.sidefiles import lengths_file as lf
     from kenning.store import open_store
 
     store = open_store(ix, create=False)

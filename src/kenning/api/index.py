@@ -37,8 +37,8 @@ from kenning.search.context import SearchContext
 from kenning.search.pipeline import run_search
 from kenning.search.request import MODES, SearchRequest
 from kenning.search.results import SearchResponse
-from kenning.signals import ann
-from kenning.signals.ann import GraphFile
+from kenning.sidefiles import ann
+from kenning.sidefiles.ann import GraphFile
 from kenning.signals.dense import DenseView, NewerVectors, ServerDenseView
 from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from kenning.signals.seal import read_regular
+from kenning.sidefiles.seal import read_regular
 
 MAX_ROOTS = 1000  # the record keeps the most recent folders; more are not what an agent writes into
 MAX_BYTES = 1 << 20

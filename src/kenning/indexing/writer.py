@@ -37,8 +37,8 @@ from kenning.ingest.secrets import screen_chunks
 from kenning.ingest.walk import CREDENTIALS_SKIP, path_key
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
-from kenning.signals import ann
-from kenning.signals.lengths_file import LengthsFile
+from kenning.sidefiles import ann
+from kenning.sidefiles.lengths_file import LengthsFile
 from kenning.signals.lexical import LexicalView
 from kenning.store import StorageError
 from kenning.store.protocols import VectorSearch
@@ -659,7 +659,7 @@ class IndexWriter:
 
     def save_lengths(self) -> None:
         """Save the committed generation's field lengths and live mask for readers to map
-        (kenning.signals.lengths_file); a folder that cannot take them leaves readers building them."""
+        (kenning.sidefiles.lengths_file); a folder that cannot take them leaves readers building them."""
         directory = self.store.directory
         if not directory:
             return
@@ -672,7 +672,7 @@ class IndexWriter:
             pass
 
     def sync_graph(self) -> dict | None:
-        """Bring the saved HNSW graph (kenning.signals.ann) up to date with the committed vectors, so
+        """Bring the saved HNSW graph (kenning.sidefiles.ann) up to date with the committed vectors, so
         no reader has to build it, then record it in the index (meta VECTOR_GRAPH_META) unless another
         commit came in between. A crash before the record leaves readers building in memory until the
         next write."""

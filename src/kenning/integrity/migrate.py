@@ -169,7 +169,7 @@ def _compare(src: Store, dst: Store) -> dict:
 def _save_graph(location: str) -> None:
     """The copy's nearest-neighbour index, as `kenning embed` leaves it: the HNSW graph file beside a
     folder index, or the server's pgvector index, so the first search need not build one; and a
-    folder's saved lexical arrays (kenning.signals.lengths_file), as any write leaves them."""
+    folder's saved lexical arrays (kenning.sidefiles.lengths_file), as any write leaves them."""
     from kenning.api.index import Index
 
     with Index(location, create=False) as index:

@@ -367,12 +367,12 @@ def _check_vectors(store, report: VerifyReport, tell: Progress) -> None:
 
 
 def _check_lengths_file(store, report: VerifyReport) -> None:
-    """A lengths file (kenning.signals.lengths_file) that is there but not used, being unsealed or
+    """A lengths file (kenning.sidefiles.lengths_file) that is there but not used, being unsealed or
     made for another commit: a note, as searches build the arrays from the segments instead."""
     directory = store.directory
     if not directory:
         return
-    from kenning.signals.lengths_file import LengthsFile
+    from kenning.sidefiles.lengths_file import LengthsFile
 
     lengths = LengthsFile(directory)
     if os.path.lexists(lengths.path) and lengths.open(store, store.read_snapshot()) is None:
@@ -383,7 +383,7 @@ def _check_lengths_file(store, report: VerifyReport) -> None:
 
 
 def _check_graph(store, live: BitMap, report: VerifyReport, full: bool) -> None:
-    """The saved HNSW graph (kenning.signals.ann) against the stored vectors, when the index records
+    """The saved HNSW graph (kenning.sidefiles.ann) against the stored vectors, when the index records
     that it holds exactly the committed ones (readers then trust it alone): its chunks are the live
     chunks with a vector, and (`full`) each of its vectors is the stored one. A stored vector that is
     gone or changed while the graph keeps its copy is a vector detached from what dense search
@@ -393,7 +393,7 @@ def _check_graph(store, live: BitMap, report: VerifyReport, full: bool) -> None:
     claim = store.get_meta(VECTOR_GRAPH_META)
     if not directory or recorded is None or not claim:
         return
-    from kenning.signals import ann
+    from kenning.sidefiles import ann
 
     graph_file = ann.GraphFile(directory, recorded["fingerprint"])
     try:

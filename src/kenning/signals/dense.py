@@ -2,7 +2,7 @@
 
 Exact search (one matrix product) is fast and perfect up to tens of thousands of chunks; above
 `ann.HNSW_THRESHOLD` live vectors an HNSW graph (usearch) answers instead, opened memory-mapped from
-the file the writer keeps (kenning.signals.ann), with the chunks committed since it was saved
+the file the writer keeps (kenning.sidefiles.ann), with the chunks committed since it was saved
 searched exactly beside it; with no saved graph, exact search answers. The method used is reported in
 every search. HNSW cannot filter while it walks, so it over-fetches and filters afterwards, falling back
 to exact search over the allowed chunks when too few survive.
@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from kenning.signals import ann
+from kenning.sidefiles import ann
 from kenning.signals.base import Channel
 from kenning.store.errors import decoding
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
@@ -30,7 +30,7 @@ NEWER_BY_ID = 5_000
 class DenseView:
     """The vectors of one committed generation for one embedder fingerprint.
 
-    Two sources. When the writer has saved an HNSW graph (kenning.signals.ann), the view is that
+    Two sources. When the writer has saved an HNSW graph (kenning.sidefiles.ann), the view is that
     file, memory-mapped: a chunk's vector is read from it, so opening costs no load of the corpus's
     vectors. If the index records that the graph holds exactly its committed vectors, that is all;
     if not (a commit since the graph was saved), the graph still answers for the chunks it holds
@@ -86,7 +86,7 @@ class DenseView:
 
     def _add_newer(self, store, fingerprint, live_mask, keys, lacks, newer: NewerVectors) -> None:
         """The live chunks with a vector that the saved graph lacks. While an embed run commits
-        between two saves of the graph, the index records them (`lacks`, kenning.signals.ann); else,
+        between two saves of the graph, the index records them (`lacks`, kenning.sidefiles.ann); else,
         after a small write, the few live chunks the graph lacks are looked up by id, and when they
         are many the chunks with vectors are listed whole (one scan, ~2.4 s at 1M) instead. Vectors
         an earlier view of this process read are not read again (`newer`): a server searching while

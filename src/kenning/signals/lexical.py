@@ -34,8 +34,8 @@ from pyroaring import BitMap
 from kenning import kernels
 from kenning.arrays import bitmap_of, sorted_unique
 from kenning.cache import BoundedCache, IndexCaches, nbytes
+from kenning.sidefiles.lengths_file import LengthsFile
 from kenning.signals.base import Channel
-from kenning.signals.lengths_file import LengthsFile
 from kenning.signals.pruning import BLOCK_BITS
 from kenning.store.errors import IndexDamaged, decoding
 from kenning.topk import top_k
@@ -218,7 +218,7 @@ class LexicalView:
         self._held: int | None = None  # chunks the segments hold, deleted ones too (term_counts)
         directory = store.directory
         mapped = LengthsFile(directory).open(store, snapshot) if directory else None
-        if mapped is not None:  # the writer saved this generation's arrays (kenning.signals.lengths_file)
+        if mapped is not None:  # the writer saved this generation's arrays (kenning.sidefiles.lengths_file)
             self.title_len, self.body_len, self.live_mask, self.max_id = mapped[:4]
             self.avg_title_len, self.avg_body_len = mapped[4:]
         else:

@@ -13,7 +13,7 @@ from pyroaring import BitMap
 
 from kenning.store.field_lengths import unpack_lengths, unpack_lengths_into
 
-# The meta key recording which saved vector graph (kenning.signals.ann) matches the committed vectors.
+# The meta key recording which saved vector graph (kenning.sidefiles.ann) matches the committed vectors.
 # Every write that changes the live set or the vectors drops it in the same transaction, so a reader
 # never trusts a graph a later commit made stale; the writer sets it again once the graph is saved.
 VECTOR_GRAPH_META = "vector_graph"

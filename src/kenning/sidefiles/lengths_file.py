@@ -15,7 +15,7 @@ run's, a glossary edit) leaves it valid, and another index's file is never taken
 
 The index folder may come from anyone, and a file whose header names this index's digest (anyone can
 compute it) could still claim four billion chunk ids. So the file is used only when this user's
-kenning wrote it: `lengths.seal` beside it holds the seal (kenning.signals.seal) of the file and its
+kenning wrote it: `lengths.seal` beside it holds the seal (kenning.sidefiles.seal) of the file and its
 header; a copied, planted or rewritten file is not used, and the arrays are built from the segments.
 
 Layout: a 64-byte header (magic, version, largest chunk id, live chunks, the digest, mean title and
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kenning.signals.seal import is_sealed, read_regular, seal
+from kenning.sidefiles.seal import is_sealed, read_regular, seal
 
 MAGIC = b"KNLENGTH"
 VERSION = 1

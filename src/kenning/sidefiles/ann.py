@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kenning.signals.seal import is_sealed, read_regular, seal
+from kenning.sidefiles.seal import is_sealed, read_regular, seal
 
 # live vectors from which the graph answers instead of exact search (KENNING_HNSW_THRESHOLD)
 HNSW_THRESHOLD = int(os.environ.get("KENNING_HNSW_THRESHOLD", "50000"))
@@ -92,7 +92,7 @@ class GraphFile:
 
     def read_stamp(self) -> dict | None:
         """The saved graph's stamp, when the graph is there and this user's kenning wrote it (its
-        seal holds, kenning.signals.seal): a graph from anywhere else is never opened."""
+        seal holds, kenning.sidefiles.seal): a graph from anywhere else is never opened."""
         raw = read_regular(self.stamp, STAMP_MAX_BYTES)
         try:
             stamp = json.loads(raw) if raw is not None else None
@@ -237,7 +237,7 @@ class GraphFile:
         graph.save(str(tmp))
         os.replace(tmp, self.graph)
         stamp = self.stamp_for(ids)
-        stamp["seal"] = seal(self.graph, _stamp_text(stamp))  # this user's, on this file (signals.seal)
+        stamp["seal"] = seal(self.graph, _stamp_text(stamp))  # this user's, on this file (sidefiles.seal)
         tmp_stamp = self.stamp.with_suffix(f".json.{os.getpid()}.tmp")
         tmp_stamp.write_text(json.dumps(stamp))
         os.replace(tmp_stamp, self.stamp)
@@ -246,7 +246,7 @@ class GraphFile:
 def seal_copy(source: str | os.PathLike, copy: str | os.PathLike) -> int:
     """Seal the graphs of `copy`, a copy the user made of the index folder `source`, where the
     source's own graph is sealed and the copied file has its size (a copy gets a new inode, so its
-    seal fails until then: kenning.signals.seal). Returns how many graphs were sealed. For the user's
+    seal fails until then: kenning.sidefiles.seal). Returns how many graphs were sealed. For the user's
     own copies (benchmarks copy a built index before each run); never for a folder from elsewhere."""
     sealed = 0
     for stamp_path in sorted((Path(copy) / "ann").glob("*.json")):

@@ -1,14 +1,14 @@
 """A seal on the files this user's kenning wrote beside an index, so that a file someone else wrote
 is never handed to a native loader.
 
-The saved HNSW graph (kenning.signals.ann) is opened by usearch, memory-mapped, and walked in C: a
+The saved HNSW graph (kenning.sidefiles.ann) is opened by usearch, memory-mapped, and walked in C: a
 graph file with a flipped byte crashed the process in 2 of 30 random trials, and a crafted one could
 do worse. Its stamp and the index's record of it are in the index folder too, so whoever hands over
 an index can make them agree. What they cannot make is the seal: an HMAC, under a key only this user
 can read, of the file's identity on this machine (device, inode, size, modification time) and its
 stamp. A copied, cloned, unpacked or rewritten file has another identity, so its seal fails and
 kenning searches the vectors exactly instead (the next write saves a sealed graph again). The
-lengths file (kenning.signals.lengths_file) is sealed the same way; an unsealed one is not used and
+lengths file (kenning.sidefiles.lengths_file) is sealed the same way; an unsealed one is not used and
 the arrays are built from the segments.
 
 Every side file is read through `read_regular`: a FIFO, a device or a symlink planted in its place is
