@@ -20,7 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-import kenning.signals.pruning as pruning
+import kenning.lexical.pruning as pruning
 from kenning import Index
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kenning import Index, kernels
-from kenning.signals.lexical import Bm25Params
+from kenning.lexical.bm25 import Bm25Params
 
 WINDOW_BITS = 10  # MaxScore's windows in kenning/_kernels.c
 COMMON = 10_000

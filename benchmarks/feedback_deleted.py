@@ -23,7 +23,8 @@ from pathlib import Path
 
 from kenning import Index
 from kenning.eval.beir import load_beir, ndcg_at, ranked_doc_keys
-from kenning.signals.lexical import Bm25Params, LexicalView
+from kenning.lexical.bm25 import Bm25Params
+from kenning.lexical.view import LexicalView
 
 GHOST_SHARE = 0.3
 

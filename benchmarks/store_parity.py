@@ -29,8 +29,8 @@ from kenning import Index  # noqa: E402
 from kenning.eval import load_beir, ndcg_at, open_eval_index  # noqa: E402
 from kenning.eval.beir import ranked_doc_keys  # noqa: E402
 from kenning.integrity.migrate import migrate  # noqa: E402
+from kenning.lexical.bm25 import Bm25Params  # noqa: E402
 from kenning.sidefiles import ann  # noqa: E402
-from kenning.signals.lexical import Bm25Params  # noqa: E402
 
 DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 MODES = ("lexical", "dense", "hybrid")

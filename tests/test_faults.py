@@ -187,8 +187,8 @@ FUSION_KNOBS = ["depth", "rrf_k", "alpha", "min_similarity", "feedback_k", "w_de
     )
 )
 def test_any_number_for_any_knob_is_accepted_finite_or_a_value_error_naming_it(case):
+    from kenning.lexical.bm25 import Bm25Params
     from kenning.search.fusion import FusionParams
-    from kenning.signals.lexical import Bm25Params
 
     kind, knobs = case
     try:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from kenning import arrays, kernels
-from kenning.signals.lexical import Bm25Params, saturate
+from kenning.lexical.bm25 import Bm25Params, saturate
 
 native = pytest.mark.skipif(not kernels.NATIVE, reason="kenning._kernels is not built here")
 
@@ -338,7 +338,7 @@ def test_a_views_weights_are_its_numpy_impacts_to_the_bit(tmp_path, variant):
     import random
 
     from kenning import Index
-    from kenning.signals.lexical import idf
+    from kenning.lexical.bm25 import idf
 
     rng = random.Random(3)
     words = [f"w{i}" for i in range(60)]
@@ -606,7 +606,7 @@ def test_union_of_id_arrays_is_the_union_of_their_bitmaps(seed, parts):
 def test_chunks_holding_a_term_looked_up_or_intersected_agree(seed, few):
     """Few candidates are looked up in the term's ids, many intersected with its bitmap: the same
     chunks either way (candidates on and off the term's ids, at both ends of them)."""
-    from kenning.signals import lexical
+    from kenning.lexical import view as lexical
 
     rng = np.random.default_rng(seed)
     ids = np.sort(rng.choice(50_000, int(rng.integers(0, 8_000)), replace=False)).astype(np.uint32)

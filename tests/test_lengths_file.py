@@ -11,8 +11,8 @@ import pytest
 from kenning import Index
 from kenning.cache import BoundedCache
 from kenning.indexing.writer import IndexWriter
+from kenning.lexical.view import LexicalView
 from kenning.sidefiles.lengths_file import LengthsFile
-from kenning.signals.lexical import LexicalView
 
 
 def _notes(root, count, start=0):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-import kenning.signals.pruning as pruning
+import kenning.lexical.pruning as pruning
 from kenning import Index, kernels
 from kenning.surfaces.render import funnel_lines
 
@@ -125,7 +125,7 @@ def test_phrases_small_indexes_and_other_modes_score_exhaustively(index, monkeyp
 def test_phrases_checked_on_text_match_phrases_checked_on_positions(index, monkeypatch):
     """A few phrase candidates are checked on their re-analysed text, many on stored positions: both
     give the same chunks (random phrases cut from the corpus, and random word pairs)."""
-    import kenning.signals.lexical as lexical
+    import kenning.lexical.view as lexical
 
     rng = random.Random(5)
     with index.store.reading():
@@ -155,7 +155,7 @@ def test_phrases_checked_on_text_match_phrases_checked_on_positions(index, monke
 
 def _count_narrowings(monkeypatch) -> list:
     """A list that gets an entry each time a phrase check narrows by the words already read."""
-    import kenning.signals.lexical as lexical
+    import kenning.lexical.view as lexical
 
     narrowings = []
     sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
@@ -192,7 +192,7 @@ def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index,
     """When the words whose postings are already read leave many candidates, their own positions
     narrow them before a common word's postings are read; the chunks found are the ones the stored
     positions of every word give (random phrases cut from the corpus, several words already read)."""
-    import kenning.signals.lexical as lexical
+    import kenning.lexical.view as lexical
 
     rng = random.Random(11)
     monkeypatch.setattr(lexical, "PHRASE_TEXT_CHECK", 3)
@@ -217,9 +217,9 @@ def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
     index, monkeypatch, text_token_us
 ):
     """A few candidates go to the cheaper check: their re-analysed text, or first the stored positions
-    of the words already read (kenning.signals.lexical.LexicalView._positions_first). Priced so that
+    of the words already read (kenning.lexical.view.LexicalView._positions_first). Priced so that
     text always wins, and so that positions always win, the chunks found are the full check's."""
-    import kenning.signals.lexical as lexical
+    import kenning.lexical.view as lexical
 
     rng = random.Random(17)
     monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)
@@ -250,7 +250,7 @@ def test_where_some_postings_positions_begin_is_the_frequencies_before_them(data
     frequencies of every posting before it, summed by runs (the first posting among them or not)."""
     import numpy as np
 
-    from kenning.signals.lexical import _starts_at
+    from kenning.lexical.view import _starts_at
 
     tf = np.array(data.draw(st.lists(st.integers(0, 70_000 // 50), min_size=1, max_size=50)), dtype=np.uint16)
     at = np.array(sorted(data.draw(st.sets(st.integers(0, len(tf) - 1), min_size=1))), dtype=np.int64)
@@ -266,7 +266,7 @@ def test_few_candidates_of_words_all_read_narrowed_by_the_rarest_two_give_the_sa
     narrowed first by the two rarest words' positions when that costs less than their text; the
     chunks found are the full positions check's either way (random four-word phrases cut from the
     corpus, and the same phrases with a word swapped, which most candidates fail)."""
-    import kenning.signals.lexical as lexical
+    import kenning.lexical.view as lexical
 
     rng = random.Random(23)
     monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)

@@ -24,7 +24,7 @@ _PUBLIC = {
     "SearchResponse": "kenning.api",
     "build_request": "kenning.api",
     "FusionParams": "kenning.search.fusion",
-    "Bm25Params": "kenning.signals.lexical",
+    "Bm25Params": "kenning.lexical.bm25",
 }
 __all__ = [*sorted(_PUBLIC), "__version__", "signals"]
 

@@ -8,7 +8,7 @@ The first query that meets a common term pays these over every posting (~300k at
 chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for the
 postings and pyroaring's adding of values for the bitmap.
 Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
-the same in NumPy (kenning.signals.lexical, kenning.signals.pruning, kenning.arrays);
+the same in NumPy (kenning.lexical.view, kenning.lexical.pruning, kenning.arrays);
 tests/test_kernels.py holds both ways equal to the last bit.
 """
 
@@ -28,7 +28,7 @@ except ImportError:  # not compiled here
 
 
 def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, params, idf, field=None):
-    """idf x (title_weight x S_title + body_weight x S_body) for each posting (kenning.signals.lexical
+    """idf x (title_weight x S_title + body_weight x S_body) for each posting (kenning.lexical.view
     has the formula); `field` keeps one field's part only. Chunk ids and term frequencies per
     posting (frequencies as stored: one or two bytes, or empty when all zero), lengths uint16 per
     chunk id. None without the C module."""

@@ -20,6 +20,7 @@ from kenning.api.own_roots import index_location, remember
 from kenning.api.request import build_request
 from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
+from kenning.lexical.view import LexicalIndex
 from kenning.models.embed.base import EmbedderError
 from kenning.models.endpoints import (
     REMOTE_BACKENDS,
@@ -40,7 +41,6 @@ from kenning.search.results import SearchResponse
 from kenning.sidefiles import ann
 from kenning.sidefiles.ann import GraphFile
 from kenning.signals.dense import DenseView, NewerVectors, ServerDenseView
-from kenning.signals.lexical import LexicalIndex
 from kenning.signals.substring import SubstringView, TrigramSubstrings
 from kenning.store import ChunkRow, IndexDamaged, StorageError, is_server_url, open_store
 from kenning.store.errors import decoding

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from kenning import signals
+from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
 from kenning.query.parser import ParsedQuery
 from kenning.search.fusion import FusionParams, fusion_knobs
 from kenning.search.postprocess import PostprocessOptions
 from kenning.search.request import SearchRequest
-from kenning.signals.lexical import Bm25Params
 
 BM25_KNOBS = tuple(f.name for f in fields(Bm25Params))
 REQUEST_FIELDS = tuple(

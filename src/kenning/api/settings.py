@@ -27,9 +27,9 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from kenning.lexical.bm25 import Bm25Params
 from kenning.locate import locate_index
 from kenning.search.fusion import fusion_knobs
-from kenning.signals.lexical import Bm25Params
 
 
 def search_keys() -> dict[str, str]:

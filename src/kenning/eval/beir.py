@@ -22,8 +22,8 @@ from pathlib import Path
 
 from kenning.api.index import Index
 from kenning.cachedir import user_cache
+from kenning.lexical.bm25 import Bm25Params
 from kenning.search.fusion import FusionParams
-from kenning.signals.lexical import Bm25Params
 from kenning.store import is_server_url
 
 

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 from kenning.api.index import Index
+from kenning.lexical.bm25 import Bm25Params
 from kenning.search.fusion import FusionParams
-from kenning.signals.lexical import Bm25Params
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
 

@@ -35,11 +35,11 @@ from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, p
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, FileSkipped, read_bounded
 from kenning.ingest.secrets import screen_chunks
 from kenning.ingest.walk import CREDENTIALS_SKIP, path_key
+from kenning.lexical.view import LexicalView
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.sidefiles import ann
 from kenning.sidefiles.lengths_file import LengthsFile
-from kenning.signals.lexical import LexicalView
 from kenning.store import StorageError
 from kenning.store.protocols import VectorSearch
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META

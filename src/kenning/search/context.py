@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import BitMap
 
+from kenning.lexical.bm25 import ScoringClause
+from kenning.lexical.pruning import PrunedTop
 from kenning.query.parser import ParsedQuery
 from kenning.query.plan import QueryPlan
 from kenning.search.relax import Relaxation
 from kenning.search.request import SearchRequest
 from kenning.search.results import Funnel, Hit
 from kenning.signals.base import Channel, SignalQuery
-from kenning.signals.lexical import ScoringClause
-from kenning.signals.pruning import PrunedTop
 
 
 @dataclass

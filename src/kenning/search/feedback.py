@@ -20,10 +20,10 @@ from collections import Counter
 import numpy as np
 
 from kenning import signals
+from kenning.lexical.bm25 import idf
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.fusion import FEEDBACK_FUSIONS, fuse
 from kenning.signals.base import Learned, feedback_channel
-from kenning.signals.lexical import idf
 
 
 def applies(state: QueryState) -> bool:

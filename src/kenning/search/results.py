@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
 from kenning.query.plan import QueryPlan
-from kenning.signals.lexical import Bm25Params
 
 
 @dataclass

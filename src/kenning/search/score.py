@@ -3,7 +3,7 @@ coordination over clauses and k3 query-term weights; then the lexical ranking, w
 lexical mode and one channel among others in hybrid mode.
 
 In lexical mode only the best `pool` chunks are needed, so plain queries are scored with dynamic
-pruning (kenning.signals.pruning): exactly the same top, without scoring the chunks that cannot reach
+pruning (kenning.lexical.pruning): exactly the same top, without scoring the chunks that cannot reach
 it; the funnel says how many were skipped. The other modes need every survivor's score (fusion
 normalises a channel against all of them), and so do queries with phrases or glossary expansions."""
 
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kenning.lexical.bm25 import ScoringClause, ScoringTerm
+from kenning.lexical.pruning import pruned_top_k, score_ids
 from kenning.search.context import QueryState, SearchContext
-from kenning.signals.lexical import ScoringClause, ScoringTerm, score_lookup
-from kenning.signals.pruning import pruned_top_k, score_ids
+from kenning.signals.lexical import score_lookup
 from kenning.topk import top_k
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pyroaring import BitMap
 
+from kenning.lexical.view import chunks_holding
 from kenning.query.parser import ParsedQuery, Phrase
 from kenning.query.plan import plan_item
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.relax import strict_first
 from kenning.search.score import lexical_scores
-from kenning.signals.lexical import chunks_holding
 
 VERBATIM_MIN_WORDS = 5
 

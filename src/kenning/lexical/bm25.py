@@ -1,0 +1,114 @@
+"""Field-aware BM25 over title (heading path) and body: the formula, its parameters, and the query's
+scoring clauses.
+
+Per query term t and document d, each field f in {title, body} gets a saturated term frequency
+S_f(tf, len) and the term contributes  idf(t) * (title_weight * S_title + body_weight * S_body).
+The document score is the sum over matched terms, each weighted by how often the query says it,
+times a coordination factor coord = floor + (1 - floor) * matched_terms / query_terms.
+
+Query term weight (Robertson's k3 saturation of the query term frequency qtf):
+  w(qtf) = (k3 + 1) qtf / (k3 + qtf)     k3 = 0: every distinct term once; large k3: raw qtf
+A long question or a pasted paragraph repeats its key terms; this keeps that emphasis, gently.
+
+Variants of S (norm = 1 - b + b * len / avg_len):
+- classic: tf (k1 + 1) / (tf + k1 norm)                       (Robertson/Sparck Jones BM25)
+- plus:    classic + delta for tf > 0                         (BM25+, Lv & Zhai 2011: a matched term
+                                                               never scores ~0 in a very long document)
+- l:       c = tf / norm,  (k1 + 1)(c + delta) / (k1 + c + delta) for tf > 0    (BM25L, Lv & Zhai 2011)
+IDF: ln(1 + (N - df + 0.5) / (df + 0.5)), floored at zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from pyroaring import BitMap
+
+from kenning.validate import check_number
+
+VARIANTS = ("classic", "plus", "l")
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """Every lexical scoring knob.
+
+    Defaults come from benchmarks/tune_lexical.py on cranfield and msmarco-5k: the centre of the
+    region where both sets clear their best lexical peer by the widest margin (coordination floor 0.5
+    and title weight 2 lead every top row; k1 0.9-1.2 and b 0.5-0.9 differ by noise). k3 = 4 is the
+    best value on cranfield and on cacm, each fitted alone (msmarco-5k queries repeat no term), so
+    either set chooses it for the other: cacm 0.459 -> 0.493, cranfield 0.390 -> 0.392.
+    """
+
+    variant: str = "classic"
+    k1: float = 0.9
+    b: float = 0.75
+    delta: float = 1.0
+    title_weight: float = 2.0
+    body_weight: float = 1.0
+    coord_floor: float = 0.5
+    k3: float = 4.0
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown BM25 variant {self.variant!r}: choose one of {', '.join(VARIANTS)}")
+        check_number("k1", self.k1, 0, 100)
+        check_number("b", self.b, 0, 1)
+        check_number("delta", self.delta, 0, 100)
+        check_number("title_weight", self.title_weight, 0, 1000)
+        check_number("body_weight", self.body_weight, 0, 1000)
+        check_number("coord_floor", self.coord_floor, 0, 1)
+        check_number("k3", self.k3, 0, 1000)
+
+    def query_weight(self, qtf: int) -> float:
+        """How much a term the query says `qtf` times counts (1 for a term said once)."""
+        return (self.k3 + 1.0) * qtf / (self.k3 + qtf)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def idf(n_docs: int, df: int) -> float:
+    """Smoothed inverse document frequency, floored at zero."""
+    if df <= 0 or n_docs <= 0:
+        return 0.0
+    return max(0.0, math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)))
+
+
+def saturate(tf: np.ndarray, length: np.ndarray, avg_len: float, p: Bm25Params) -> np.ndarray:
+    """The variant's saturated term frequency for one field; zero where tf == 0."""
+    tf = np.asarray(tf, dtype=np.float64)
+    norm = 1.0 - p.b + p.b * (np.asarray(length, dtype=np.float64) / avg_len if avg_len > 0 else 1.0)
+    present = tf > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if p.variant == "classic":
+            out = tf * (p.k1 + 1.0) / (tf + p.k1 * norm)
+        elif p.variant == "plus":
+            out = tf * (p.k1 + 1.0) / (tf + p.k1 * norm) + p.delta
+        else:  # "l"
+            c = tf / norm + p.delta
+            out = (p.k1 + 1.0) * c / (p.k1 + c)
+    return np.where(present, out, 0.0)
+
+
+@dataclass
+class ScoringTerm:
+    """A term to score: in one field or both, for every chunk holding it or only for `docs`."""
+
+    term: str
+    field: str | None = None
+    docs: BitMap | None = None
+
+
+@dataclass
+class ScoringClause:
+    """A unit of coordination: its terms' scores add up, and it counts as matched for `docs`
+    (None: for every chunk holding its single term). `qtf`: how many times the query says it."""
+
+    terms: list[ScoringTerm]
+    docs: BitMap | None = None
+    label: str = ""
+    qtf: int = 1
+    boost: float = 1.0  # a further weight on the clause (feedback terms carry their feedback weight)
