@@ -1,4 +1,4 @@
-"""kenning.arrays: the query path's sorted-unique helpers agree with np.unique, and a lexical search
+"""kenning.kernels.arrays: the query path's sorted-unique helpers agree with np.unique, and a lexical search
 never loads numpy.ma (whose import np.unique triggers, costing the first query of every process)."""
 
 import subprocess
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kenning import Index
-from kenning.arrays import sorted_unique, stable_argsort, unique_counts
+from kenning.kernels.arrays import sorted_unique, stable_argsort, unique_counts
 
 
 @given(st.lists(st.integers(-(2**40), 2**40), max_size=200))
@@ -82,7 +82,7 @@ def test_opening_an_index_loads_no_module(tmp_path):
 def test_bitmap_of_holds_exactly_the_ids_whatever_their_dtype():
     from pyroaring import BitMap
 
-    from kenning.arrays import bitmap_of
+    from kenning.kernels.arrays import bitmap_of
 
     rng = np.random.default_rng(3)
     ids = np.sort(rng.choice(2**32 - 1, 5000, replace=False))

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from kenning import arrays, kernels
+from kenning import kernels
+from kenning.kernels import arrays
 from kenning.lexical.bm25 import Bm25Params, saturate
 
 native = pytest.mark.skipif(not kernels.NATIVE, reason="kenning._kernels is not built here")
@@ -148,7 +149,7 @@ def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, 
     """Same ids, order and scores (to the bit) as summing every posting in the query's order and
     taking top_k; scores drawn from a few values, so ties (broken by id) are common. 5,000 chunk
     ids span several of the kernel's windows, with gaps between them when a term is rare."""
-    from kenning.topk import top_k
+    from kenning.kernels.topk import top_k
 
     rng = np.random.default_rng(seed)
     ids, scores = [], []

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kenning.topk import top_k
+from kenning.kernels.topk import top_k
 
 
 def test_ties_at_the_cut_go_to_the_lowest_ids_in_any_input_order():

@@ -14,7 +14,7 @@
  * kenning.signals.lexical.saturate), so the scores are equal to the last bit: built with
  * -ffp-contract=off, so that no multiply-add is fused. kenning.kernels wraps this module; where it
  * is not built, the NumPy code beside each caller runs instead (kenning.signals.lexical,
- * kenning.signals.pruning, kenning.arrays), and tests/test_kernels.py holds the two equal.
+ * kenning.signals.pruning, kenning.kernels.arrays), and tests/test_kernels.py holds the two equal.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -28,7 +28,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import fold
-from kenning.arrays import unique_counts
+from kenning.kernels.arrays import unique_counts
 
 MAX_NGRAM = 4
 SCORINGS = ("relatedness", "jaccard")

@@ -22,10 +22,10 @@ from pyroaring import BitMap
 
 from kenning import kernels
 from kenning.analysis.analyzer import Analyzer, raw_tokens
-from kenning.arrays import bitmap_of, sorted_unique, stable_argsort
 from kenning.indexing.allocator import release_freed_memory
 from kenning.indexing.spill import SpilledSegment, SpillRange, merge_columns, spill_ranges
 from kenning.indexing.term_table import SEVERAL, TermTable
+from kenning.kernels.arrays import bitmap_of, sorted_unique, stable_argsort
 from kenning.store.compact import (
     decode_posting_row,
     encode_posting_row,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kenning.arrays import stable_argsort
+from kenning.kernels.arrays import stable_argsort
 from kenning.store.records import ROW_MEMORY_BYTES, SegmentColumns, range_bounds
 
 SPILL_MARK_BYTES = 64 << 10  # merge memory between marks: a range reads at most two marks' worth more

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kenning import kernels
-from kenning.topk import top_k
+from kenning.kernels.topk import top_k
 
 BLOCK_BITS = 4  # blocks of 16 chunk ids
 # score by blocks only when the blocks left hold at most this share of the query's postings: gathering

@@ -19,8 +19,8 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning import kernels
-from kenning.arrays import bitmap_of, sorted_unique
 from kenning.cache import BoundedCache, IndexCaches, nbytes
+from kenning.kernels.arrays import bitmap_of, sorted_unique
 from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, saturate
 from kenning.lexical.pruning import BLOCK_BITS
 from kenning.sidefiles.lengths_file import LengthsFile
@@ -47,7 +47,7 @@ class TermPostings:
     @functools.cached_property
     def bitmap(self) -> BitMap:
         """Its chunks as a roaring bitmap, made when first asked for: a query's candidates are made
-        from the ids themselves (kenning.arrays.union_of), and a common word's bitmap is ~0.3 ms."""
+        from the ids themselves (kenning.kernels.arrays.union_of), and a common word's bitmap is ~0.3 ms."""
         return bitmap_of(self.ids)
 
 

@@ -3,7 +3,7 @@ postings (Lume's first funnel stage), and the postings the later stages score wi
 
 from __future__ import annotations
 
-from kenning.arrays import union_of
+from kenning.kernels.arrays import union_of
 from kenning.search.context import QueryState, SearchContext
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kenning.kernels.topk import top_k
 from kenning.lexical.bm25 import ScoringClause, ScoringTerm
 from kenning.lexical.pruning import pruned_top_k, score_ids
 from kenning.search.context import QueryState, SearchContext
 from kenning.signals.lexical import score_lookup
-from kenning.topk import top_k
 
 
 def score(ctx: SearchContext, state: QueryState) -> None:

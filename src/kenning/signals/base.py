@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from kenning.topk import top_k
+from kenning.kernels.topk import top_k
 
 
 @dataclass

@@ -15,11 +15,11 @@ from functools import partial
 
 import numpy as np
 
+from kenning.kernels.topk import top_k
 from kenning.sidefiles import ann
 from kenning.signals.base import Channel
 from kenning.store.errors import decoding
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
-from kenning.topk import top_k
 
 # live chunks a saved graph may lack before a reader lists every chunk with a vector instead of
 # looking the lacking ones up by id. At the 1M tier (430k vectors): 2,000 lookups 0.19 s, 20,000

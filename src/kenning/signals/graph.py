@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kenning.kernels.topk import top_k
 from kenning.signals.base import Channel, Knob
-from kenning.topk import top_k
 
 
 class GraphSignal:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kenning.kernels.topk import top_k
 from kenning.lexical.bm25 import Bm25Params, ScoringClause, ScoringTerm
 from kenning.signals.base import Channel
-from kenning.topk import top_k
 
 
 class LexicalSignal:

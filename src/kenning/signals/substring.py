@@ -2,7 +2,7 @@
 
 It catches what analysis changes: version strings, error codes, numbers, identifiers and words that
 stemming conflates. Each chunk scores the share of the query's words it contains, so a chunk
-containing every word ranks first; chunks that hold as many go by lowest id (kenning.topk's rule).
+containing every word ranks first; chunks that hold as many go by lowest id (kenning.kernels.topk's rule).
 How often a word occurs is the lexical signal's business, not this one's: counting it would make the
 trigram view read every candidate of a common word.
 
@@ -23,10 +23,10 @@ import re
 
 import numpy as np
 
-from kenning.arrays import unique_counts
+from kenning.kernels.arrays import unique_counts
+from kenning.kernels.topk import top_k
 from kenning.signals.base import Channel
 from kenning.store.records import MIN_TRIGRAM_WORD, substring_text
-from kenning.topk import top_k
 
 MIN_WORD = 2
 _WORD = re.compile(r"\S+")

@@ -1,4 +1,6 @@
-"""Per-posting and per-row loops in C (kenning/_kernels.c, built when kenning is installed): on the
+"""Numeric kernels both paths share: top-k selection (topk), sorted-unique arrays and roaring bitmaps
+made from numpy (arrays), and, here, the per-posting and per-row loops in C (kenning/_kernels.c,
+built when kenning is installed): on the
 query path a term's weighted BM25 scores, its live postings (as stored when nothing is to be
 dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's terms,
 and MaxScore top-k weighing the postings it visits; on the write path the encoding of a segment's
@@ -8,7 +10,7 @@ The first query that meets a common term pays these over every posting (~300k at
 chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for the
 postings and pyroaring's adding of values for the bitmap.
 Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
-the same in NumPy (kenning.lexical.view, kenning.lexical.pruning, kenning.arrays);
+the same in NumPy (kenning.lexical.view, kenning.lexical.pruning, kenning.kernels.arrays);
 tests/test_kernels.py holds both ways equal to the last bit.
 """
 
