@@ -135,9 +135,8 @@ class LexicalView:
         # query); scoring converts the few it reads
         # a segment whose ids run without a gap (a build's, before any deletion) is copied into
         # place, not scattered id by id; and when every live chunk lies in such segments, the live
-        # mask and mean lengths come from the segments less their few deleted chunks. A view's first
-        # construction at 1M chunks: ~22 -> ~3 ms with nothing deleted, ~21 -> ~10 ms after a 1%
-        # re-index (both against reading the live set whole)
+        # mask and mean lengths come from the segments less their few deleted chunks, instead of
+        # reading the live set whole (most of a new process's first view at a million chunks)
         self.title_len = np.zeros(self.max_id + 1, dtype=np.uint16)
         self.body_len = np.zeros(self.max_id + 1, dtype=np.uint16)
         for seg, place in zip(segments, places, strict=True):
@@ -622,8 +621,8 @@ def _occurrence_keys(entry, wanted: np.ndarray, offset: int) -> np.ndarray:
 def _starts_at(tf: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Where the positions of postings `at` (ascending, distinct) begin: the term frequencies before
     each, summed. By the runs between them (np.add.reduceat), not a prefix sum of every posting: that
-    was three arrays of the term's postings' size, new pages for a common word's first phrase check (a
-    six-word query's verbatim check in a new process at 1M chunks: 7.8-9.1 -> 4.2-4.4 ms)."""
+    was three arrays of the term's postings' size, new pages for a common word's first phrase check,
+    which roughly doubled a long query's verbatim check in a new process on a large index."""
     if at[0] == 0:  # the first run starts at the first posting: nothing before it
         runs = np.add.reduceat(tf, at, dtype=np.int64)
         return np.concatenate(([0], np.cumsum(runs[:-1])))

@@ -29,8 +29,8 @@ The precision is part of the fingerprint: the two make different vectors. A mode
 the verified one runs as it is, in float32.
 
 The graph a session runs (rewritten, and optimised by onnxruntime) is kept in the user's model cache
-(prepared.py): a later process starts its session from it in ~0.1 s instead of ~0.3-0.4 s, with the
-same vectors bit for bit.
+(prepared.py): a later process starts its session from it in a fraction of the time, with the same
+vectors bit for bit.
 """
 
 from __future__ import annotations

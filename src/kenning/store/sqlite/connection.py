@@ -45,12 +45,10 @@ BATCH = 500  # ids per `IN (...)` list: well under SQLite's limit on bound param
 # SQLite's own page cache, per connection (its default is 2,000 KiB). Every page a query reads passes
 # through it, the overflow pages of a long postings row included (the SQLite Python links here, 3.40,
 # is built without SQLITE_DIRECT_OVERFLOW_READ), and each new slot is fresh memory, a page fault
-# (~2.7 us here): a new process's first query at 1M chunks filled up to 2 MB of it with pages kenning
-# had already copied out and keeps in its own postings cache. A quarter of a megabyte holds the
-# B-tree pages that term lookups come back to. Over the 1M tier's first 20 queries in new processes,
-# alternated four times with the 2,000 KiB cache: p50 / p95 9.50 / 16.97 -> 9.03 / 14.45 ms, pages
-# touched 528 -> 361 (benchmarks/first_query_ab.py); warm queries, the 1% re-index and the 1M build
-# no slower (docs/architecture.md).
+# (a few microseconds): a new process's first query on a large index filled megabytes of it with
+# pages kenning had already copied out and keeps in its own postings cache. A quarter of a megabyte
+# holds the B-tree pages that term lookups come back to; first queries touched a third fewer pages
+# and were no slower, nor were warm queries, re-indexes or builds (benchmarks/first_query_ab.py).
 PAGE_CACHE_KIB = 256
 
 
