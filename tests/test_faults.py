@@ -198,3 +198,16 @@ def test_any_number_for_any_knob_is_accepted_finite_or_a_value_error_naming_it(c
         return
     if kind == "bm25":
         assert all(math.isfinite(getattr(params, k)) for k in knobs)
+
+
+def test_a_database_that_fails_mid_query_is_one_clear_line(lexical_index, capsys):
+    """The driver's own error (here sqlite3's, a table gone under the index) reaches the command
+    line as one line naming verify and repair; the command line imports no driver to say so."""
+    import sqlite3
+
+    with sqlite3.connect(lexical_index / "index.db") as db:
+        db.execute("DROP TABLE chunks")
+    code = main(["get", "chunk:1", "--index", str(lexical_index)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("kenning: error:") and "kenning verify" in err

@@ -5,7 +5,9 @@ none of them."""
 
 from __future__ import annotations
 
+import sqlite3
 import struct
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -42,3 +44,14 @@ def decoding(what: str) -> Iterator[None]:
         raise
     except DECODING_ERRORS as exc:
         raise IndexDamaged(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """The database drivers' own error types (sqlite3's, and psycopg's once it is loaded), for a
+    surface to say the index's database failed without importing a driver itself. Called where an
+    exception is being matched, so it costs nothing until then."""
+    errors: list[type[BaseException]] = [sqlite3.DatabaseError]
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None:
+        errors.append(psycopg.Error)
+    return tuple(errors)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sqlite3
 import sys
 import time
 from contextlib import contextmanager, nullcontext
@@ -38,6 +37,7 @@ from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters
 from kenning.search.fusion import FUSIONS, INT_KNOBS, FusionParams, fusion_knobs
 from kenning.search.postprocess import PostprocessOptions
 from kenning.store import StorageError
+from kenning.store.errors import engine_errors
 from kenning.surfaces.cli_collections import add_collections_parser, cmd_collections
 from kenning.surfaces.cli_glossary import add_glossary_parser, cmd_glossary
 from kenning.surfaces.cli_graph import add_graph_parser, cmd_graph
@@ -855,7 +855,7 @@ def _main(argv: list[str] | None, index: Index | None) -> int:
     except USER_ERRORS as exc:
         print(f"kenning: error: {exc}", file=sys.stderr)
         return 2
-    except sqlite3.DatabaseError as exc:
+    except engine_errors() as exc:  # the store's driver failed (kenning.store.errors)
         print(
             f"kenning: error: the index database cannot be read ({exc}); "
             "`kenning verify` says what is wrong and `kenning repair` rebuilds it",
