@@ -341,7 +341,7 @@ def test_a_lexical_view_holds_every_chunks_lengths_whatever_the_segments(tmp_pat
 def test_a_views_deleted_chunks_come_from_gapless_segments_only_when_they_hold_every_live_one():
     """The deleted chunks are counted from the segments' ranges; a segment with gaps, or a live
     chunk outside every segment, sends the view back to reading the live set whole (None)."""
-    from kenning.lexical.view import _dead_ids
+    from kenning.sidefiles.lengths_file import _dead_ids
 
     assert _dead_ids([slice(1, 6), slice(6, 9)], BitMap([1, 2, 4, 7, 8])).tolist() == [3, 5, 6]
     assert _dead_ids([slice(1, 6)], BitMap([1, 2, 9])) is None

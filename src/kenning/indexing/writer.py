@@ -24,7 +24,6 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
-from kenning.cache import BoundedCache
 from kenning.entities.collect import EntityCollector
 from kenning.indexing.allocator import release_freed_memory
 from kenning.indexing.analysis import Analysed, ChunkAnalysis, early_worker
@@ -35,11 +34,10 @@ from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, p
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, FileSkipped, read_bounded
 from kenning.ingest.secrets import screen_chunks
 from kenning.ingest.walk import CREDENTIALS_SKIP, path_key
-from kenning.lexical.view import LexicalView
 from kenning.models.recorded import model_identity, recorded_embedder
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.sidefiles import ann
-from kenning.sidefiles.lengths_file import LengthsFile
+from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
 from kenning.store import StorageError
 from kenning.store.protocols import VectorSearch
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
@@ -665,9 +663,9 @@ class IndexWriter:
             return
         with self.store.reading():
             snapshot = self.store.read_snapshot()
-            view = LexicalView(self.store, snapshot, BoundedCache(0))
+            arrays = build_lengths(snapshot, self.store.load_segment)
         try:
-            LengthsFile(directory).save(self.store, snapshot, view)
+            LengthsFile(directory).save(self.store, snapshot, arrays)
         except OSError:
             pass
 

@@ -23,8 +23,7 @@ from kenning.cache import BoundedCache, IndexCaches, nbytes
 from kenning.kernels.arrays import bitmap_of, sorted_unique
 from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, saturate
 from kenning.lexical.pruning import BLOCK_BITS
-from kenning.sidefiles.lengths_file import LengthsFile
-from kenning.store.errors import IndexDamaged, decoding
+from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
 
 _ABSENT = object()  # "not cached" (None is a cached answer: the term has no postings)
 
@@ -80,28 +79,6 @@ def chunks_holding(docs: BitMap, postings: TermPostings) -> BitMap:
     return bitmap_of(wanted[held])
 
 
-def _last_id(place: slice | np.ndarray) -> int:
-    """The largest chunk id at a segment's place (0 for an empty segment)."""
-    if isinstance(place, slice):
-        return max(place.stop - 1, 0)
-    return int(place[-1]) if len(place) else 0
-
-
-def _dead_ids(places: list, live: BitMap) -> np.ndarray | None:
-    """The deleted chunks of gapless segments at `places` (those not in `live`), when every live
-    chunk lies in one of them; None when a segment's ids have gaps (then the caller reads `live`
-    whole). A re-index deletes a few chunks of a large segment: counting from the few costs what
-    they are, where reading the live set whole cost ~10 ms at 1M chunks."""
-    if not all(isinstance(place, slice) for place in places):
-        return None
-    held = BitMap()
-    for place in places:
-        held.add_range(place.start, place.stop)
-    if not live.issubset(held):
-        return None
-    return np.frombuffer((held - live).to_array(), dtype=np.uint32)
-
-
 class LexicalView:
     """BM25 over one committed generation. Built by `LexicalIndex.view()`; immutable afterwards."""
 
@@ -121,48 +98,13 @@ class LexicalView:
             self.title_len, self.body_len, self.live_mask, self.max_id = mapped[:4]
             self.avg_title_len, self.avg_body_len = mapped[4:]
         else:
-            self._build_arrays(snapshot)
-
-    @decoding("the segments and the live set")
-    def _build_arrays(self, snapshot) -> None:
-        """The field lengths and live mask by chunk id, and the mean lengths, from the segments."""
-        segments = [self._segment(s) for s in snapshot.segment_ids]
-        places = [seg.place for seg in segments]
-        self.max_id = max((_last_id(place) for place in places), default=0)
-        if self.n_docs and self.live.max() > self.max_id:  # a live chunk no segment holds
-            raise IndexDamaged(f"the live set names chunk {self.live.max()}, past every segment's")
-        # field lengths as stored (uint16, a quarter of float64's bytes to fill on a view's first
-        # query); scoring converts the few it reads
-        # a segment whose ids run without a gap (a build's, before any deletion) is copied into
-        # place, not scattered id by id; and when every live chunk lies in such segments, the live
-        # mask and mean lengths come from the segments less their few deleted chunks, instead of
-        # reading the live set whole (most of a new process's first view at a million chunks)
-        self.title_len = np.zeros(self.max_id + 1, dtype=np.uint16)
-        self.body_len = np.zeros(self.max_id + 1, dtype=np.uint16)
-        for seg, place in zip(segments, places, strict=True):
-            if isinstance(place, slice):  # decoded straight into place
-                seg.lengths_into(self.title_len[place], self.body_len[place])
-            else:
-                self.title_len[place] = seg.title_lens
-                self.body_len[place] = seg.body_lens
-        self.live_mask = np.zeros(self.max_id + 1, dtype=bool)
-        dead = _dead_ids(places, self.live) if self.n_docs else None
-        if dead is not None:
-            for place in places:
-                self.live_mask[place] = True
-            self.live_mask[dead] = False
-            # (every id of a segment is in place, and ids in no segment hold zero)
-            title_total = int(self.title_len.sum(dtype=np.int64))
-            body_total = int(self.body_len.sum(dtype=np.int64))
-            self.avg_title_len = (title_total - int(self.title_len[dead].sum(dtype=np.int64))) / self.n_docs
-            self.avg_body_len = (body_total - int(self.body_len[dead].sum(dtype=np.int64))) / self.n_docs
-        elif self.n_docs:
-            live_ids = np.frombuffer(self.live.to_array(), dtype=np.uint32)
-            self.live_mask[live_ids] = True
-            self.avg_title_len = int(self.title_len[live_ids].sum(dtype=np.int64)) / self.n_docs
-            self.avg_body_len = int(self.body_len[live_ids].sum(dtype=np.int64)) / self.n_docs
-        else:
-            self.avg_title_len = self.avg_body_len = 0.0
+            built = build_lengths(snapshot, self._segment)
+            self.title_len, self.body_len, self.live_mask = built.title_len, built.body_len, built.live_mask
+            self.max_id, self.avg_title_len, self.avg_body_len = (
+                built.max_id,
+                built.avg_title_len,
+                built.avg_body_len,
+            )
 
     def _segment(self, seg_id: int):
         return self.cache.get_or_make(("seg", seg_id, "lengths"), lambda: self.store.load_segment(seg_id))
