@@ -9,16 +9,16 @@ Miners (`kind`):
 - `acronym`: a definition written in the text, "JSON Web Token (JWT)" or "JWT (JSON Web Token)". The
   letters of the acronym must be found, in order, in the words before (or inside) the brackets, the
   first one starting a word.
-- `name-variant`: a full name and a part of it used alone ("Edmond Dantès" / "Dantès"), when that full
-  name accounts for most of the full names containing the part, and the part is not a family name
-  (used alone with both male and female titles: "M. de Villefort", "Madame de Villefort").
-- `name-title`: a female title with a surname ("Mrs. Harker", "Mademoiselle Danglars") and the one
+- `name-variant`: a full name and a part of it used alone ("Ada Lovelace" / "Lovelace"), when that
+  full name accounts for most of the full names containing the part, and the part is not a family
+  name (used alone with both male and female titles: "M. de Laval", "Madame de Laval").
+- `name-title`: a female title with a surname ("Mrs. Okafor", "Mademoiselle Laval") and the one
   full name with that surname whose first name takes the same kind of title, married or unmarried
-  ("Madam Mina" -> "Mina Harker"). Male titles tell nobody apart: "M." is father and son alike.
+  ("Madam Ngozi" -> "Ngozi Okafor"). Male titles tell nobody apart: "M." is father and son alike.
 - `title`: a title used alone as a name ("the Professor") and the name the title is written with in
-  most cases in the same document ("Professor Van Helsing"), unless another name written with that
-  title shares more than half as many of the passages where the bare title is used ("the abbé" is
-  Busoni as often as Faria: nothing is proposed).
+  most cases in the same document ("Professor Van Dijk"), unless another name written with that
+  title shares more than half as many of the passages where the bare title is used (when "the
+  Captain" is one officer as often as another, nothing is proposed).
 - `morphology`: spellings of one word: hyphenated and closed compounds ("to-day" / "today") and
   British / American spellings ("colour" / "color", "realise" / "realize"), both seen in the text.
 - `distributional`: words whose contexts (the words one and two positions left and right, weighted
@@ -341,8 +341,8 @@ class Mention:
     titles: tuple[str, ...]  # folded titles, "dr", "count"
     title_forms: tuple[str, ...]  # as written
     name: tuple[str, ...]  # folded name words, particles left out
-    surface: str  # the name as written, particles inside kept: "Albert de Morcerf"
-    full_surface: str  # titles included: "Dr. Van Helsing"
+    surface: str  # the name as written, particles inside kept: "Albert de Laval"
+    full_surface: str  # titles included: "Dr. Van Dijk"
     passage: int
     start: int
     end: int
@@ -358,7 +358,7 @@ def _title_class(folded_titles: tuple[str, ...]) -> str:
 
 def _gap_ok(text: str, before: tuple, after: tuple, after_title: bool) -> bool:
     """May `before` and `after` belong to one name? Only spaces (one line break) between them, or a dot
-    after an abbreviated title ("Dr. Van Helsing")."""
+    after an abbreviated title ("Dr. Van Dijk")."""
     if after_title and fold(before[0]) in ABBREVIATED_TITLES:
         return _TITLE_GAP.fullmatch(text, before[2], after[1]) is not None
     return _NAME_GAP.fullmatch(text, before[2], after[1]) is not None
@@ -399,7 +399,7 @@ def find_mentions(corpus: Corpus) -> tuple[list[Mention], dict]:
             if name_end >= 0:
                 name_words = [words[x] for x in range(j, name_end + 1)]
                 while name_words and not corpus.is_proper(name_words[0][0]):
-                    name_words.pop(0)  # a leading particle: "de Villefort" -> "Villefort"
+                    name_words.pop(0)  # a leading particle: "de Laval" -> "Laval"
                 name = tuple(fold(w) for w, *_ in name_words if corpus.is_proper(w))
                 titles = tuple(fold(words[x][0]) for x in range(i, j))
                 start_name = name_words[0][1]
@@ -566,7 +566,7 @@ def mine_names(corpus: Corpus) -> list[Suggestion]:
         )
     # A bare title ("the Professor") <-> the name that title goes with in the same document: most names
     # written with the title are that name, and no other such name shares as many of the passages where
-    # the bare title is used ("the abbé" is Busoni as often as Faria: no suggestion).
+    # the bare title is used (one captain as often as another: no suggestion).
     names_in: dict[int, set] = defaultdict(set)
     for m in mentions:
         names_in[m.passage].add(m.name)
