@@ -33,6 +33,18 @@ def tampered(tmp_path):
     return tmp_path / "ix"
 
 
+def _chromium():
+    """Headless Chromium driven by Debian's chromedriver."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=DriverService(executable_path=DRIVER), options=options)
+
+
 def test_every_response_carries_the_security_headers(tampered, http_server):
     base = http_server(tampered)
     for path in ("/", "/api/status", "/docs", "/web/app.js", "/api/search?q=keys"):
@@ -56,18 +68,12 @@ def test_the_page_builds_no_markup_from_data():
 
 @needs_browser
 def test_a_tampered_index_runs_no_script_in_the_page(tampered, http_server):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as DriverService
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
-        options.add_argument(arg)
-    browser = webdriver.Chrome(service=DriverService(executable_path=DRIVER), options=options)
+    browser = _chromium()
     try:
         base = http_server(tampered)
         browser.get(base + "/?q=signing+keys&mode=lexical")
@@ -91,17 +97,11 @@ def test_a_tampered_index_runs_no_script_in_the_page(tampered, http_server):
 def test_the_api_description_opens_in_the_page_of_a_server_with_a_token(tampered, http_server):
     """/docs and /openapi.json need the token when the server has one, which a link cannot send: the
     page's API link reads the description with the token, as every other call, and shows it as text."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as DriverService
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
-        options.add_argument(arg)
-    browser = webdriver.Chrome(service=DriverService(executable_path=DRIVER), options=options)
+    browser = _chromium()
     try:
         base = http_server(tampered, token="s3cret")
         browser.get(base + "/")

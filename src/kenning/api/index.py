@@ -266,21 +266,23 @@ class Index:
         the index names the model, never the address, so it cannot send your key anywhere. Raises
         EndpointError when the user has not said where that model is served.
         """
-        if spec is None:
-            chosen = self._chosen_embedder()
+        if not spec:
+            recorded = self.embedding_model()
+            chosen = self._chosen_embedder(recorded)
             if chosen is not None:
                 return chosen
-        wanted = spec or self._recorded_spec()
+            spec = self._recorded_spec(recorded)
+        wanted = spec
         if wanted not in self._embedders:
             from kenning.models.embed import make_embedder  # loads model code only when vectors are used
 
             self._embedders[wanted] = make_embedder(wanted)
         return self._embedders[wanted]
 
-    def _chosen_embedder(self):
+    def _chosen_embedder(self, recorded: dict | None):
         """An embedder this process already built or was handed (by the caller, never by the index)
-        whose fingerprint is the one the index records, so a search reuses the model that embedded."""
-        recorded = self.embedding_model()
+        whose fingerprint is the one the index records (`recorded`), so a search reuses the model that
+        embedded."""
         if recorded is None:
             return None
         for embedder in self._embedders.values():
@@ -288,12 +290,11 @@ class Index:
                 return embedder
         return None
 
-    def _recorded_spec(self) -> str:
-        """The spec that rebuilds the model this index records, from the record only where kenning
-        ships the model (minilm); a remote model's address and a model folder come from the user
-        (kenning.models.recorded, kenning.models.endpoints), or this raises EndpointError saying how
-        to give them."""
-        recorded = self.embedding_model()
+    def _recorded_spec(self, recorded: dict | None) -> str:
+        """The spec that rebuilds the model the index records (`recorded`), from the record only where
+        kenning ships the model (minilm); a remote model's address and a model folder come from the
+        user (kenning.models.recorded, kenning.models.endpoints), or this raises EndpointError saying
+        how to give them."""
         if recorded is None:
             return "minilm"
         backend, model = recorded["backend"], recorded["model"]
