@@ -75,7 +75,7 @@ def test_an_index_naming_an_endpoint_never_gets_your_key(tmp_path, servers):
         response = ix.search("rotate keys", mode="auto")
     assert theirs.requests == [] and yours.requests == []
     assert response.hits and response.hits[0].path.endswith("a.md")  # lexical still answers
-    assert any("never takes a model's address from an index" in n for n in response.notices)
+    assert any("never takes a model's address from an index" in n.text for n in response.notices)
     code = main(["search", "rotate keys", "--index", str(tmp_path / "ix"), "--mode", "dense"])
     assert code == 2 and theirs.requests == []  # asked for dense only: a clear error, still no request
 

@@ -69,7 +69,7 @@ def test_a_server_that_stays_down_gives_lexical_results_and_says_why(embedded, s
     with Index(embedded) as ix:
         response = ix.search("rotate keys")
     assert response.hits and response.hits[0].path.endswith("a.md")
-    assert any("could not be embedded" in n and "tried 3 times" in n for n in response.notices)
+    assert any("could not be embedded" in n.text and "tried 3 times" in n.text for n in response.notices)
     assert response.funnel.channels.get("dense") is None
 
 
@@ -103,7 +103,7 @@ def test_a_reranker_that_is_down_keeps_the_fused_order(embedded, monkeypatch):
         plain = ix.search("rotate keys")
         response = ix.search("rotate keys", rerank=f"openai:judge@http://127.0.0.1:{port}/v1")
     assert [h.id for h in response.hits] == [h.id for h in plain.hits]
-    assert any("not reranked" in n for n in response.notices)
+    assert any("not reranked" in n.text for n in response.notices)
 
 
 def test_output_closed_early_exits_quietly(tmp_path):

@@ -106,7 +106,7 @@ def test_empty_result_names_the_filter(index):
     assert "+kubernetes has no postings" in response.empty_reason
     _, response = titles(index, "+plan rotation", collections=("code",))
     assert response.hits and all(h.relaxed == ["+plan"] for h in response.hits)  # filters are never relaxed
-    assert any("no chunk holds +plan (in scope)" in n for n in response.notices)
+    assert any("no chunk holds +plan (in scope)" in n.text for n in response.notices)
     response = index.search("+plan rotation", filters=Filters(collections=("code",)), relax=False)
     assert response.empty_reason == "+plan has no postings in collection code"
     _, response = titles(index, "rotation", collections=("code",), meta=(("status", "draft"),))
@@ -162,7 +162,7 @@ def test_did_you_mean_without_flag(books):
 def test_spell_corrects_and_says_so(books):
     response = books.search("+dantez", spell=True)
     assert response.plan.corrections == [{"from": "dantez", "to": "dantes"}]
-    assert "searched for 'dantes' instead of 'dantez'" in response.notices
+    assert "searched for 'dantes' instead of 'dantez'" in [n.text for n in response.notices]
     assert len(response.hits) == 2
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from kenning import Index
 from kenning.query.filters import Filters
 from kenning.search.fusion import Channel, FusionParams, fuse
+from kenning.search.notices import NoticeKind
 from kenning.signals.dense import DenseView
 from kenning.store import StorageError
 
@@ -79,7 +80,7 @@ def corpus(tmp_path):
 def index(corpus):
     ix = Index(corpus / "ix")
     ix.add([corpus / "docs"])
-    ix._embedders["fake"] = FakeEmbedder()
+    ix.register_embedder("fake", FakeEmbedder())
     ix.embed("fake")
     yield ix
     ix.close()
@@ -95,7 +96,7 @@ def titles(response):
 def test_embed_records_model_and_is_incremental(corpus, index):
     status = index.status()["embedder"]
     assert status["model"] == "bag-of-words" and status["vectors"] == 4 and status["missing"] == 0
-    fake = index._embedders["fake"]
+    fake = index.embedder("fake")
     assert index.embed("fake").embedded == 0  # nothing new
     write(corpus / "docs" / "clinic.md", "# Clinic\n\nThe doctor sees patients on Tuesday.\n")
     write(corpus / "docs" / "moved.md", "# Cars\n\nThe car needs new tyres and an oil change.\n")
@@ -111,12 +112,12 @@ def test_embedding_resumes_after_interruption(corpus):
         write(corpus / "many" / f"n{i}.md", f"# Note {i}\n\nword{i} text\n")
     ix = Index(corpus / "ix2")
     ix.add([corpus / "many"])
-    ix._embedders["fake"] = FakeEmbedder(fail_after=2)
+    ix.register_embedder("fake", FakeEmbedder(fail_after=2))
     with pytest.raises(KeyboardInterrupt):
         ix.embed("fake", batch_size=4, commit_every=8)
     kept = ix.status()["embedder"]["vectors"]
     assert kept == 8  # the first committed block survived; the half-done one did not
-    ix._embedders["fake"] = FakeEmbedder()
+    ix.register_embedder("fake", FakeEmbedder())
     assert ix.embed("fake", batch_size=4, commit_every=8).embedded == 32
 
 
@@ -125,7 +126,7 @@ def test_embedding_in_slices_with_a_limit(corpus):
         write(corpus / "many" / f"n{i}.md", f"# Note {i}\n\n{'word ' * i}text\n")
     ix = Index(corpus / "ix3")
     ix.add([corpus / "many"])
-    ix._embedders["fake"] = FakeEmbedder()
+    ix.register_embedder("fake", FakeEmbedder())
     first = ix.embed("fake", limit=4)
     assert (first.total, first.embedded, first.remaining) == (10, 4, 6)
     assert ix.status()["embedder"]["missing"] == 6
@@ -136,7 +137,7 @@ def test_embedding_in_slices_with_a_limit(corpus):
 
 
 def test_model_mismatch_is_refused(index):
-    index._embedders["other"] = FakeEmbedder(model="another-model")
+    index.register_embedder("other", FakeEmbedder(model="another-model"))
     with pytest.raises(StorageError, match="cannot be compared"):
         index.search("car", mode="hybrid", embedder="other")
     with pytest.raises(StorageError, match="would mix models"):
@@ -150,7 +151,9 @@ def test_no_vectors_degrades_with_notice(corpus):
     ix = Index(corpus / "plain")
     ix.add([corpus / "docs"])
     response = ix.search("car", mode="hybrid")
-    assert "no vectors" in response.notices[-1] and titles(response) == ["Cars"]
+    assert "no vectors" in response.notices[-1].text and titles(response) == ["Cars"]
+    assert response.notices[-1].kind == NoticeKind.NO_VECTORS
+    assert response.to_dict()["notices"][-1] == response.notices[-1].text  # surfaces show the sentence
     with pytest.raises(StorageError, match="no vectors"):
         ix.search("car", mode="dense")
 
@@ -174,10 +177,10 @@ def test_vector_only_hits_need_min_similarity_and_are_flagged(index):
     no_feedback = FusionParams(feedback_k=0)
     response = index.search("automobile", mode="hybrid", fusion=no_feedback)  # close to the car document
     assert titles(response) == ["Cars"]
-    assert "only semantically similar" in response.notices[-1]
+    assert "only semantically similar" in response.notices[-1].text
     assert index.search("oil", mode="hybrid").notices == []
     partly = index.search("oil zeppelin", mode="hybrid")
-    assert partly.notices == ["no chunk contains 'zeppelin'; the results match the other words"]
+    assert partly.to_dict()["notices"] == ["no chunk contains 'zeppelin'; the results match the other words"]
     assert set(titles(partly)) == {"Cars", "Release"}
     assert all(h.evidence["clauses_matched"] == 1 and h.evidence["clauses"] == 2 for h in partly.hits)
     alone = index.search("automobile", mode="hybrid", fusion=no_feedback).hits[0]
@@ -249,7 +252,7 @@ def test_pasted_sentence_comes_first_whatever_the_vectors_say(corpus):
         )
     ix = Index(corpus / "ix2")
     ix.add([corpus / "docs"])
-    ix._embedders["fake"] = FakeEmbedder()
+    ix.register_embedder("fake", FakeEmbedder())
     ix.embed("fake")
     sentence = "Check the oil gauge before every long trip"
     for mode in ("hybrid", "lexical", "dense"):

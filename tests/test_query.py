@@ -213,7 +213,7 @@ def test_empty_result_says_why(index):
 def test_a_constraint_that_leaves_nothing_is_named_and_relaxed(index):
     response = index.search('"brown rotation" keys', limit=5)
     assert response.relaxed == [{"constraint": '"brown rotation"', "kind": "required", "strict_results": 0}]
-    assert any('no chunk holds "brown rotation"' in n for n in response.notices), response.notices
+    assert any('no chunk holds "brown rotation"' in n.text for n in response.notices), response.notices
     assert response.hits and all(h.relaxed == ['"brown rotation"'] for h in response.hits)
     assert {h.doc_key for h in response.hits} >= {"d1", "d4"}  # the words still score
     data = response.to_dict()
@@ -221,19 +221,19 @@ def test_a_constraint_that_leaves_nothing_is_named_and_relaxed(index):
     # two constraints that each hold somewhere but never together: the one to blame is set aside
     response = index.search('"quick brown" +session', limit=5)
     assert response.relaxed[0]["constraint"] == '"quick brown"'
-    assert any('no result meets "quick brown" together with the rest' in n for n in response.notices)
+    assert any('no result meets "quick brown" together with the rest' in n.text for n in response.notices)
     assert {h.doc_key for h in response.hits} == {"d2", "d4"}
     # a required word that nothing holds: said plainly, the rest still searched
     response = index.search("+kubernetes fox", limit=5)
     assert {h.doc_key for h in response.hits} == {"d1", "d2", "d5"}
-    assert any("no chunk holds +kubernetes" in n for n in response.notices)
+    assert any("no chunk holds +kubernetes" in n.text for n in response.notices)
 
 
 def test_almost_nothing_keeps_the_strict_results_first(index):
     response = index.search('"quick brown" fox', limit=5)
     assert response.hits[0].doc_key == "d1" and response.hits[0].relaxed == []
     assert [h.relaxed for h in response.hits[1:]] and all(h.relaxed for h in response.hits[1:])
-    assert any("only 1 result(s) meet" in n for n in response.notices)
+    assert any("only 1 result(s) meet" in n.text for n in response.notices)
     # with a limit of one, one strict result is enough
     assert index.search('"quick brown" fox', limit=1).relaxed == []
 

@@ -46,7 +46,7 @@ def index(tmp_path):
         write(tmp_path / "docs" / f"d{n}.md", f"# Doc {n}\n\n{text}\n")
     ix = Index(tmp_path / "ix")
     ix.add([tmp_path / "docs"])
-    ix._embedders["fake"] = FakeEmbedder()
+    ix.register_embedder("fake", FakeEmbedder())
     ix.embed("fake")
     yield ix
     ix.close()

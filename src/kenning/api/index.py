@@ -18,33 +18,21 @@ from pyroaring import BitMap
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.api.own_roots import index_location, remember
 from kenning.api.request import build_request
+from kenning.api.vectors import IndexVectors
 from kenning.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
 from kenning.lexical.view import LexicalIndex
-from kenning.models.embed.base import EmbedderError
-from kenning.models.endpoints import (
-    REMOTE_BACKENDS,
-    EndpointError,
-    not_configured,
-    user_embedder,
-    user_endpoint,
-)
-from kenning.models.recorded import recorded_embedder
-from kenning.models.rerankers import make_reranker
+from kenning.models.rerankers import Reranker, make_reranker
 from kenning.query.filters import Filters, resolve
 from kenning.query.parser import ParsedQuery
 from kenning.query.spelling import Speller
 from kenning.search.context import SearchContext
-from kenning.search.pipeline import run_search
 from kenning.search.request import MODES, SearchRequest
 from kenning.search.results import SearchResponse
-from kenning.sidefiles import ann
-from kenning.sidefiles.ann import GraphFile
-from kenning.signals.dense import DenseView, NewerVectors, ServerDenseView
+from kenning.search.vectors import search_with_vectors
 from kenning.signals.substring import SubstringView, TrigramSubstrings
-from kenning.store import ChunkRow, IndexDamaged, StorageError, is_server_url, open_store
+from kenning.store import ChunkRow, IndexDamaged, is_server_url, open_store
 from kenning.store.errors import decoding
-from kenning.store.protocols import VectorSearch
 
 MAX_CHUNK_ID = 2**63 - 1  # chunk ids are SQLite / PostgreSQL 64-bit integers
 
@@ -53,6 +41,7 @@ if TYPE_CHECKING:  # the write side loads when first used: a search never import
     from kenning.api.documents import Document
     from kenning.entities.graph import EntityGraph
     from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
+    from kenning.models.embed.base import Embedder
 
 DEFAULT_INDEX_DIR = ".kenning"
 SEARCH_MODES = MODES
@@ -91,9 +80,8 @@ class Index:
         self.caches = IndexCaches()
         self.lexical = LexicalIndex(self.store, self.caches, lambda: self.analyzer)
         self._glossary = None
-        self._embedders: dict[str, object] = {}
-        self._rerankers: dict[str, object] = {}
-        self._newer = NewerVectors()  # vectors a saved graph lacks, read once (kenning.signals.dense)
+        self.vectors = IndexVectors(self.store, self.caches)  # models, embedders, dense views
+        self._rerankers: dict[str, Reranker] = {}
 
     def __enter__(self) -> Index:
         return self
@@ -196,44 +184,29 @@ class Index:
         """Rank chunks for a query. `settings` are SearchRequest fields and knobs (limit, mode, params,
         fusion, filters, k1, w_dense, ...), read by kenning.api.request.build_request, the same function
         every surface uses, so the defaults are the same everywhere: mode "auto" is hybrid when the
-        index has vectors and lexical otherwise. See kenning.search.pipeline for the stages.
+        index has vectors and lexical otherwise (kenning.search.vectors). See kenning.search.pipeline
+        for the stages.
         """
         request = query if isinstance(query, SearchRequest) else build_request(query, **settings)
         if request.embedder:
             self.embedder(request.embedder)  # the user's own spec: a bad one is an error in any mode
         with self.store.reading():
-            view = self.lexical.view()
-            ctx = SearchContext(
-                view=view,
-                store=self.store,
-                analyzer=self.analyzer,
-                glossary=None if self.glossary.is_empty() else self.glossary,
-                speller=self._speller() if (request.spell or request.detail == "full") else None,
-                resolve_filters=self._resolve_filters,
-                reranker=self._reranker(request.rerank),
-            )
-            ctx.graph = lambda: self._graph_of(view.generation, view.live)
-            ctx.substring = lambda: self._substring_view(view)
-            mode = request.mode
-            if mode == "auto":
-                recorded = self.caches.view(view.generation, "embedder", self.embedding_model)
-                mode = "hybrid" if recorded else "lexical"
-            notice = self._attach_vectors(ctx, mode, request.embedder) if mode != "lexical" else None
-            if notice and not _needs_no_vectors(request):
-                mode = "lexical"
-            elif notice:
-                notice = notice.replace("searched lexically", "fused the signals that need none")
-            try:
-                response = run_search(ctx, request, mode)
-            except EmbedderError as exc:  # the embedding server is down or too slow: answer lexically
-                if mode == "dense":
-                    raise
-                ctx.dense = ctx.embed_query = None
-                response = run_search(ctx, request, "lexical")
-                notice = f"the query could not be embedded ({exc}): searched lexically"
-            if notice:
-                response.notices.append(notice)
-            return response
+            return search_with_vectors(self._context(request), request, self.vectors)
+
+    def _context(self, request: SearchRequest) -> SearchContext:
+        """What the search stages read besides the query, over the current snapshot."""
+        view = self.lexical.view()
+        return SearchContext(
+            view=view,
+            store=self.store,
+            analyzer=self.analyzer,
+            glossary=None if self.glossary.is_empty() else self.glossary,
+            speller=self._speller() if (request.spell or request.detail == "full") else None,
+            resolve_filters=self._resolve_filters,
+            reranker=self._reranker(request.rerank),
+            graph=lambda: self._graph_of(view.generation, view.live),
+            substring=lambda: self._substring_view(view),
+        )
 
     def _substring_view(self, view):
         """The substring signal's view of this generation: the store's trigram index when the index
@@ -257,134 +230,23 @@ class Index:
     # ------------------------------------------------------------------------------------ vectors
     def embedding_model(self) -> dict | None:
         """The embedder that made this index's vectors: backend, model, dim, fingerprint, spec."""
-        return recorded_embedder(self.store)
+        return self.vectors.recorded()
 
-    def embedder(self, spec: str | None = None):
+    def embedder(self, spec: str | None = None) -> Embedder:
         """An embedder: `spec` if given, else the model this index records, else the default (minilm).
 
         A remote model the index records is reached only where the user says (kenning.models.endpoints):
         the index names the model, never the address, so it cannot send your key anywhere. Raises
         EndpointError when the user has not said where that model is served.
         """
-        if not spec:
-            recorded = self.embedding_model()
-            chosen = self._chosen_embedder(recorded)
-            if chosen is not None:
-                return chosen
-            spec = self._recorded_spec(recorded)
-        wanted = spec
-        if wanted not in self._embedders:
-            from kenning.models.embed import make_embedder  # loads model code only when vectors are used
+        return self.vectors.embedder(spec)
 
-            self._embedders[wanted] = make_embedder(wanted)
-        return self._embedders[wanted]
-
-    def _chosen_embedder(self, recorded: dict | None):
-        """An embedder this process already built or was handed (by the caller, never by the index)
-        whose fingerprint is the one the index records (`recorded`), so a search reuses the model that
-        embedded."""
-        if recorded is None:
-            return None
-        for embedder in self._embedders.values():
-            if embedder.describe().get("fingerprint") == recorded["fingerprint"]:
-                return embedder
-        return None
-
-    def _recorded_spec(self, recorded: dict | None) -> str:
-        """The spec that rebuilds the model the index records (`recorded`), from the record only where
-        kenning ships the model (minilm); a remote model's address and a model folder come from the
-        user (kenning.models.recorded, kenning.models.endpoints), or this raises EndpointError saying
-        how to give them."""
-        if recorded is None:
-            return "minilm"
-        backend, model = recorded["backend"], recorded["model"]
-        if backend in ("minilm", "none"):
-            return recorded["spec"]  # "minilm", "minilm:float32" or "none": built in
-        if backend in REMOTE_BACKENDS:
-            url = user_endpoint(backend)
-            if url is None:
-                raise EndpointError(not_configured(backend, model))
-            return f"{backend}:{model}@{url}"
-        given = user_embedder() if backend == "sentence-transformers" else None
-        if given is None:
-            raise EndpointError(
-                f"this index's vectors come from {backend} model {model!r}, and kenning never loads a "
-                f"model an index names: give --embedder {backend}:DIR, or set KENNING_EMBEDDER"
-                if backend == "sentence-transformers"
-                else f"this index's vectors come from an unknown embedder {backend!r}: give --embedder"
-            )
-        return given
-
-    def _attach_vectors(self, ctx: SearchContext, mode: str, spec: str | None) -> str | None:
-        """Give the search its dense view and query embedder; a notice when there are no vectors."""
-        recorded = self.embedding_model()
-        if recorded is None:
-            if mode == "dense":
-                raise StorageError(
-                    "this index has no vectors: run `kenning embed` (or index without --no-embed)"
-                )
-            return "this index has no vectors yet (run `kenning embed`): searched lexically"
-        try:
-            embedder = self.embedder(spec)
-            if not embedder.dim and spec is None:
-                embedder.dim = recorded["dim"]  # a remote model's dimension, known without asking it
-            fingerprint = embedder.fingerprint()
-        except EndpointError as exc:
-            if mode == "dense":
-                raise
-            return f"{exc}: searched lexically"
-        except EmbedderError as exc:
-            if mode == "dense":
-                raise
-            return f"the query could not be embedded ({exc}): searched lexically"
-        if fingerprint != recorded["fingerprint"] and (recorded["backend"], recorded["model"]) == (
-            embedder.backend,
-            embedder.model,
-        ):
-            raise StorageError(
-                f"this index's record of {recorded['model']} ({recorded['backend']}) has a fingerprint that "
-                "model does not give here, so its vectors cannot be compared with a query (another build, "
-                "or a changed record: `kenning verify` checks it; `kenning embed --replace` re-embeds)"
-            )
-        if fingerprint != recorded["fingerprint"]:
-            raise StorageError(
-                f"this index's vectors come from {recorded['model']} "
-                f"({recorded['backend']}, {recorded['dim']}-d); "
-                f"a query embedded with {embedder.model} ({embedder.backend}) cannot be compared with them"
-                + (
-                    "; a remote model's vectors belong to the server address that made them: reach it "
-                    "there, or re-embed with `kenning embed --replace`"
-                    if recorded["backend"] in REMOTE_BACKENDS
-                    else ""
-                )
-            )
-        view = ctx.view
-        ctx.dense = self.caches.view(
-            view.generation, ("dense", recorded["fingerprint"]), lambda: self._dense_view(recorded, view)
-        )
-        ctx.embed_query = lambda text: embedder.embed([text], kind="query")[0]
-        return None
+    def register_embedder(self, spec: str, embedder: Embedder) -> None:
+        """Use `embedder`, an object built in your own code, wherever `spec` is given (`embed(spec)`,
+        `search(..., embedder=spec)`), and for searches when its fingerprint is the index's."""
+        self.vectors.embedders[spec] = embedder
 
     # ------------------------------------------------------------------------------------ helpers
-    def _dense_view(self, recorded: dict, view):
-        """The server's own vector index when the store keeps one and the index is large enough to
-        use it (kenning.signals.dense.ServerDenseView); else the vectors, exact or through the
-        graph file beside a folder index."""
-        fingerprint = recorded["fingerprint"]
-        if (
-            isinstance(self.store, VectorSearch)
-            and len(view.live) >= ann.HNSW_THRESHOLD
-            and self.store.vector_index_ready(fingerprint)
-        ):
-            return ServerDenseView(self.store, fingerprint, view.live_mask, recorded["dim"])
-        return DenseView(
-            self.store, fingerprint, view.live_mask, graph_file=self._graph_file(recorded), newer=self._newer
-        )
-
-    def _graph_file(self, recorded: dict) -> GraphFile | None:
-        directory = self.store.directory
-        return GraphFile(directory, recorded["fingerprint"]) if directory else None
-
     @property
     def glossary(self):
         """The glossary stored in this index (alias groups used to expand queries)."""
@@ -493,21 +355,6 @@ class Index:
                 "last_commit": snapshot.last_commit,
                 "analyzer": self.analyzer.config.to_dict(),
                 "collections": self.collections(),
-                "embedder": self._vector_status(),
+                "embedder": self.vectors.status(),
                 "substring_index": self.store.substring_index_enabled(),
             }
-
-    def _vector_status(self) -> dict | None:
-        recorded = self.embedding_model()
-        if recorded is None:
-            return None
-        have = self.store.count_vectors(recorded["fingerprint"])
-        return {**recorded, "vectors": have, "missing": self.store.counts()["chunks"] - have}
-
-
-def _needs_no_vectors(request) -> bool:
-    """True when a hybrid search asks for a signal besides lexical and dense (the entity graph, the
-    substring channel): without vectors it still fuses them rather than falling back to BM25 alone."""
-    if request.mode != "hybrid" or request.fusion.mode == "rerank":
-        return False
-    return any(w > 0 for name, w in request.fusion.weights if name not in ("lexical", "dense"))

@@ -20,6 +20,7 @@ from kenning.query.filters import Filters
 from kenning.query.plan import QueryPlan
 from kenning.search.confidence import confidence
 from kenning.search.context import QueryState, SearchContext
+from kenning.search.notices import Notice, NoticeKind
 from kenning.search.results import Funnel, Hit, SearchResponse
 from kenning.search.snippets import make_snippet
 from kenning.signals.base import explain_signal
@@ -54,12 +55,13 @@ def respond(ctx: SearchContext, state: QueryState) -> SearchResponse:
     if relaxation is not None and hits:
         response.relaxed = relaxation.to_dict()
     response.missing_terms = [t for t in plan.terms if found.get(t) is None]
-    response.notices = list(parsed.notices) + [
-        f"searched for {c['to']!r} instead of {c['from']!r}" for c in plan.corrections
+    response.notices = [Notice(NoticeKind.QUERY, text) for text in parsed.notices] + [
+        Notice(NoticeKind.CORRECTED, f"searched for {c['to']!r} instead of {c['from']!r}")
+        for c in plan.corrections
     ]
     response.notices += state.notices
     if response.relaxed:
-        response.notices.append(relaxation.notice())
+        response.notices.append(Notice(NoticeKind.RELAXED, relaxation.notice()))
     if request.detail == "full" and ctx.speller is not None:
         for word in dict.fromkeys(plan.zero_hit_words):
             if any(c["from"] == word for c in plan.corrections):
@@ -70,14 +72,18 @@ def respond(ctx: SearchContext, state: QueryState) -> SearchResponse:
     semantic_only = state.mode != "lexical" and bool(hits) and not any(h.id in state.survivors for h in hits)
     if semantic_only:
         response.notices.append(
-            "no chunk contains the query's words; these results are only semantically similar"
+            Notice(
+                NoticeKind.SEMANTIC_ONLY,
+                "no chunk contains the query's words; these results are only semantically similar",
+            )
         )
     else:
         corrected = {c["from"] for c in plan.corrections}
         absent = [w for w in dict.fromkeys(plan.zero_hit_words) if w not in corrected]
         if hits and absent:
             missing = " or ".join(repr(w) for w in absent)
-            response.notices.append(f"no chunk contains {missing}; the results match the other words")
+            text = f"no chunk contains {missing}; the results match the other words"
+            response.notices.append(Notice(NoticeKind.PARTIAL, text))
     if not hits:
         response.empty_reason = _why_empty(plan, funnel, found, request.filters, ctx)
     return response

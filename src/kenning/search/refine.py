@@ -8,6 +8,7 @@ from __future__ import annotations
 from kenning.models.rerankers import RerankError
 from kenning.query.plan import semantic_text
 from kenning.search.context import QueryState, SearchContext
+from kenning.search.notices import Notice, NoticeKind
 from kenning.search.postprocess import Candidate, describe, run_stages
 from kenning.search.request import SearchRequest
 from kenning.search.rerank import pool_size, rerank
@@ -94,7 +95,8 @@ def rerank_stage(ctx: SearchContext, state: QueryState) -> None:
     try:
         reranked = rerank(kept, semantic_text(state.parsed, state.plan), texts, reranker, state.request.limit)
     except RerankError as exc:  # a reranker that is down or broken costs the reordering, not the answer
-        state.notices.append(f"{exc}: results are in fused order, not reranked")
+        notice = Notice(NoticeKind.NOT_RERANKED, f"{exc}: results are in fused order, not reranked")
+        state.notices.append(notice)
         reranked = kept[: state.request.limit]
     state.funnel.channels["rerank"] = {"reranker": reranker.name, "pool": len(kept)}
     state.ranked = [(c.id, c.score) for c in reranked]

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
 from kenning.query.plan import QueryPlan
+from kenning.search.notices import Notice, texts
 
 
 @dataclass
@@ -69,7 +70,7 @@ class SearchResponse:
     params: Bm25Params
     filters: Filters
     missing_terms: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)  # kenning.search.notices
     suggestions: list[dict] = field(default_factory=list)
     empty_reason: str | None = None
     dropped: list[dict] = field(default_factory=list)  # chunks post-fusion stages removed, and why
@@ -90,7 +91,7 @@ class SearchResponse:
             "plan": self.plan.to_dict(),
             "dropped_stopwords": self.dropped_stopwords,
             "missing_terms": self.missing_terms,
-            "notices": self.notices,
+            "notices": texts(self.notices),
             "suggestions": self.suggestions,
             "empty_reason": self.empty_reason,
             "dropped": self.dropped,
