@@ -59,9 +59,10 @@ def in_chapter(heading: str, chapters: list[str]) -> bool:
 
 def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **search) -> list[dict]:
     out = []
+    sources = index.answer_sources(**search)
     for q in questions:
         started = time.perf_counter()
-        answer = answer_question(index, q["question"], llm=llm, candidates=candidates, **search)
+        answer = answer_question(sources, q["question"], llm=llm, candidates=candidates)
         record = {
             "id": q["id"],
             "answerable": q["answerable"],

@@ -198,10 +198,12 @@ def test_names_the_judge_looks_for(library):
     from kenning.answer.planner import question_names
 
     index, _, _ = library
-    assert question_names(index, "How does Edmond Dantès's father die?") == ["edmond dantes"]
-    assert question_names(index, "Where did Leclère's ship go?") == ["leclere"]  # a possessive one-word name
+    sources = index.answer_sources()
+    assert question_names(sources, "How does Edmond Dantès's father die?") == ["edmond dantes"]
+    # a possessive one-word name
+    assert question_names(sources, "Where did Leclère's ship go?") == ["leclere"]
     # a capitalised word the index never saw is a name to look for; an initial or a title is not
-    assert question_names(index, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]
+    assert question_names(sources, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]
 
 
 def _passage(cid, rank, *sentences, heading=None):
@@ -308,5 +310,5 @@ def test_the_frame_of_a_question_is_not_its_topic(library):
     assert without_frame("What was her job at the start of the novel?") == "What was her job ?"
     assert without_frame("What does he give her to learn his side of the story?").endswith("of the story?")
     index, _, _ = library
-    answer = answer_question(index, "What became of Captain Leclère?")
+    answer = answer_question(index.answer_sources(), "What became of Captain Leclère?")
     assert answer.found and "Leclère had died" in answer.citations[0].quote

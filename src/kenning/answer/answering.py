@@ -21,6 +21,7 @@ from kenning.answer.answer_type import question_type
 from kenning.answer.evidence import Sentence, gather, score_sentences
 from kenning.answer.judge import judge
 from kenning.answer.planner import plan_angles, question_names
+from kenning.answer.sources import AnswerSources
 
 MAX_SENTENCES = 3
 ANSWER_DEPTH = 3  # passages whose best sentences answer a question that asks for no typed value
@@ -83,19 +84,19 @@ class Answer:
         }
 
 
-def answer_question(index, question: str, llm=None, candidates: int = 20, **search) -> Answer:
-    """`search`: settings for every search the planner runs (knobs such as w_graph)."""
+def answer_question(sources: AnswerSources, question: str, llm=None, candidates: int = 20) -> Answer:
+    """Answer `question` from what `sources` finds (Index.answer builds them from an index)."""
     question = " ".join(question.split())
     if not question:
         raise ValueError("the question is empty")
     notes: list[str] = []
-    has_vectors = index.embedding_model() is not None
-    angles = plan_angles(index, question, has_vectors, llm, notes)
-    passages = gather(index, angles, candidates, search)
-    embed = _embedder(index, notes) if has_vectors else None
-    name_keys = question_names(index, question)
+    has_vectors = sources.has_vectors
+    angles = plan_angles(sources, question, has_vectors, llm, notes)
+    passages = gather(sources, angles, candidates)
+    embed = _embedder(sources, notes) if has_vectors else None
+    name_keys = question_names(sources, question)
     kind = question_type(question)
-    score_sentences(index, question, passages, embed, name_keys, kind)
+    score_sentences(sources, question, passages, embed, name_keys, kind)
     chosen = choose_sentences(passages, kind)
     verdict = judge(chosen, passages, name_keys, kind, embed is not None)
     queries = [a.to_dict() for a in angles]
@@ -179,16 +180,16 @@ def by_best_sentence(passages) -> list:
     return sorted(((b, p) for b, p in bests if b is not None), key=lambda bp: -bp[0].support)
 
 
-def _embedder(index, notes: list[str]):
+def _embedder(sources: AnswerSources, notes: list[str]):
     """Sentences' vectors, each embedded once per process: questions about one corpus gather many of
     the same passages, and embedding their sentences is most of an answer's time. The vectors live
     in the index's bounded cache (KENNING_CACHE_MB), keyed by the model's fingerprint and the text."""
     try:
-        embedder = index.embedder()
+        embedder = sources.embedder()
     except Exception as exc:
         notes.append(f"sentences scored by words only: {exc}")
         return None
-    cache, model = index.caches.bounded, embedder.fingerprint()
+    cache, model = sources.cache, embedder.fingerprint()
 
     def embed(texts: list[str]) -> np.ndarray:
         keys = [("text-vector", model, text) for text in texts]

@@ -32,6 +32,7 @@ import numpy as np
 
 from kenning.answer.answer_type import TYPE_WORDS, states_answer
 from kenning.answer.planner import without_frame
+from kenning.answer.sources import AnswerSources
 
 RRF_K = 20.0
 # a sentence ends at . ! or ? (and any closing quotes) before white space, or at a blank line; a
@@ -80,15 +81,15 @@ class Passage:
         return max(self.sentences, key=lambda s: s.support, default=None)
 
 
-def gather(index, angles, candidates: int, search: dict | None = None) -> list[Passage]:
-    """The top passages over every angle, fused by reciprocal rank; `search`: settings for every
-    search (knobs such as w_graph)."""
+def gather(sources: AnswerSources, angles, candidates: int) -> list[Passage]:
+    """The top passages over every angle, fused by reciprocal rank."""
     depth = passage_count(candidates)
     fused: dict[int, float] = {}
     found_by: dict[int, list[str]] = {}
     for angle in angles:
-        response = index.search(
-            angle.text, limit=depth, mode=angle.mode, detail="heads", syntax="plain", **(search or {})
+        settings = sources.settings or {}
+        response = sources.search(
+            angle.text, limit=depth, mode=angle.mode, detail="heads", syntax="plain", **settings
         )
         seen = set()
         for rank, hit in enumerate(response.hits, 1):
@@ -98,8 +99,7 @@ def gather(index, angles, candidates: int, search: dict | None = None) -> list[P
             fused[hit.id] = fused.get(hit.id, 0.0) + angle.weight / (RRF_K + rank)
             found_by.setdefault(hit.id, []).append(angle.kind)
     chosen = sorted(fused, key=lambda c: (-fused[c], c))[:depth]
-    with index.store.reading():
-        rows = index.store.chunks_by_ids(chosen)
+    rows = sources.chunks(chosen)
     return [
         Passage(
             c,
@@ -137,14 +137,19 @@ def split_sentences(passage: Passage) -> list[Sentence]:
 
 
 def score_sentences(
-    index, question: str, passages: list[Passage], embed=None, names=(), kind: str | None = None
+    sources: AnswerSources,
+    question: str,
+    passages: list[Passage],
+    embed=None,
+    names=(),
+    kind: str | None = None,
 ) -> None:
     """Fill every sentence's support, and (`kind`: the answer type) whether it states the value.
 
     The words of the question's names (`names`: entity keys) do not count in a sentence's words
     unless the question has nothing else: the passage must be about them (the judge checks), but the
     sentence that answers often calls them "he" or "the old man" (Lume's proper-noun bias)."""
-    analyzer = index.analyzer
+    analyzer = sources.analyzer
     terms = analyzer.query_terms(without_frame(question))
     topic = set()  # the question's words other than those that say what kind of value it asks for
     if kind is not None:
@@ -152,9 +157,7 @@ def score_sentences(
     name_terms = {t for name in names for t in analyzer.query_terms(name, remove_stopwords=False)}
     if any(t not in name_terms for t in terms):
         terms = [t for t in terms if t not in name_terms]
-    with index.store.reading():
-        view = index.lexical.view()
-        weight = {t: view.idf(t) for t in terms}
+    weight = dict(zip(terms, sources.idfs(terms), strict=True))
     total = sum(weight.values()) or 1.0
     sentences: list[Sentence] = []
     spans: list[tuple[int, int]] = []  # each sentence's window, as a range of positions in `sentences`

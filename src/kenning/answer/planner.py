@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from kenning.analysis.analyzer import fold
+from kenning.answer.sources import AnswerSources
 from kenning.entities.extract import NOT_NAMES
 
 # the entity and event angles' share in the fusion (the question and its details count 1)
@@ -64,7 +65,9 @@ def without_frame(question: str) -> str:
     return " ".join(_FRAMES.sub(" ", question).split())
 
 
-def plan_angles(index, question: str, has_vectors: bool, llm=None, notes: list | None = None) -> list[Angle]:
+def plan_angles(
+    sources: AnswerSources, question: str, has_vectors: bool, llm=None, notes: list | None = None
+) -> list[Angle]:
     """The question first, then the other angles (each distinct)."""
     words_mode = "hybrid" if has_vectors else "lexical"
     angles = [Angle(question, "question", words_mode)]
@@ -78,7 +81,7 @@ def plan_angles(index, question: str, has_vectors: bool, llm=None, notes: list |
             if notes is not None:
                 notes.append(f"the planner model failed ({exc}); planned by rules")
     if extra is None:
-        extra = rule_angles(index, question, has_vectors)
+        extra = rule_angles(sources, question, has_vectors)
     seen = {(a.text.casefold(), a.mode) for a in angles}
     for angle in extra:
         if angle.text.strip() and (angle.text.casefold(), angle.mode) not in seen:
@@ -87,12 +90,12 @@ def plan_angles(index, question: str, has_vectors: bool, llm=None, notes: list |
     return angles
 
 
-def question_names(index, question: str) -> list[str]:
+def question_names(sources: AnswerSources, question: str) -> list[str]:
     """The names the question uses: entity keys of the index (a one-word name only where the
     question capitalises it), and capitalised words inside the question that the index does not know
     as entities at all ("Nemo"), which the judge then looks for like any name."""
-    graph = index.entity_graph()
-    known = known_names(index, question)
+    graph = sources.entity_graph()
+    known = known_names(sources, question)
     covered = {w for key in known for w in key.split()}
     words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Dantès's -> Dantès
     unknown = [
@@ -107,20 +110,20 @@ def question_names(index, question: str) -> list[str]:
     return known + list(dict.fromkeys(unknown))
 
 
-def known_names(index, question: str) -> list[str]:
+def known_names(sources: AnswerSources, question: str) -> list[str]:
     """The index's entities the question names (a one-word name only where it is capitalised)."""
-    graph = index.entity_graph()
+    graph = sources.entity_graph()
     if not len(graph):
         return []
     return graph.resolve(question, name_like=lambda key: _capitalised_in(question, key))
 
 
-def rule_angles(index, question: str, has_vectors: bool) -> list[Angle]:
-    analyzer = index.analyzer
+def rule_angles(sources: AnswerSources, question: str, has_vectors: bool) -> list[Angle]:
+    analyzer = sources.analyzer
     words = [w for w in _WORD.findall(without_frame(question)) if not analyzer.is_stopword(w)]
     words = [re.sub(r"['’]s$", "", w) for w in words]
-    graph = index.entity_graph()
-    names = known_names(index, question)
+    graph = sources.entity_graph()
+    names = known_names(sources, question)
     name_words = {w for key in names for w in key.split()}
     others = [w for w in words if fold(w) not in name_words]
     angles = []
@@ -130,7 +133,7 @@ def rule_angles(index, question: str, has_vectors: bool) -> list[Angle]:
     if others:
         event_mode = "dense" if has_vectors else "lexical"
         angles.append(Angle(" ".join(others), "event", event_mode, WIDE_ANGLE_WEIGHT))
-    rare = sorted(others, key=lambda w: -_idf(index, w))[:2]
+    rare = sorted(others, key=lambda w: -_idf(sources, w))[:2]
     if rare and (names or len(others) > 2):
         lead = [graph.surfaces[graph.index[names[0]]]] if names else []
         angles.append(Angle(" ".join(lead + rare), "details", "lexical"))
@@ -143,12 +146,9 @@ def _capitalised_in(question: str, key: str) -> bool:
     return any(fold(w) == key and w[:1].isupper() for w in words)
 
 
-def _idf(index, word: str) -> float:
-    terms = index.analyzer.query_terms(word, remove_stopwords=False)
-    if not terms:
-        return 0.0
-    with index.store.reading():
-        return index.lexical.view().idf(terms[0])
+def _idf(sources: AnswerSources, word: str) -> float:
+    terms = sources.analyzer.query_terms(word, remove_stopwords=False)
+    return sources.idfs(terms[:1])[0] if terms else 0.0
 
 
 def _model_angles(llm, question: str, mode: str) -> list[Angle]:

@@ -38,6 +38,8 @@ MAX_CHUNK_ID = 2**63 - 1  # chunk ids are SQLite / PostgreSQL 64-bit integers
 
 if TYPE_CHECKING:  # the write side loads when first used: a search never imports the ingest pipeline
     # (nor the documents API or the entity graph: importing kenning is most of a command's start)
+    from kenning.answer.answering import Answer
+    from kenning.answer.sources import AnswerSources
     from kenning.api.documents import Document
     from kenning.entities.graph import EntityGraph
     from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
@@ -116,14 +118,34 @@ class Index:
             files, chunks = self.store.collections(), self.store.collection_chunks()
         return {name: {"files": n, "chunks": chunks.get(name, 0)} for name, n in sorted(files.items())}
 
-    def answer(self, question: str, llm=None, candidates: int = 20):
+    def answer(self, question: str, llm=None, candidates: int = 20, **search) -> Answer:
         """A cited answer, or found=False with what the sources do not say (kenning.answer). `llm` is
-        a chat model spec or ChatModel (None: $KENNING_LLM, else extractive)."""
+        a chat model spec or ChatModel (None: $KENNING_LLM, else extractive); `search`: settings for
+        every search the answer runs (knobs such as w_graph)."""
         from kenning.answer.answering import answer_question
         from kenning.models.chat import ChatModel, make_chat_model
 
         model = llm if isinstance(llm, ChatModel) else make_chat_model(llm)
-        return answer_question(self, question, llm=model, candidates=candidates)
+        return answer_question(self.answer_sources(**search), question, llm=model, candidates=candidates)
+
+    def answer_sources(self, **search) -> AnswerSources:
+        """What answering reads from this index (kenning.answer.sources): its search, chunks, analyzer,
+        idf, entity graph and, when it has vectors, its embedder."""
+        from kenning.answer.sources import AnswerSources
+
+        def chunks(ids: list[int]) -> dict[int, ChunkRow]:
+            with self.store.reading():
+                return self.store.chunks_by_ids(ids)
+
+        def idfs(terms) -> list[float]:
+            with self.store.reading():
+                view = self.lexical.view()
+                return [view.idf(t) for t in terms]
+
+        embedder = self.embedder if self.embedding_model() is not None else None
+        return AnswerSources(
+            self.search, chunks, self.analyzer, idfs, self.entity_graph, embedder, self.caches.bounded, search
+        )
 
     def entity_graph(self) -> EntityGraph:
         """The entity graph of the current generation (built once per generation)."""
