@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from kenning import Index
-from kenning.cache import BoundedCache, IndexCaches
+from kenning.common.cache import BoundedCache, IndexCaches
 
 
 def test_bounded_cache_drops_the_first_stored_first():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kenning.api.settings import ConfigError, load_config
-from kenning.locate import find_config
+from kenning.places.locate import find_config
 from kenning.surfaces.cli import main
 
 

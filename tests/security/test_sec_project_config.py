@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from kenning.api.settings import ConfigError, load_config
-from kenning.locate import locate_index
+from kenning.places.locate import locate_index
 
 
 @pytest.mark.parametrize(
@@ -49,8 +49,8 @@ def test_paths_inside_the_project_are_kept(tmp_path):
 
 
 def test_the_index_finder_ignores_a_project_index_outside_the_project(tmp_path):
-    """kenning.locate reads kenning.toml's `index` on its own (the warm-server client uses it before the
-    settings loader): an index outside the project is not taken there either."""
+    """kenning.places.locate reads kenning.toml's `index` on its own (the warm-server client uses it
+    before the settings loader): an index outside the project is not taken there either."""
     project = tmp_path / "repo"
     project.mkdir()
     (project / "kenning.toml").write_text(f'index = "{tmp_path / "victim" / ".kenning"}"\n')

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kenning.analysis.analyzer import Analyzer
-    from kenning.cache import BoundedCache
+    from kenning.common.cache import BoundedCache
     from kenning.entities.graph import EntityGraph
     from kenning.models.embed.base import Embedder
     from kenning.search.results import SearchResponse

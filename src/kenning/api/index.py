@@ -19,7 +19,7 @@ from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.api.own_roots import index_location, remember
 from kenning.api.request import build_request
 from kenning.api.vectors import IndexVectors
-from kenning.cache import IndexCaches
+from kenning.common.cache import IndexCaches
 from kenning.glossary.glossary import Glossary
 from kenning.lexical.view import LexicalIndex
 from kenning.models.rerankers import Reranker, make_reranker
@@ -52,7 +52,7 @@ SEARCH_MODES = MODES
 def default_index_dir() -> Path:
     """The index the command line would use here (kenning.api.settings.resolve_index_dir)."""
     from kenning.api.settings import load_config, resolve_index_dir
-    from kenning.locate import find_config
+    from kenning.places.locate import find_config
 
     return resolve_index_dir(None, load_config(find_config()))
 

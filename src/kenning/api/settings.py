@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from kenning.lexical.bm25 import Bm25Params
-from kenning.locate import locate_index
+from kenning.places.locate import locate_index
 from kenning.search.fusion import fusion_knobs
 
 
@@ -105,7 +105,7 @@ def _inside_project(base: Path, value, path: Path, key: str) -> Path:
     A kenning.toml comes with a cloned repository: naming the user's home as a collection would read
     their files into an index the repository controls, and naming another index would write into it.
     Paths elsewhere are the user's to give: --index, KENNING_INDEX or paths on the command line."""
-    from kenning.locate import inside_project
+    from kenning.places.locate import inside_project
 
     resolved = inside_project(base, value)
     if resolved is None:
@@ -157,7 +157,7 @@ def load_config(path: Path | None) -> Config:
 
 def resolve_index_dir(flag: str | None, config: Config, start: Path | None = None) -> Path | str:
     """Which index a command works on: --index DIR or --store URL; else $KENNING_STORE; else the
-    user config's `store`; else the folder found as git finds its repository (kenning.locate)."""
+    user config's `store`; else the folder found as git finds its repository (kenning.places.locate)."""
     if not flag:
         store = os.environ.get("KENNING_STORE", "").strip() or user_store()
         if store:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kenning.cache import IndexCaches
+from kenning.common.cache import IndexCaches
 from kenning.models.endpoints import (
     REMOTE_BACKENDS,
     EndpointError,

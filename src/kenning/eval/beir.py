@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kenning.api.index import Index
-from kenning.cachedir import user_cache
 from kenning.lexical.bm25 import Bm25Params
+from kenning.places.cachedir import user_cache
 from kenning.search.fusion import FusionParams
 from kenning.store import is_server_url
 

@@ -24,7 +24,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kenning.cachedir import is_tagged_cache
+from kenning.places.cachedir import is_tagged_cache
 
 if TYPE_CHECKING:  # imported when a walk meets an ignore file: it took 16 ms of every `kenning add`
     import pathspec

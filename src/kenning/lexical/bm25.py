@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.validate import check_number
+from kenning.common.numbers import check_number
 
 VARIANTS = ("classic", "plus", "l")
 

@@ -5,9 +5,9 @@ them with the formula in kenning.lexical.bm25, prunes with block maxima (kenning
 checks phrases on positions or text, and explains any chunk's score term by term.
 
 Speed: a view of one committed generation keeps, per term, its live postings and, per parameter set,
-its weighted field scores, in the index's bounded cache (kenning.cache), so a repeated query is a few
-numpy scatter-adds per term. The explain
-path recomputes every number from the raw term frequencies, and tests hold both paths equal.
+its weighted field scores, in the index's bounded cache (kenning.common.cache), so a repeated query
+is a few numpy scatter-adds per term. The explain path recomputes every number from the raw term
+frequencies, and tests hold both paths equal.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from kenning import kernels
-from kenning.cache import BoundedCache, IndexCaches, nbytes
+from kenning.common.cache import BoundedCache, IndexCaches, nbytes
 from kenning.kernels.arrays import bitmap_of, sorted_unique
 from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, saturate
 from kenning.lexical.pruning import BLOCK_BITS
@@ -89,7 +89,7 @@ class LexicalView:
         self.generation = snapshot.generation
         self.live = snapshot.live
         self.n_docs = len(self.live)
-        self.cache = cache  # keys ("seg", segment, ...) and ("gen", generation, ...): kenning.cache
+        self.cache = cache  # keys ("seg", segment, ...) and ("gen", generation, ...): kenning.common.cache
         self._params_ids: dict[Bm25Params, int] = {}
         self._held: int | None = None  # chunks the segments hold, deleted ones too (term_counts)
         directory = store.directory
@@ -574,7 +574,7 @@ def _starts_at(tf: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 class LexicalIndex:
     """Keeps one LexicalView per committed generation; what views read goes through the index's
-    one bounded cache (kenning.cache)."""
+    one bounded cache (kenning.common.cache)."""
 
     def __init__(self, store, caches: IndexCaches, analyzer=None):
         self.store = store

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kenning import signals
+from kenning.common.numbers import check_number
 from kenning.signals.base import Channel
-from kenning.validate import check_number
 
 FUSIONS = ("rrf", "norm", "blend", "blend_norm", "rerank", "zscore")
 FEEDBACK_FUSIONS = ("zscore", "norm", "rrf")  # the fusions a feedback pass follows

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kenning.validate import check_number
+from kenning.common.numbers import check_number
 
 SECONDS_PER_DAY = 86400.0
 

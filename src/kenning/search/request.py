@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kenning.common.numbers import check_number
 from kenning.lexical.bm25 import Bm25Params
 from kenning.models.rerankers import parse_rerank_spec
 from kenning.query.filters import Filters
 from kenning.query.parser import SYNTAXES, ParsedQuery
 from kenning.search.fusion import FusionParams
 from kenning.search.postprocess import PostprocessOptions
-from kenning.validate import check_number
 
 MODES = ("auto", "lexical", "dense", "hybrid")  # auto: hybrid when the index has vectors
 DETAILS = ("full", "heads")  # heads: ids, titles and locations only (what eval and benchmarks read)

@@ -30,9 +30,9 @@ from kenning.indexing.writer import display_path
 from kenning.ingest.chunk import IngestError
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, byte_size
 from kenning.lexical.bm25 import VARIANTS, Bm25Params
-from kenning.locate import find_config
 from kenning.models.embed.base import EmbedderError
 from kenning.models.rerankers import RerankError
+from kenning.places.locate import find_config
 from kenning.query.filters import DEFAULT_COLLECTION, KINDS, Filters
 from kenning.search.fusion import FUSIONS, INT_KNOBS, FusionParams, fusion_knobs
 from kenning.search.postprocess import PostprocessOptions

@@ -24,7 +24,7 @@ from pathlib import Path
 from kenning.api.index import Index
 from kenning.api.settings import load_config, resolve_index_dir
 from kenning.glossary.glossary import Glossary, GlossaryError
-from kenning.locate import find_config
+from kenning.places.locate import find_config
 from kenning.store import StorageError
 
 

@@ -13,7 +13,7 @@ from kenning.api.index import Index
 from kenning.api.settings import load_config, resolve_index_dir
 from kenning.integrity import repair, verify
 from kenning.integrity.verify import DEFAULT_SAMPLE, VerifyReport
-from kenning.locate import find_config
+from kenning.places.locate import find_config
 from kenning.store import IndexDamaged
 
 

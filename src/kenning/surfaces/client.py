@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kenning.locate import locate_index
+from kenning.places.locate import locate_index
 from kenning.surfaces.announce import read_announcement
 
 FORWARDED = ("search", "get", "multi-get", "status")

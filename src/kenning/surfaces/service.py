@@ -17,8 +17,8 @@ from kenning.api.index import Index
 from kenning.api.own_roots import index_location, remembered
 from kenning.api.request import build_request
 from kenning.api.settings import load_config, resolve_search
-from kenning.locate import find_config
 from kenning.models.embed.base import EmbedderError
+from kenning.places.locate import find_config
 from kenning.query.filters import Filters
 from kenning.store import StorageError, is_server_url
 

@@ -21,7 +21,7 @@ import json
 import os
 from pathlib import Path
 
-from kenning.cachedir import user_cache
+from kenning.places.cachedir import user_cache
 
 MODEL_CACHE_ENV = "KENNING_MODEL_CACHE"
 _REWRITE_CODE = Path(__file__).with_name("_onnx_graph.py")

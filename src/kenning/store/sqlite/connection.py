@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from pyroaring import BitMap
 
-from kenning.cachedir import tag_as_cache
+from kenning.places.cachedir import tag_as_cache
 from kenning.store.base import CommitsCommon, lock_timeout
 from kenning.store.errors import StorageError
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META

@@ -1,10 +1,10 @@
 """The caches of one open index, in one place, with a size bound.
 
 What a search reads again and again is kept between queries: segments' lengths, terms' postings and
-positions, merged live postings, BM25 impacts per parameter set, resolved filters. Before this module
-those lived in five dictionaries, and a long-running process grew without bound (577 MB after 100
-queries on a 1M-chunk index). Now they share one budget in bytes (`KENNING_CACHE_MB`, default 256):
-what does not fit is dropped, oldest first, and recomputed when asked for again. Oldest means first
+positions, merged live postings, BM25 impacts per parameter set, resolved filters. They share one
+budget in bytes (`KENNING_CACHE_MB`, default 256), so a long-running process (a server, an agent's
+MCP session) does not grow with the queries it has seen: what does not fit is dropped, oldest first,
+and recomputed when asked for again. Oldest means first
 stored, not least recently read: a read is then one dictionary lookup, which matters at thousands of
 queries a second, and a hot entry that falls out comes straight back in. Per-generation views
 (vectors, the substring text, the speller) are sized by the corpus, not by the queries, and are
