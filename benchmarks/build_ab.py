@@ -35,7 +35,7 @@ from pathlib import Path
 
 import scale
 from lib.files import page_cache
-from lib.workers import in_turn, version_env
+from lib.workers import add_version_arguments, in_turn, version_env
 
 
 def children_cpu() -> float:
@@ -93,11 +93,7 @@ def paired_reindex(tier: Path, versions: list[str], rounds: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("versions", nargs="+", help="src directories to put on PYTHONPATH")
-    ap.add_argument(
-        "--tier", type=Path, default=Path(tempfile.gettempdir()) / "kenning-scale" / "chunks-1000000"
-    )
-    ap.add_argument("--rounds", type=int, default=2)
+    add_version_arguments(ap, "src directories to put on PYTHONPATH", rounds=2)
     ap.add_argument("--reindex", action="store_true", help="time a 1%% re-index, not a full build")
     ap.add_argument("--steps", type=int, default=1, help="with --reindex: 1%% re-indexes in a row a round")
     ap.add_argument(

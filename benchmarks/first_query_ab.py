@@ -22,19 +22,15 @@ from pathlib import Path
 
 from lib.files import page_cache
 from lib.timing import percentile
-from lib.workers import in_turn, run_worker, version_env, worker_env
+from lib.workers import add_version_arguments, in_turn, run_worker, version_env, worker_env
 
 SCALE = Path(__file__).resolve().parent / "scale.py"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("versions", nargs="+", help="src directories to put on PYTHONPATH, or 'tantivy'")
-    ap.add_argument(
-        "--tier", type=Path, default=Path(tempfile.gettempdir()) / "kenning-scale" / "chunks-1000000"
-    )
+    add_version_arguments(ap, "src directories to put on PYTHONPATH, or 'tantivy'", rounds=4)
     ap.add_argument("--queries", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args()
     queries = json.loads((args.tier / "queries.json").read_text())[: args.queries]
     times: dict[tuple[str, int], list[float]] = {}

@@ -12,10 +12,12 @@ side by side are compared.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,3 +64,12 @@ def answer_worker(worker: Callable[[list[str]], dict]) -> bool:
 def in_turn(versions: list, round_: int) -> list:
     """The order of the versions in a round: as given in even rounds, reversed in odd ones."""
     return list(versions) if round_ % 2 == 0 else list(versions)[::-1]
+
+
+def add_version_arguments(parser: argparse.ArgumentParser, versions_help: str, rounds: int) -> None:
+    """The arguments every version comparison takes: the versions, a scale tier, the rounds."""
+    parser.add_argument("versions", nargs="+", help=versions_help)
+    parser.add_argument(
+        "--tier", type=Path, default=Path(tempfile.gettempdir()) / "kenning-scale" / "chunks-1000000"
+    )
+    parser.add_argument("--rounds", type=int, default=rounds)
