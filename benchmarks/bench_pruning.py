@@ -1,6 +1,6 @@
 """Lexical top-k with pruning (MaxScore in C, where it is built) against exhaustive scoring, on a
 scale-benchmark tier's index and queries (run `benchmarks/scale.py` first; its tiers live under
-$TMPDIR/kenning-scale/chunks-N/):
+$TMPDIR/kenning-scale/chunks-N/). Rerun it before moving the thresholds in kenning.lexical.pruning:
 
     python benchmarks/bench_pruning.py /tmp/kenning-scale/chunks-30000 [--first 3]
 
@@ -19,6 +19,8 @@ import json
 import statistics
 import time
 from pathlib import Path
+
+from lib.timing import p50_p95
 
 import kenning.lexical.pruning as pruning
 from kenning import Index
@@ -48,13 +50,11 @@ def warm(tier: Path, queries: list[str], shipped: int) -> None:
     way = "MaxScore (C)" if pruning.kernels.NATIVE else "block maxima (NumPy)"
     print(f"{tier.name}: {len(queries)} queries; {way}, shipped from {shipped:,} chunk ids, forced on here")
     for prune, label in ((True, "pruned"), (False, "exhaustive")):
-        ordered, scoring = sorted(times[prune]), sorted(stage[prune])
-        p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-        scoring_p95 = scoring[min(len(scoring) - 1, int(0.95 * len(scoring)))]
+        (p50, p95), (stage_p50, stage_p95) = p50_p95(times[prune]), p50_p95(stage[prune])
         print(
-            f"  warm {label:<10} p50 {1000 * statistics.median(ordered):.2f} ms  p95 {1000 * p95:.2f} ms"
-            f"   score stage p50 {1000 * statistics.median(scoring):.2f}  p95 {1000 * scoring_p95:.2f}"
-            f"  mean {1000 * statistics.mean(scoring):.2f} ms"
+            f"  warm {label:<10} p50 {1000 * p50:.2f} ms  p95 {1000 * p95:.2f} ms"
+            f"   score stage p50 {1000 * stage_p50:.2f}  p95 {1000 * stage_p95:.2f}"
+            f"  mean {1000 * statistics.mean(stage[prune]):.2f} ms"
         )
 
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
-import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from lib import workers
+from lib.files import disk_mb
+from lib.memory import peak_rss_mb
+from lib.tables import text_table
+from lib.timing import p50_p95
 
 
 def build(corpus: Path, directory: Path, trigram: bool) -> dict:
@@ -32,9 +34,7 @@ def build(corpus: Path, directory: Path, trigram: bool) -> dict:
     started = time.perf_counter()
     with Index(directory) as index:
         index.add([corpus], substring_index=trigram)
-    seconds = time.perf_counter() - started
-    size = sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
-    return {"index_s": seconds, "disk_mb": size / 1e6}
+    return {"index_s": time.perf_counter() - started, "disk_mb": disk_mb(directory)}
 
 
 def query(directory: Path, queries: list[str]) -> dict:
@@ -49,51 +49,48 @@ def query(directory: Path, queries: list[str]) -> dict:
             response = index.search(q, mode="hybrid", w_substring=1.0, limit=10)
             times.append(response.funnel.timings_ms.get("substring", 0.0))
             tops.append([h.id for h in response.hits])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    p50, p95 = p50_p95(times)
     return {
         "first_ms": first_ms,
         "view": first.funnel.channels.get("substring", {}).get("index"),
-        "p50_ms": statistics.median(times),
-        "p95_ms": sorted(times)[int(0.95 * (len(times) - 1))],
-        "peak_rss_mb": peak,
+        "p50_ms": p50,
+        "p95_ms": p95,
+        "peak_rss_mb": peak_rss_mb(),
         "tops": tops,
     }
 
 
+def worker(args: list[str]) -> dict:
+    """In a fresh process: the queries of a JSON file (its first `count`) on one index."""
+    directory, queries, count = Path(args[0]), Path(args[1]), int(args[2])
+    return query(directory, json.loads(queries.read_text())[:count])
+
+
 def main() -> None:
+    if workers.answer_worker(worker):
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, required=True)
     ap.add_argument("--queries", type=Path, required=True, help="a JSON list of query texts")
     ap.add_argument("--count", type=int, default=200, help="queries to run")
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "kenning-substring")
-    ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    queries = json.loads(args.queries.read_text())[: args.count]
-    if args.worker:
-        job, directory = args.worker
-        out = query(Path(directory), queries) if job == "query" else None
-        print(json.dumps(out))
-        return
     rows = {}
     for name, trigram in (("in memory", False), ("trigram index", True)):
         directory = args.work / name.replace(" ", "-")
         built = build(args.corpus, directory, trigram)
-        proc = subprocess.run(
-            [sys.executable, __file__, "--corpus", str(args.corpus), "--queries", str(args.queries),
-             "--count", str(args.count), "--worker", "query", str(directory)],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        rows[name] = built | json.loads(proc.stdout.strip().splitlines()[-1])
+        rows[name] = built | workers.run_worker(__file__, directory, args.queries, args.count)
     same = sum(a == b for a, b in zip(rows["in memory"]["tops"], rows["trigram index"]["tops"], strict=True))
-    print(f"{args.corpus} ({len(queries)} queries, substring weight 1, hybrid mode without vectors)")
-    head = ("index s", 9), ("disk MB", 9), ("first ms", 10), ("p50 ms", 8), ("p95 ms", 8), ("peak RSS MB", 13)
-    print(" " * 24 + "".join(f"{name:>{width}s}" for name, width in head))
-    for name, r in rows.items():
-        print(
-            f"{name:24s}{r['index_s']:9.1f}{r['disk_mb']:9.1f}{r['first_ms']:10.1f}{r['p50_ms']:8.2f}"
-            f"{r['p95_ms']:8.2f}{r['peak_rss_mb']:13.0f}"
-        )
-    print(f"same top 10 for {same} of {len(queries)} queries")
+    count = len(rows["in memory"]["tops"])
+    print(f"{args.corpus} ({count} queries, substring weight 1, hybrid mode without vectors)")
+    header = ["", "index s", "disk MB", "first ms", "p50 ms", "p95 ms", "peak RSS MB"]
+    table = [
+        [name, f"{r['index_s']:.1f}", f"{r['disk_mb']:.1f}", f"{r['first_ms']:.1f}", f"{r['p50_ms']:.2f}",
+         f"{r['p95_ms']:.2f}", f"{r['peak_rss_mb']:.0f}"]
+        for name, r in rows.items()
+    ]  # fmt: skip
+    print(text_table(header, table))
+    print(f"same top 10 for {same} of {count} queries")
 
 
 if __name__ == "__main__":

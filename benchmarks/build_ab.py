@@ -26,20 +26,16 @@ median and mean and how many rounds each version was the faster in.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import scale  # noqa: E402
+import scale
+from lib.files import page_cache
+from lib.workers import add_version_arguments, in_turn, version_env
 
 
 def children_cpu() -> float:
@@ -50,57 +46,39 @@ def children_cpu() -> float:
 def build(version: str, target: Path, corpus: Path) -> float:
     """Seconds of a full build of `corpus` into `target` by the kenning in `version`."""
     shutil.rmtree(target, ignore_errors=True)
-    scale.page_cache(corpus, "warm")
-    env = dict(os.environ, PYTHONPATH=str(Path(version).resolve()))
-    command = [sys.executable, str(HERE / "scale.py"), "--worker", "index", "kenning"]
-    out = subprocess.run(
-        command + [str(target), str(corpus)], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+    page_cache(corpus, "warm")
+    return scale.run_worker("index", "kenning", target, corpus, env=version_env(version))["seconds"]
 
 
 def paired_reindex(tier: Path, versions: list[str], rounds: int) -> None:
     """1% re-indexes of the versions back to back on one rewritten corpus a round (module docstring)."""
     group = scale.one_percent_shards(tier)[0]
-    saved = {p: p.read_text(encoding="utf-8") for p in group}
-    times = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in saved}
     copies = [tier / f"index-kenning-paired-{n}" for n in range(len(versions))]
     seconds: dict[str, list[float]] = {v: [] for v in versions}
-
-    def restore() -> None:
-        for path, text in saved.items():
-            path.write_text(text, encoding="utf-8")
-            os.utime(path, ns=times[path])
-
     from kenning.sidefiles.ann import seal_copy
 
     try:
-        for r in range(rounds):
-            restore()
-            for copy in copies:
-                shutil.rmtree(copy, ignore_errors=True)
-                shutil.copytree(tier / "index-kenning", copy)
-                seal_copy(tier / "index-kenning", copy)  # the user's own copy: its graph stays trusted
-            os.sync()
-            scale.rewrite_shards(group, saved, scale.np.random.default_rng(scale.SEED + 100 + r))
-            order = list(range(len(versions)))
-            for n in order if r % 2 == 0 else order[::-1]:
-                env = dict(scale._env(), PYTHONPATH=str(Path(versions[n]).resolve()))
-                command = [sys.executable, str(HERE / "scale.py"), "--worker", "index", "kenning"]
-                out = subprocess.run(
-                    command + [str(copies[n]), str(tier / "corpus")], env=env, capture_output=True, text=True
+        with scale.kept_shards(group) as (saved, restore):
+            for r in range(rounds):
+                restore()
+                for copy in copies:
+                    shutil.rmtree(copy, ignore_errors=True)
+                    shutil.copytree(tier / "index-kenning", copy)
+                    seal_copy(tier / "index-kenning", copy)  # the user's own copy: its graph stays trusted
+                os.sync()
+                scale.rewrite_shards(group, saved, scale.np.random.default_rng(scale.SEED + 100 + r))
+                for n in in_turn(range(len(versions)), r):
+                    measured = scale.run_worker(
+                        "index", "kenning", copies[n], tier / "corpus", env=version_env(versions[n])
+                    )
+                    seconds[versions[n]].append(measured["seconds"])
+                first = seconds[versions[0]][-1]
+                shown = "  ".join(
+                    f"{v} {seconds[v][-1]:.2f}" + (f" ({seconds[v][-1] - first:+.2f})" if n else "")
+                    for n, v in enumerate(versions)
                 )
-                if out.returncode:
-                    raise SystemExit(f"{versions[n]} failed:\n{out.stderr[-3000:]}")
-                seconds[versions[n]].append(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
-            first = seconds[versions[0]][-1]
-            shown = "  ".join(
-                f"{v} {seconds[v][-1]:.2f}" + (f" ({seconds[v][-1] - first:+.2f})" if n else "")
-                for n, v in enumerate(versions)
-            )
-            print(f"round {r + 1}  {shown}", flush=True)
+                print(f"round {r + 1}  {shown}", flush=True)
     finally:
-        restore()
         for copy in copies:
             shutil.rmtree(copy, ignore_errors=True)
     for version in versions:
@@ -115,11 +93,7 @@ def paired_reindex(tier: Path, versions: list[str], rounds: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("versions", nargs="+", help="src directories to put on PYTHONPATH")
-    ap.add_argument(
-        "--tier", type=Path, default=Path(tempfile.gettempdir()) / "kenning-scale" / "chunks-1000000"
-    )
-    ap.add_argument("--rounds", type=int, default=2)
+    add_version_arguments(ap, "src directories to put on PYTHONPATH", rounds=2)
     ap.add_argument("--reindex", action="store_true", help="time a 1%% re-index, not a full build")
     ap.add_argument("--steps", type=int, default=1, help="with --reindex: 1%% re-indexes in a row a round")
     ap.add_argument(
@@ -139,11 +113,11 @@ def main() -> None:
     runs: dict[str, list[tuple[list[float], float]]] = {v: [] for v in args.versions}
     with tempfile.TemporaryDirectory(dir=args.tier) as scratch:
         for r in range(args.rounds):
-            for version in args.versions if r % 2 == 0 else args.versions[::-1]:
+            for version in in_turn(args.versions, r):
                 before = children_cpu()
                 if args.reindex:
-                    os.environ["PYTHONPATH"] = str(Path(version).resolve())  # the re-index process's
-                    timed = scale.reindex_one_percent(args.tier, 1.0, steps=args.steps)
+                    env = version_env(version)
+                    timed = scale.reindex_one_percent(args.tier, 1.0, steps=args.steps, env=env)
                     seconds = timed.get("reindex_steps_s", [timed["reindex_1pct_s"]])
                 else:
                     seconds = [build(version, Path(scratch) / "index", corpus)]

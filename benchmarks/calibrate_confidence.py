@@ -15,7 +15,7 @@ coefficients in kenning.search.confidence as they are. --fit prints coefficients
 sets, each weighted equally, to paste into that module.
 
     kenning eval ../shared/data/cranfield --mode hybrid    # (and msmarco-5k, cacm) once, for vectors
-    python benchmarks/calibrate_confidence.py [--fit]      # about 2 minutes on 2 cores
+    python benchmarks/calibrate_confidence.py [--fit]
 """
 
 from __future__ import annotations
@@ -23,15 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 
 import numpy as np
+from lib.datasets import open_embedded_eval_index, set_dirs
 
-from kenning import Index
-from kenning.eval import default_eval_index, load_beir
+from kenning.eval import load_beir
 from kenning.search.confidence import MODELS, features, model_for, probability
 
-DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 LIMIT = 10
 
 # name -> the evidence features it reads (None: the raw score), per mode
@@ -57,9 +55,7 @@ SHIPPED = {"hybrid": "with_vectors", "lexical": "words_only"}
 def collect(directory: str, mode: str) -> list[dict]:
     """One row per returned hit: its evidence, its raw score and its label."""
     dataset = load_beir(directory)
-    index = Index(default_eval_index(Path(directory), stem=True), create=False)
-    if mode != "lexical" and index.embedding_model() is None:
-        raise SystemExit(f"{directory}: no vectors; run `kenning eval {directory} --mode hybrid` first")
+    index = open_embedded_eval_index(directory)
     rows = []
     with index:
         for qid, text in dataset.queries.items():
@@ -211,7 +207,7 @@ def main() -> None:
     args = ap.parse_args()
     report: dict = {}
     for mode in ("hybrid", "lexical"):
-        rows = [r for d in DATASETS for r in collect(d, mode)]
+        rows = [r for d in set_dirs() for r in collect(d, mode)]
         report[mode] = {
             "hits": len(rows),
             "loso": leave_one_set_out(rows, mode),

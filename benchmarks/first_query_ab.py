@@ -6,9 +6,8 @@
 Each argument is a `src` directory put first on PYTHONPATH (or `tantivy`). For each round, each of the
 tier's first --queries queries is answered once per version, each in its own process
 (`scale.py --worker first`, which times opening the index and answering, the import apart), with the
-index's files read into the page cache first (scale.page_cache), the versions' order reversed every
-other round. The machine's speed drifts over minutes, so only versions measured side by side like
-this are compared. Prints p50 / p95 per version and the median number of pages its processes first
+index's files read into the page cache first, the versions' order reversed every other round
+(lib/workers.py says why). Prints p50 / p95 per version and the median number of pages its processes first
 touched while opening and answering (minor faults), the p50 of the package's import, and the p50 of
 import and first query together (what a command pays end to end); then each query's median per version.
 """
@@ -17,27 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from lib.files import page_cache
+from lib.timing import percentile
+from lib.workers import add_version_arguments, in_turn, run_worker, version_env, worker_env
 
-import scale  # noqa: E402
+SCALE = Path(__file__).resolve().parent / "scale.py"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("versions", nargs="+", help="src directories to put on PYTHONPATH, or 'tantivy'")
-    ap.add_argument(
-        "--tier", type=Path, default=Path(tempfile.gettempdir()) / "kenning-scale" / "chunks-1000000"
-    )
+    add_version_arguments(ap, "src directories to put on PYTHONPATH, or 'tantivy'", rounds=4)
     ap.add_argument("--queries", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args()
     queries = json.loads((args.tier / "queries.json").read_text())[: args.queries]
     times: dict[tuple[str, int], list[float]] = {}
@@ -49,32 +42,20 @@ def main() -> None:
             for i, query in enumerate(queries):
                 one = Path(scratch) / f"q{i}.json"
                 one.write_text(json.dumps([query]))
-                for version in args.versions if r % 2 == 0 else args.versions[::-1]:
+                for version in in_turn(args.versions, r):
                     system = "tantivy" if version == "tantivy" else "kenning"
-                    env = dict(os.environ)
-                    if system == "kenning":
-                        env["PYTHONPATH"] = str(Path(version).resolve())
+                    env = worker_env() if system == "tantivy" else version_env(version)
                     index = args.tier / f"index-{system}"
-                    scale.page_cache(index, "warm")
-                    command = [sys.executable, str(HERE / "scale.py"), "--worker", "first", system]
-                    out = subprocess.run(
-                        [*command, str(index), str(one)],
-                        capture_output=True,
-                        text=True,
-                        env=env,
-                        cwd=scratch,
-                        check=True,
-                    )
-                    measured = json.loads(out.stdout)
+                    page_cache(index, "warm")
+                    measured = run_worker(SCALE, "first", system, index, one, env=env, cwd=Path(scratch))
                     times.setdefault((version, i), []).append(1000 * measured["seconds"])
                     faults.setdefault(version, []).append(measured["minor_faults"])
                     imports.setdefault(version, []).append(1000 * measured["import_s"])
                     both = measured["import_s"] + measured["seconds"]
                     end_to_end.setdefault(version, []).append(1000 * both)
     for version in args.versions:
-        every = sorted(t for i in range(len(queries)) for t in times[(version, i)])
-        p95 = every[int(0.95 * (len(every) - 1))]
-        p50 = statistics.median(every)
+        every = [t for i in range(len(queries)) for t in times[(version, i)]]
+        p50, p95 = statistics.median(every), percentile(every, 0.95)
         pages = statistics.median(faults[version])
         times_text = f"p50 {p50:6.2f} ms  p95 {p95:6.2f} ms  n={len(every)}"
         print(

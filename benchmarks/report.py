@@ -12,7 +12,7 @@ by hand: what they say is what the last run measured, with the date, the machine
 the commands. History is in git and CHANGELOG.md.
 
 Every peer row is computed in the same run from the same files, queries sent as plain text and scored
-by kenning.eval.ndcg_at (benchmarks/quality.py says how each peer is run).
+by kenning.eval.ndcg_at (benchmarks/lib/peers.py says how each peer is run).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from lib.datasets import DATA, ROOT  # noqa: E402
+from lib.tables import markdown_table  # noqa: E402
 from quality import quality_rows  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
 SETS = ["cranfield", "msmarco-5k", "cacm", "scifact", "npl", "med"]
 QUICK_SETS = ["cranfield", "cacm", "med"]
 KENNING = ["kenning hybrid", "kenning lexical", "kenning dense"]
@@ -78,24 +78,24 @@ def quality(sets: list[str]) -> dict[str, dict[str, float]]:
 
 def quality_table(table: dict[str, dict[str, float]]) -> list[str]:
     sets = list(table)
-    lines = ["| system | " + " | ".join(sets) + " |", "|---|" + "---:|" * len(sets)]
+    rows = []
     for system in KENNING + PEERS:
         cells = []
         for name in sets:
             value = table[name][system]
             best = max(table[name][s] for s in KENNING + PEERS)
             cells.append(f"**{value:.4f}**" if value == best else f"{value:.4f}")
-        lines.append(f"| {system} | " + " | ".join(cells) + " |")
-    return lines
+        rows.append([system, *cells])
+    return markdown_table(["system", *sets], rows)
 
 
 def summary_table(table: dict[str, dict[str, float]]) -> list[str]:
     """kenning's default (hybrid) against the best peer of each set."""
-    lines = ["| set | kenning (default) | best peer | peer |", "|---|---:|---:|---|"]
-    for name, rows in table.items():
-        peer = max(PEERS, key=lambda s: rows[s])
-        lines.append(f"| {name} | {rows['kenning hybrid']:.4f} | {rows[peer]:.4f} | {peer} |")
-    return lines
+    rows = []
+    for name, systems in table.items():
+        peer = max(PEERS, key=lambda s: systems[s])
+        rows.append([name, f"{systems['kenning hybrid']:.4f}", f"{systems[peer]:.4f}", peer])
+    return markdown_table(["set", "kenning (default)", "best peer", "peer"], rows, align="lrrl")
 
 
 def scale(tier: str) -> dict:
@@ -111,22 +111,21 @@ def scale(tier: str) -> dict:
 
 def scale_table(measured: dict) -> list[str]:
     """Index time, memory and size, first and warm query latency, of each system on each tier."""
-    rows = [
-        "| system | chunks | index s | index peak RSS MB | disk MB | first query p50 ms | warm p50 ms"
-        " | warm p95 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    header = [
+        "system", "chunks", "index s", "index peak RSS MB", "disk MB", "first query p50 ms", "warm p50 ms",
+        "warm p95 ms",
+    ]  # fmt: skip
+    rows = []
     for tier in measured["result"]["tiers"]:
         for system in ("kenning", "tantivy"):
             s = tier.get(system)
-            if not s:
-                continue
-            rows.append(
-                f"| {system} | {s['chunks']:,} | {s['index_s']:.1f} | {s['index_tree_peak_mb']:.0f} | "
-                f"{s['disk_mb']:.0f} | {s['first_p50_ms']:.1f} | {s['warm_p50_ms']:.2f} | "
-                f"{s['warm_p95_ms']:.2f} |"
-            )
-    return rows
+            if s:
+                rows.append([
+                    system, f"{s['chunks']:,}", f"{s['index_s']:.1f}", f"{s['index_tree_peak_mb']:.0f}",
+                    f"{s['disk_mb']:.0f}", f"{s['first_p50_ms']:.1f}", f"{s['warm_p50_ms']:.2f}",
+                    f"{s['warm_p95_ms']:.2f}",
+                ])  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def write_report(run: dict) -> str:

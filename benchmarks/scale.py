@@ -33,7 +33,7 @@ query in a new process are the real thing:
 - warm growth (two tiers or more): warm p50 on the largest tier over the next, the two tiers'
   warm processes alternating.
 After both systems have built a tier, their first-query and warm processes alternate, and so do the
-tiers' for the growth: this machine's speed drifts by tens of percent over minutes, and a ratio of
+tiers' for the growth: a machine's speed drifts by tens of percent over minutes, and a ratio of
 two measurements made minutes apart moved with it.
 - dense (--dense N, kenning only, tiers up to N chunks): embedding seconds and chunks/s, time to the
   first hybrid query in a fresh process, ANN recall@10 against exact search over the same vectors.
@@ -53,18 +53,19 @@ import re
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from lib import workers
+from lib.datasets import DATA, TUNING_SETS
+from lib.files import disk_mb, page_cache
+from lib.memory import TreePeak, children_peak_rss_mb, peak_rss_mb, rss_mb
+from lib.timing import percentile
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-DEV_SETS = ("cranfield", "msmarco-5k", "cacm")
 SHARD = 100  # documents per corpus file: 1% of the files is 1% of the chunks from 10k up
 SEED = 20261123
 _WORD = re.compile(r"[a-z0-9]+")
@@ -79,7 +80,7 @@ def dev_statistics(data: Path = DATA) -> dict:
     terms: Counter = Counter()
     lengths: list[int] = []
     query_lengths: list[int] = []
-    for name in DEV_SETS:
+    for name in TUNING_SETS:
         with (data / name / "corpus.jsonl").open(encoding="utf-8") as fh:
             for line in fh:
                 doc = json.loads(line)
@@ -256,48 +257,6 @@ class Tantivy:
 SYSTEMS = {"kenning": Kenning, "tantivy": Tantivy}
 
 
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _tree_rss_mb(pid: int | None = None) -> float:
-    """RSS of a process and all its descendants (Linux /proc), in MB."""
-    pid = pid or os.getpid()
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except (OSError, StopIteration):
-        return 0.0
-    return rss + sum(_tree_rss_mb(int(child)) for child in children)
-
-
-class TreePeak:
-    """Samples the RSS of this process and its children (kenning's analysis workers) every 50 ms."""
-
-    def __init__(self):
-        self.peak, self.running = 0.0, True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self) -> None:
-        while self.running:
-            self.peak = max(self.peak, _tree_rss_mb())
-            time.sleep(0.05)
-
-    def stop(self) -> float:
-        self.running = False
-        self.thread.join()
-        return self.peak
-
-
 def worker(args: list[str]) -> dict:
     """One measurement in this process; prints a JSON line."""
     job, system, index_dir = args[0], args[1], Path(args[2])
@@ -308,10 +267,10 @@ def worker(args: list[str]) -> dict:
         seconds = time.perf_counter() - started
         return {
             "seconds": seconds,
-            "peak_mb": _peak_mb(),
+            "peak_mb": peak_rss_mb(),
             "chunks": n,
             # kenning's analysis workers: the largest one, and every process together
-            "workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "workers_mb": children_peak_rss_mb(),
             "tree_mb": sampler.stop(),
         }
     queries = json.loads(Path(args[3]).read_text())
@@ -325,7 +284,7 @@ def worker(args: list[str]) -> dict:
         return {
             "seconds": time.perf_counter() - imported,
             "import_s": imported - started,
-            # pages first touched by opening and answering (each a fault; ~2.7 us here for fresh memory)
+            # pages first touched by opening and answering (each a minor fault)
             "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
         }
     engine = SYSTEMS[system](index_dir)
@@ -338,7 +297,7 @@ def worker(args: list[str]) -> dict:
             started = time.perf_counter()
             engine.search(q)
             times.append(time.perf_counter() - started)
-        return {"times": times, "rss_mb": _rss_mb()}
+        return {"times": times, "rss_mb": rss_mb()}
     if job == "embed":
         started = time.perf_counter()
         report = engine.index.embed()
@@ -353,7 +312,7 @@ def worker(args: list[str]) -> dict:
         for i in range(1, total + 1):
             engine.search(queries[i % len(queries)])
             if i in marks:
-                out[marks[i]] = _rss_mb()
+                out[marks[i]] = rss_mb()
         return {"rss_mb": out}
     raise SystemExit(f"unknown job {job}")
 
@@ -409,26 +368,9 @@ def ann_recall(index, queries: list[str], k: int = 10) -> dict:
     return {"recall": recall, "graph_s": build, "graph": source, "vectors": len(ids)}
 
 
-def run_worker(*args) -> dict:
-    proc = subprocess.run(
-        [sys.executable, __file__, "--worker", *map(str, args)], capture_output=True, text=True, env=_env()
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"worker {args[:2]} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _env() -> dict:
-    return {**os.environ, "KENNING_NO_SERVER": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-
-
-def disk_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+def run_worker(*args, env: dict[str, str] | None = None) -> dict:
+    """One job of worker() in a fresh process: its JSON result."""
+    return workers.run_worker(__file__, *args, env=env)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -470,30 +412,9 @@ def median_build(rounds: list[dict]) -> dict:
     }
 
 
-def page_cache(directory: Path, state: str) -> None:
-    """Every file of an index in the page cache ("warm": read whole) or out of it ("cold": synced,
-    then posix_fadvise DONTNEED), so that the systems measured one after the other start alike
-    ("as-is" leaves it). This machine pages out file pages untouched for about a minute (DAMON
-    reclaim: /sys/kernel/mm/damon), so an index built or read a minute before the other one's
-    started colder: the first queries right after the builds read kenning's postings from the disk
-    (built first) and tantivy's from memory (built last)."""
-    if state == "as-is":
-        return
-    if state == "cold":
-        os.sync()
-    buffer = bytearray(1 << 20)
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        with open(path, "rb", buffering=0) as fh:
-            if state == "cold":
-                os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-            else:
-                while fh.readinto(buffer):
-                    pass
-
-
 def measure_queries(tier: Path, queries: list[str], args) -> dict[str, dict]:
     """First queries (fresh processes) and warm rounds, the systems alternating run by run, so that a
-    slow stretch of the machine falls on both and their ratio holds (this machine's speed moves by
+    slow stretch of the machine falls on both and their ratio holds (a machine's speed moves by
     tens of percent over minutes); then the soak. Warm p50 and p95 are the medians of the rounds'.
     Before each first-query process its index's files are put in the page cache state
     `args.first_cache` (page_cache), and before each warm process in the cache."""
@@ -539,8 +460,7 @@ def warm_rounds(system: str, tier: Path, rounds: int) -> dict:
 
 def warm_growth(small: Path, large: Path, systems: list[str], rounds: int) -> dict:
     """Warm p50 on the largest tier over the next one, each system's warm processes alternating
-    between the two tiers, so that the two are measured in the same stretch of the machine's speed
-    (measured tier after tier, minutes apart, the ratio moved from 2.4x to 4.0x in one session)."""
+    between the two tiers, so that the two are measured in the same stretch of the machine's speed."""
     p50s = {(s, t): [] for s in systems for t in (small, large)}
     for _ in range(rounds):
         for system in systems:
@@ -578,18 +498,12 @@ def rewrite_shards(paths: list[Path], saved: dict[Path, str], rng) -> None:
         path.write_text("\n".join(json.dumps(d) for d in docs) + "\n", encoding="utf-8")
 
 
-def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: int = 1) -> dict:
-    """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally, `runs` times,
-    each on a fresh copy of the built index (flushed to disk first); the median counts. With `steps`
-    > 1, each copy then goes on: another 1% (other shards) is rewritten and re-indexed, step after
-    step, as a folder that keeps changing is. The later steps merge the small segments the earlier ones
-    wrote (segments.merge_plan), a cost the first re-index never shows. The corpus is restored
-    afterwards, bytes and modification times, so later runs see the original and a run's step touches
-    only the 1% it rewrote (restoring the bytes alone gave the other steps' shards a new time: the
-    first step then also re-read and re-timed 2% more files)."""
-    step_shards = one_percent_shards(tier, steps)
-    changed = step_shards[0]
-    saved = {p: p.read_text(encoding="utf-8") for group in step_shards for p in group}
+@contextmanager
+def kept_shards(paths: list[Path]):
+    """Yields (each shard's text, restore): restore() puts the shards back as they were, bytes and
+    modification times, and runs again when the block ends. Restoring the bytes alone would give the
+    shards a new time, and the next re-index would read them again."""
+    saved = {p: p.read_text(encoding="utf-8") for p in paths}
     times = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in saved}
 
     def restore() -> None:
@@ -597,27 +511,44 @@ def reindex_one_percent(tier: Path, seconds_full: float, runs: int = 1, steps: i
             path.write_text(text, encoding="utf-8")
             os.utime(path, ns=times[path])
 
+    try:
+        yield saved, restore
+    finally:
+        restore()
+
+
+def reindex_one_percent(
+    tier: Path, seconds_full: float, runs: int = 1, steps: int = 1, env: dict[str, str] | None = None
+) -> dict:
+    """Rewrite 1% of the shards (new words, same ids) and re-index kenning incrementally, `runs` times,
+    each on a fresh copy of the built index (flushed to disk first); the median counts. With `steps`
+    > 1, each copy then goes on: another 1% (other shards) is rewritten and re-indexed, step after
+    step, as a folder that keeps changing is. The later steps merge the small segments the earlier ones
+    wrote, a cost the first re-index never shows. The corpus is restored afterwards (kept_shards), so
+    later runs see the original and each step touches only the 1% it rewrote. `env` is the re-indexing
+    processes' environment (lib.workers.version_env runs another checkout)."""
+    step_shards = one_percent_shards(tier, steps)
+    changed = step_shards[0]
     from kenning.sidefiles.ann import seal_copy
 
     built, copy = tier / "index-kenning", tier / "index-kenning-reindexed"
     seconds, peaks, step_seconds = [], [], [[] for _ in range(steps)]
-
     try:
-        for _ in range(runs):
-            restore()
-            rng = np.random.default_rng(SEED + 2)
-            shutil.rmtree(copy, ignore_errors=True)
-            shutil.copytree(built, copy)
-            seal_copy(built, copy)  # the user's own copy: its graph stays trusted (kenning.sidefiles.seal)
-            os.sync()
-            for k, group in enumerate(step_shards):
-                rewrite_shards(group, saved, rng)
-                again = run_worker("index", "kenning", copy, tier / "corpus")
-                step_seconds[k].append(again["seconds"])
-                peaks.append(again["peak_mb"])
-            seconds.append(step_seconds[0][-1])
+        with kept_shards([p for group in step_shards for p in group]) as (saved, restore):
+            for _ in range(runs):
+                restore()
+                rng = np.random.default_rng(SEED + 2)
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(built, copy)
+                seal_copy(built, copy)  # the user's own copy: its graph stays trusted
+                os.sync()
+                for k, group in enumerate(step_shards):
+                    rewrite_shards(group, saved, rng)
+                    again = run_worker("index", "kenning", copy, tier / "corpus", env=env)
+                    step_seconds[k].append(again["seconds"])
+                    peaks.append(again["peak_mb"])
+                seconds.append(step_seconds[0][-1])
     finally:
-        restore()
         shutil.rmtree(copy, ignore_errors=True)
     out = {
         "reindex_1pct_s": statistics.median(seconds),
@@ -752,8 +683,7 @@ def growth_line(growth: dict, systems: list[str]) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(sys.argv[2:])))
+    if workers.answer_worker(worker):
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", default="10k", help="comma-separated tiers, e.g. 10k,100k,1m")

@@ -1,4 +1,4 @@
-"""The scale benchmark's tiers on PostgreSQL beside the embedded store (issue 16).
+"""The scale benchmark's tiers on PostgreSQL beside the embedded store.
 
 For one tier of benchmarks/scale.py (its corpus and queries, made by that script and cached under
 --work), on the embedded store (a folder) and on PostgreSQL (a schema, here or on --store):
@@ -25,15 +25,16 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import numpy as np  # noqa: E402
-from scale import TreePeak, _peak_mb, disk_mb, parse_size, percentile  # noqa: E402
+import numpy as np
+from lib import workers
+from lib.files import disk_mb
+from lib.memory import TreePeak, peak_rss_mb
+from lib.postgres import new_schema, postgres_server
+from lib.tables import text_table
+from lib.timing import p50_p95
+from scale import parse_size
 
 
 def worker(args: list[str]) -> dict:
@@ -50,7 +51,7 @@ def worker(args: list[str]) -> dict:
         return {
             "seconds": time.perf_counter() - imported,
             "chunks": report.chunks_added,
-            "peak_mb": _peak_mb(),
+            "peak_mb": peak_rss_mb(),
             "tree_mb": sampler.stop(),
         }
     queries = json.loads(Path(args[2]).read_text())
@@ -99,12 +100,8 @@ def pg_recall(url: str, queries: list[str], k: int = 10) -> dict:
 
 
 def run(*args) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", *map(str, args)], capture_output=True, text=True, check=False
-    )
-    if out.returncode:
-        raise RuntimeError(f"worker {args[0]} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """One job of worker() in a fresh process: its JSON result."""
+    return workers.run_worker(__file__, *args)
 
 
 def latencies(location: str, queries_file: Path, mode: str, firsts: int) -> dict:
@@ -115,11 +112,12 @@ def latencies(location: str, queries_file: Path, mode: str, firsts: int) -> dict
         one.write_text(json.dumps([q]))
         first.append(run("first", location, one, mode)["seconds"] * 1000)
     warm = [t * 1000 for t in run("warm", location, queries_file, mode)["times"]]
+    (first_p50, first_p95), (warm_p50, warm_p95) = p50_p95(first), p50_p95(warm)
     return {
-        f"{mode} first p50 ms": statistics.median(first),
-        f"{mode} first p95 ms": percentile(first, 95),
-        f"{mode} warm p50 ms": statistics.median(warm),
-        f"{mode} warm p95 ms": percentile(warm, 95),
+        f"{mode} first p50 ms": first_p50,
+        f"{mode} first p95 ms": first_p95,
+        f"{mode} warm p50 ms": warm_p50,
+        f"{mode} warm p95 ms": warm_p95,
     }
 
 
@@ -133,9 +131,38 @@ def store_disk_mb(url: str) -> float:
         store.close()
 
 
+def measure(rows: dict[str, dict], base: str, folder: Path, tier: Path, args) -> None:
+    """Build, size and query the tier on both stores (and, with --embedded, hybrid on both)."""
+    corpus, queries_file = tier / "corpus", tier / "queries.json"
+    url = new_schema(base, "scale")
+    for name, location in (("embedded", str(folder)), ("postgres", url)):
+        built = run("index", location, corpus)
+        rows[name]["index s"] = built["seconds"]
+        rows[name]["index peak RSS MB"] = built["peak_mb"]
+        rows[name]["disk MB (lexical)"] = disk_mb(folder) if name == "embedded" else store_disk_mb(url)
+        rows[name] |= latencies(location, queries_file, "lexical", args.first)
+        print(f"{name}: {json.dumps(rows[name])}", file=sys.stderr, flush=True)
+    if args.embedded:
+        dense_url = new_schema(base, "dense")
+        started = time.perf_counter()
+        copied = subprocess.run(
+            ["kenning", "migrate", "--from", str(args.embedded), "--to", dense_url, "--json", "-q"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(copied.stdout)["ok"]
+        print(f"migrate + pgvector index: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        for name, location in (("embedded", str(args.embedded)), ("postgres", dense_url)):
+            rows[name] |= latencies(location, queries_file, "hybrid", args.first)
+            rows[name]["disk MB (with vectors)"] = (
+                disk_mb(args.embedded) if name == "embedded" else store_disk_mb(dense_url)
+            )
+        rows["postgres"]["pgvector recall@10"] = run("recall", dense_url, queries_file, "dense")["recall"]
+
+
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(sys.argv[2:])))
+    if workers.answer_worker(worker):
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", default="100k")
@@ -146,55 +173,24 @@ def main() -> int:
     args = ap.parse_args()
     n = parse_size(args.chunks)
     tier = args.work / f"chunks-{n}"
-    corpus, queries_file = tier / "corpus", tier / "queries.json"
+    queries_file = tier / "queries.json"
     if not queries_file.is_file():
         raise SystemExit(f"no tier at {tier}: run benchmarks/scale.py --chunks {args.chunks} first")
-    server = None
-    if not args.store:
-        from pg_server import start_server
-
-        server = start_server()
-    base = args.store or server.base_url
-    url = f"{base}{'&' if '?' in base else '?'}schema=scale_{uuid.uuid4().hex[:8]}"
     folder = tier / "index-kenning-pgbench"
     shutil.rmtree(folder, ignore_errors=True)
     rows: dict[str, dict] = {"embedded": {}, "postgres": {}}
-    try:
-        for name, location in (("embedded", str(folder)), ("postgres", url)):
-            built = run("index", location, corpus)
-            rows[name]["index s"] = built["seconds"]
-            rows[name]["index peak RSS MB"] = built["peak_mb"]
-            rows[name]["disk MB (lexical)"] = disk_mb(folder) if name == "embedded" else store_disk_mb(url)
-            rows[name] |= latencies(location, queries_file, "lexical", args.first)
-            print(f"{name}: {json.dumps(rows[name])}", file=sys.stderr, flush=True)
-        if args.embedded:
-            dense_url = f"{base}{'&' if '?' in base else '?'}schema=dense_{uuid.uuid4().hex[:8]}"
-            started = time.perf_counter()
-            copied = subprocess.run(
-                ["kenning", "migrate", "--from", str(args.embedded), "--to", dense_url, "--json", "-q"],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            assert json.loads(copied.stdout)["ok"]
-            print(f"migrate + pgvector index: {time.perf_counter() - started:.0f} s", file=sys.stderr)
-            for name, location in (("embedded", str(args.embedded)), ("postgres", dense_url)):
-                rows[name] |= latencies(location, queries_file, "hybrid", args.first)
-                rows[name]["disk MB (with vectors)"] = (
-                    disk_mb(args.embedded) if name == "embedded" else store_disk_mb(dense_url)
-                )
-            rows["postgres"]["pgvector recall@10"] = run("recall", dense_url, queries_file, "dense")["recall"]
-    finally:
-        if server:
-            server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+    with postgres_server(args.store) as base:
+        try:
+            measure(rows, base, folder, tier, args)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     print(f"{n:,} chunks, {len(json.loads(queries_file.read_text()))} queries")
-    print(f"  {'':28s}{'embedded':>12s}{'postgres':>12s}{'ratio':>9s}")
+    table = []
     for key in rows["postgres"]:
         mine, theirs = rows["embedded"].get(key), rows["postgres"][key]
-        ratio = f"{theirs / mine:>8.2f}x" if mine else ""
-        shown = f"{mine:>12.2f}" if mine is not None else f"{'':>12s}"
-        print(f"  {key:28s}{shown}{theirs:>12.2f}{ratio}")
+        ratio = f"{theirs / mine:.2f}x" if mine else ""
+        table.append([key, f"{mine:.2f}" if mine is not None else "", f"{theirs:.2f}", ratio])
+    print(text_table(["", "embedded", "postgres", "ratio"], table))
     return 0
 
 

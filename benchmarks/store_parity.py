@@ -19,20 +19,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from lib.datasets import mean_ndcg, set_dirs
+from lib.postgres import new_schema, postgres_server
 
-from kenning import Index  # noqa: E402
-from kenning.eval import load_beir, ndcg_at, open_eval_index  # noqa: E402
-from kenning.eval.beir import ranked_doc_keys  # noqa: E402
-from kenning.integrity.migrate import migrate  # noqa: E402
-from kenning.lexical.bm25 import Bm25Params  # noqa: E402
-from kenning.sidefiles import ann  # noqa: E402
+from kenning import Index
+from kenning.eval import load_beir, open_eval_index, ranked_doc_keys
+from kenning.integrity.migrate import migrate
+from kenning.lexical.bm25 import Bm25Params
+from kenning.sidefiles import ann
 
-DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 MODES = ("lexical", "dense", "hybrid")
 EXACT_FROM = ann.HNSW_THRESHOLD  # the embedded side's threshold, as configured
 
@@ -47,7 +44,7 @@ def compare(dataset_dir: str, base_url: str, hnsw: bool = False) -> list[dict]:
     dataset = load_beir(dataset_dir)
     folder, _, _ = open_eval_index(dataset.corpus_path, Path(dataset_dir), mode="hybrid")
     folder.close()
-    url = f"{base_url}{'&' if '?' in base_url else '?'}schema=parity_{uuid.uuid4().hex[:8]}"
+    url = new_schema(base_url, "parity")
     exact_from = EXACT_FROM
     ann.HNSW_THRESHOLD = 0 if hnsw else exact_from  # the copy builds its pgvector index when asked
     copied = migrate(str(folder.directory), url)
@@ -59,14 +56,13 @@ def compare(dataset_dir: str, base_url: str, hnsw: bool = False) -> list[dict]:
             mine, qps_embedded = run(embedded, dataset.queries, mode)
             ann.HNSW_THRESHOLD = 0 if hnsw else exact_from
             theirs, qps_server = run(server, dataset.queries, mode)
-            ndcg = lambda runs: sum(ndcg_at(runs[q], dataset.qrels[q]) for q in runs) / len(runs)  # noqa: E731
             same = sum(mine[q][:10] == theirs[q][:10] for q in mine) / len(mine)
             rows.append(
                 {
                     "set": dataset.name,
                     "mode": mode,
-                    "ndcg_embedded": ndcg(mine),
-                    "ndcg_postgres": ndcg(theirs),
+                    "ndcg_embedded": mean_ndcg(dataset, mine),
+                    "ndcg_postgres": mean_ndcg(dataset, theirs),
                     "identical_top10": same,
                     "qps_embedded": qps_embedded,
                     "qps_postgres": qps_server,
@@ -89,23 +85,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", help="a PostgreSQL URL (default: start a private server)")
     parser.add_argument("--hnsw", action="store_true", help="PostgreSQL's dense search through pgvector HNSW")
-    parser.add_argument("datasets", nargs="*", default=DATASETS)
+    parser.add_argument("datasets", nargs="*", default=set_dirs())
     args = parser.parse_args()
-    server = None
-    if not args.store:
-        from pg_server import start_server
-
-        server = start_server()
-    base = args.store or server.base_url
-    try:
+    with postgres_server(args.store) as base:
         print("set         mode     nDCG@10 embedded  postgres  diff  same top-10  qps embedded  postgres")
         for dataset_dir in args.datasets:
             rows = compare(dataset_dir, base, args.hnsw)
             dense = rows[-1]["postgres_dense"]
             print(f"  postgres dense search: {dense.get('method')} ({dense.get('graph', 'vectors read')})")
-    finally:
-        if server:
-            server.stop()
     return 0
 
 

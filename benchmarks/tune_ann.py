@@ -20,27 +20,24 @@ import time
 from pathlib import Path
 
 import numpy as np
+from lib.datasets import open_embedded_eval_index, set_dirs
 
 from kenning import Index
-from kenning.eval import default_eval_index, load_beir
+from kenning.eval import load_beir
 from kenning.sidefiles import ann
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 GRID = {"connectivity": (16, 32), "expansion_add": (128, 192, 256), "expansion_search": (192, 384, 512, 768)}
 
 
 def pooled_dev_sets() -> tuple[np.ndarray, np.ndarray]:
     """Every dev set's vectors in one pool (ids renumbered), and their queries' vectors."""
     vectors, queries = [], []
-    for name in ("cranfield", "msmarco-5k", "cacm"):
-        directory = default_eval_index(DATA / name, stem=True)
-        if not directory.exists():
-            raise SystemExit(f"no eval index for {name}: run `kenning eval {DATA / name} --mode hybrid`")
-        with Index(directory) as index:
+    for directory in set_dirs():
+        with open_embedded_eval_index(directory) as index:
             embedder = index.embedder()
             with index.store.reading():
                 _, matrix = index.store.chunk_vectors(embedder.fingerprint())
-            texts = list(load_beir(DATA / name).queries.values())
+            texts = list(load_beir(directory).queries.values())
             vectors.append(matrix)
             queries.append(embedder.embed(texts, kind="query"))
     return np.vstack(vectors), np.vstack(queries)

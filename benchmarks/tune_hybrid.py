@@ -9,11 +9,12 @@ Leave-one-set-out: for each dataset, choose the setting with the largest smalles
 datasets, and report its nDCG@10 on the held-out one. Done twice: over every fusion family, and within
 each family, which shows which designs carry over to a collection they were not fitted on.
 
-Uses the eval indexes that `kenning eval --mode dense` builds (embedding each corpus once) and embeds
-each query once per process.
+Uses the eval indexes that `kenning eval --mode hybrid` builds (embedding each corpus once) and embeds
+each query once per process. Rerun it when a signal or the fusion changes; the defaults in
+kenning.search.fusion come from it.
 
-    kenning eval ../shared/data/cranfield --mode dense      # (and msmarco-5k, cacm) once
-    python benchmarks/tune_hybrid.py                         # about 2 minutes on 2 cores
+    kenning eval ../shared/data/cranfield --mode hybrid     # (and msmarco-5k, cacm) once
+    python benchmarks/tune_hybrid.py
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ import itertools
 import json
 import sys
 from multiprocessing import Pool
-from pathlib import Path
 
-from kenning import Bm25Params, Index
-from kenning.eval import default_eval_index, load_beir, ndcg_at, ranked_doc_keys
+from lib.datasets import open_embedded_eval_index, set_dirs
+
+from kenning import Bm25Params
+from kenning.eval import load_beir, ndcg_at, ranked_doc_keys
 from kenning.search.fusion import FusionParams
 
-DATASETS = ["../shared/data/cranfield", "../shared/data/msmarco-5k", "../shared/data/cacm"]
 REFERENCES = {  # the single channels and their plain RRF: what the bars are made of
     "lexical": ("lexical", None),
     "dense": ("dense", None),
@@ -87,9 +88,7 @@ def open_dataset(directory: str):
     """(dataset, index) with a query-memoising embedder; one per process."""
     if directory not in _OPEN:
         dataset = load_beir(directory)
-        index = Index(default_eval_index(Path(directory), stem=True), create=False)
-        if index.embedding_model() is None:
-            raise SystemExit(f"{directory}: no vectors; run `kenning eval {directory} --mode dense` first")
+        index = open_embedded_eval_index(directory)
         index._embedders[index.embedding_model()["spec"]] = MemoEmbedder(index.embedder())
         _OPEN[directory] = (dataset, index)
     return _OPEN[directory]
@@ -178,7 +177,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("datasets", nargs="*", default=DATASETS)
+    parser.add_argument("datasets", nargs="*", default=set_dirs())
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--json", action="store_true")

@@ -1,10 +1,12 @@
-"""Sweep the BM25 knobs on BEIR datasets and print nDCG@10 per setting, best (by the worse set) first.
+"""Sweep the BM25 knobs on dev sets and print nDCG@10 per setting, best (by the worse set) first.
 
-This is how kenning's lexical defaults were chosen: one setting for all sets, ranked by its smallest
-margin over each set's bar (the best lexical peer measured on that set: DuckDB FTS 0.378 on cranfield,
-bm25s 0.727 on msmarco-5k), so no set is tuned at another's expense.
+This is how kenning's lexical defaults (kenning.lexical.bm25.Bm25Params) are chosen: one setting for
+every set, ranked by its smallest margin over each set's bar, so that no set is tuned at another's
+expense. A set's bar is its best lexical peer (bm25s, tantivy or SQLite FTS5, lib/peers.py), measured
+in the same run; --bars gives them instead.
 
-    python benchmarks/tune_lexical.py ../shared/data/cranfield ../shared/data/msmarco-5k
+    pip install -e '.[bench]'
+    python benchmarks/tune_lexical.py [DATASET ...] [--bars 0.40,0.73]
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lib.datasets import mean_ndcg, read_corpus, set_dirs
+from lib.peers import Bm25sSystem, Fts5System, TantivySystem
+from lib.tables import text_table
+
 from kenning import Bm25Params, Index
-from kenning.eval import load_beir, ndcg_at, ranked_doc_keys
+from kenning.eval import load_beir, ranked_doc_keys
 
 GRID = {
     "variant": ["classic", "plus", "l"],
@@ -27,46 +33,57 @@ GRID = {
 }
 
 
+def best_peer(dataset) -> float:
+    """nDCG@10 of the best lexical peer on a dataset."""
+    docs = read_corpus(dataset.corpus_path)
+    scores = []
+    for peer in (Bm25sSystem(), TantivySystem(), Fts5System()):
+        peer.index(docs)
+        scores.append(mean_ndcg(dataset, {q: peer.search(text, 10) for q, text in dataset.queries.items()}))
+    return max(scores)
+
+
+def ndcg(dataset, index, params: Bm25Params) -> float:
+    """kenning's nDCG@10 on a dataset with these knobs."""
+    return mean_ndcg(dataset, {q: ranked_doc_keys(index, t, 10, params) for q, t in dataset.queries.items()})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "datasets", nargs="*", default=["../shared/data/cranfield", "../shared/data/msmarco-5k"]
-    )
+    parser.add_argument("datasets", nargs="*", default=set_dirs(["cranfield", "msmarco-5k"]))
     parser.add_argument("--top", type=int, default=15)
-    parser.add_argument("--bars", default="0.378,0.727", help="nDCG@10 bar per dataset, comma-separated")
+    parser.add_argument("--bars", help="nDCG@10 bar per dataset, comma-separated (default: measured)")
     args = parser.parse_args()
-    bars = [float(b) for b in args.bars.split(",")]
-    if len(bars) != len(args.datasets):
+    datasets = [load_beir(d) for d in args.datasets]
+    bars = [float(b) for b in args.bars.split(",")] if args.bars else [best_peer(d) for d in datasets]
+    if len(bars) != len(datasets):
         parser.error("give one --bars value per dataset")
-    sets = []
     with tempfile.TemporaryDirectory(prefix="kenning-tune-") as tmp:
-        for n, directory in enumerate(args.datasets):
-            dataset = load_beir(directory)
+        indexes = []
+        for n, dataset in enumerate(datasets):
             index = Index(Path(tmp) / str(n))
             index.add([dataset.corpus_path])
-            sets.append((dataset, index))
+            indexes.append(index)
         rows = []
         keys = list(GRID)
         for values in itertools.product(*GRID.values()):
             params = Bm25Params(**dict(zip(keys, values, strict=True)))
-            scores = []
-            for dataset, index in sets:
-                total = sum(
-                    ndcg_at(ranked_doc_keys(index, text, 10, params), dataset.qrels[qid])
-                    for qid, text in dataset.queries.items()
-                )
-                scores.append(total / len(dataset.queries))
+            scores = [ndcg(dataset, index, params) for dataset, index in zip(datasets, indexes, strict=True)]
             rows.append((min(s - bar for s, bar in zip(scores, bars, strict=True)), scores, params))
-        rows.sort(key=lambda r: (-r[0], -sum(r[1])))
-        names = [d.name for d, _ in sets]
-        print(" ".join(f"{n:>11}" for n in names), "min margin  setting")
-        default = Bm25Params()
-        for worst, scores, params in rows[: args.top] + [r for r in rows if r[2] == default]:
-            mark = "  <- default" if params == default else ""
-            knobs = " ".join(f"{k}={getattr(params, k)}" for k in keys)
-            print(" ".join(f"{s:>11.4f}" for s in scores), f"{worst:>+10.4f} ", knobs + mark)
+        for index in indexes:
+            index.close()
+    rows.sort(key=lambda r: (-r[0], -sum(r[1])))
+    default = Bm25Params()
+    shown = rows[: args.top] + [r for r in rows[args.top :] if r[2] == default]
+    table = [["bar", *(f"{b:.4f}" for b in bars), "", ""]]
+    for worst, scores, params in shown:
+        knobs = " ".join(f"{k}={getattr(params, k)}" for k in keys)
+        mark = "  <- default" if params == default else ""
+        table.append(["", *(f"{s:.4f}" for s in scores), f"{worst:+.4f}", knobs + mark])
+    header = ["", *(d.name for d in datasets), "min margin", "setting"]
+    print(text_table(header, table, align="l" + "r" * (len(datasets) + 1) + "l"))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Every `kenning.x.y` a docstring, a comment or a page of the docs names exists: a reader who
+"""Every `kenning.x.y` a docstring, a comment, a benchmark or a page of the docs names exists: a reader who
 follows a name must find it (modules move; their mentions have to move with them)."""
 
 import importlib
@@ -27,6 +27,7 @@ def _resolves(name: str) -> bool:
 
 def test_every_kenning_name_in_the_code_and_docs_exists():
     files = [*(ROOT / "src").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    files += [*(ROOT / "benchmarks").rglob("*.py"), ROOT / "benchmarks" / "README.md"]
     missing = {}
     for path in files:
         for match in NAME.finditer(path.read_text(errors="replace")):
