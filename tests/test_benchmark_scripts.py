@@ -30,7 +30,12 @@ def test_the_readme_names_every_script_and_no_other():
 
 def test_every_benchmark_the_docs_and_code_name_exists():
     named = re.compile(r"benchmarks/([\w/]+\.py)")
-    files = [*(ROOT / "docs").glob("*.md"), *(ROOT / "src").rglob("*.py"), *(ROOT / "tests").glob("*.py")]
+    files = [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "src").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+    ]
     missing = {
         f"benchmarks/{name}": path.relative_to(ROOT).as_posix()
         for path in files
