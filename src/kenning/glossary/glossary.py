@@ -650,10 +650,10 @@ class Glossary:
         recorded in the evidence. The default is no judge.
 
         Returns what was added, best first, at most `limit` entries. `mined`, when given, receives how
-        much of the index the miners read (kenning.glossary.suggest.MinedShare: a large index is
+        much of the index the miners read (kenning.glossary.miners.MinedShare: a large index is
         mined in a spread of whole documents, MINE_CHUNKS chunks at most).
         """
-        from kenning.glossary.suggest import mine
+        from kenning.glossary.miners import mine
 
         if limit <= 0:
             return []
