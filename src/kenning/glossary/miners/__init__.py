@@ -1,6 +1,6 @@
 """The miners: candidate synonyms found in the indexed text itself, for the glossary's pending queue.
 
-An optional part of the glossary: only `kenning glossary suggest` (kenning.glossary.glossary) runs
+An optional part of the glossary: only `kenning glossary suggest` (kenning.glossary.suggest) runs
 them; search and indexing never import this package. Each miner reads a `Corpus` (the live chunks'
 text and the counts they share) and returns `Suggestion`s: a canonical term, an alias, the kind of
 evidence, a confidence score in 0..1, the counts behind it and a short example from the text with its
