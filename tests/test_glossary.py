@@ -467,7 +467,7 @@ def test_cli_without_an_index(tmp_path, capsys):
 def test_a_large_index_is_mined_in_whole_documents_spread_over_it(tmp_path, monkeypatch, capsys):
     """Mining reads every word in Python (a 1M-chunk index took over 5 minutes and 9.7 GB before it
     was stopped): past MINE_CHUNKS the miners read whole documents, every k-th by id, and say so."""
-    from kenning.glossary import suggest
+    from kenning.glossary import miners
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -480,10 +480,10 @@ def test_a_large_index_is_mined_in_whole_documents_spread_over_it(tmp_path, monk
     ix.add([str(docs)])
     every = len(ix.store.read_snapshot().live)
     share: list = []
-    assert len(suggest.load_passages(ix.store, share=share)) == every == share[0].of
-    monkeypatch.setattr(suggest, "MINE_CHUNKS", every // 4)
+    assert len(miners.load_passages(ix.store, share=share)) == every == share[0].of
+    monkeypatch.setattr(miners, "MINE_CHUNKS", every // 4)
     share.clear()
-    passages = suggest.load_passages(ix.store, max_chunks=suggest.MINE_CHUNKS, share=share)
+    passages = miners.load_passages(ix.store, max_chunks=miners.MINE_CHUNKS, share=share)
     read = share[0]
     assert read.chunks == len(passages) <= every // 4 + every // 12 and read.of == every
     sources = {p.source for p in passages}

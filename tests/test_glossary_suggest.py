@@ -11,7 +11,7 @@ from kenning.analysis.analyzer import fold
 from kenning.analysis.protected import case_stats, protected_reason
 from kenning.api.index import Index
 from kenning.glossary.glossary import Glossary
-from kenning.glossary.suggest import (
+from kenning.glossary.miners import (
     Corpus,
     load_passages,
     mine_acronyms,

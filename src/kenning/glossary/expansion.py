@@ -1,0 +1,83 @@
+"""Query-time expansion: the approved other names of a query word, read on every search.
+
+The search plan (kenning.query.plan) asks for the alternatives of each plain, required and OR word;
+this module is all it needs from the glossary. It reads the approved members (canonical and alias)
+once per index generation into a key -> groups map, so a search costs a dictionary lookup per word,
+and pending or rejected members never reach a query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kenning.glossary.terms import APPROVED, term_key
+
+
+@dataclass
+class Alternative:
+    """One way a query word may be matched after expansion."""
+
+    surface: str  # the alias text as written, e.g. "sign-in" or "JSON Web Token"
+    group_id: int
+    canonical: str
+    status: str  # "canonical" or "alias"
+
+
+class GlossaryExpansion:
+    """The approved alias groups of one index, looked up by term key."""
+
+    def __init__(self, store, analyzer):
+        self.store = store
+        self.analyzer = analyzer
+        self._lookup: dict[str, list[tuple[int, str]]] | None = None
+        self._members: dict[int, list[tuple[str, str, str]]] = {}
+        self._canonical: dict[int, str] = {}
+        self._lookup_generation: int | None = None
+
+    def _load_lookup(self) -> None:
+        generation = self.store.generation()
+        if self._lookup is not None and self._lookup_generation == generation:
+            return
+        lookup: dict[str, list[tuple[int, str]]] = {}
+        members: dict[int, list[tuple[str, str, str]]] = {}
+        canonical: dict[int, str] = {}
+        with self.store.reading():
+            scopes = {g.id: g.scope for g in self.store.glossary_groups()}
+            terms = self.store.glossary_terms()
+        approved = [t for t in terms if t.status in APPROVED and t.group_id in scopes]
+        approved.sort(key=lambda t: (t.group_id, t.status != "canonical", t.id))
+        for t in approved:
+            members.setdefault(t.group_id, []).append((t.surface, t.key, t.status))
+            if t.status == "canonical":
+                canonical[t.group_id] = t.surface
+            lookup.setdefault(t.key, []).append((t.group_id, scopes[t.group_id]))
+        self._lookup, self._members, self._canonical = lookup, members, canonical
+        self._lookup_generation = generation
+
+    def is_empty(self) -> bool:
+        """No approved group at all: searches can skip glossary lookups entirely."""
+        self._load_lookup()
+        return not self._lookup
+
+    def expansions(self, word: str, scopes: list[str] | None = None) -> list[Alternative]:
+        """The approved other members of the group(s) holding `word`.
+
+        `scopes=None` looks in every scope; a list looks in the global scope plus those collections.
+        """
+        self._load_lookup()
+        key = term_key(self.analyzer, word)
+        hits = self._lookup.get(key) if key else None
+        if not hits:
+            return []
+        allowed = None if scopes is None else {"", *scopes}
+        out: list[Alternative] = []
+        seen = {key}
+        for gid, scope in hits:
+            if allowed is not None and scope not in allowed:
+                continue
+            for surface, member_key, status in self._members.get(gid, []):
+                if member_key in seen:
+                    continue
+                seen.add(member_key)
+                out.append(Alternative(surface, gid, self._canonical.get(gid, surface), status))
+        return out
