@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pyroaring import BitMap
 
-from kenning.store.records import SourceFacets
+from kenning.store.sql import SqlFilters
 
 
 def _folded(value) -> str | None:
@@ -36,13 +36,8 @@ def facets_of(meta: dict) -> str:
     return json.dumps(out)
 
 
-class PostgresFilters:
-    """The MetadataFilters protocol."""
-
-    conn: object
-
-    def source_facets(self) -> list[SourceFacets]:
-        return [SourceFacets(*r) for r in self.conn.execute("SELECT id, path, collection, kind FROM sources")]
+class PostgresFilters(SqlFilters):
+    """The MetadataFilters protocol, and the `facets` column it keeps beside each chunk."""
 
     def chunks_matching(
         self,
@@ -51,10 +46,11 @@ class PostgresFilters:
         before: float | None,
         meta: Sequence[tuple[str, str]],
     ) -> BitMap:
-        """Chunks of these sources whose time is in [since, before) and whose front matter has each
-        (key, value) (a list value matches any of its items; case does not matter)."""
         query, params = matching_query(source_ids, since, before, meta)
         return BitMap(r[0] for r in self.conn.execute(query, params))
+
+    def _filter_columns(self, meta: str) -> dict:
+        return {"facets": facets_of(json.loads(meta))}
 
 
 def matching_query(source_ids, since, before, meta) -> tuple[str, list]:
