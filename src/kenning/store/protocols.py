@@ -25,6 +25,7 @@ from kenning.store.records import (
     ChunkHead,
     ChunkRow,
     EntityPosting,
+    FrontMatterPairs,
     GlossaryGroupRow,
     GlossaryTermRow,
     MissingText,
@@ -215,11 +216,7 @@ class MetadataFilters(Protocol):
 
     def source_facets(self) -> list[SourceFacets]: ...
     def chunks_matching(
-        self,
-        source_ids: Sequence[int],
-        since: float | None,
-        before: float | None,
-        meta: Sequence[tuple[str, str]],
+        self, source_ids: Sequence[int], since: float | None, before: float | None, meta: FrontMatterPairs
     ) -> BitMap:
         """Chunks of these sources whose time is in [since, before) and whose front matter has each
         (key, value) (a list value matches any of its items; case does not matter)."""

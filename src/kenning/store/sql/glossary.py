@@ -31,6 +31,7 @@ class SqlGlossary(SqlStatements):
             (scope, origin, time.time()),
         )
 
+    # (its parameters' types are written once, in kenning.store.protocols.GlossaryTables)
     def add_glossary_term(self, group_id, surface, key, status, protected, origin, evidence) -> int:
         self._require_txn()
         now = time.time()
