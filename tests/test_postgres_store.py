@@ -217,8 +217,6 @@ def test_dense_search_through_pgvector_hnsw(tmp_path, pg_url, monkeypatch):
 def test_filters_are_conditions_the_indexes_answer(tmp_path, pg_url):
     """Front-matter and date filters run as SQL the chunk table's indexes serve (a GIN containment
     and a (source, time) b-tree), not as a scan: the plan names them when scans are priced out."""
-    from kenning.store.postgres.filters import matching_query
-
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("---\nstatus: Final\ntags: [x, y]\n---\n# A\n\nalpha text\n")
@@ -231,10 +229,10 @@ def test_filters_are_conditions_the_indexes_answer(tmp_path, pg_url):
             (([sid], None, None, [("status", "final")]), "chunks_by_facet"),
             (([sid], 0.0, 2e9, []), "chunks_by_time"),
         ):
-            query, params = matching_query(*args)
+            query, params = store.matching_query(*args[1:])
             # the condition alone, without the source list (which the planner may prefer to serve)
-            alone = "SELECT id FROM chunks WHERE " + query.split(" AND ", 1)[1]
-            plan = "\n".join(r[0] for r in store.conn.execute("EXPLAIN " + alone, params[1:]))
+            alone = store.dialect.sql("SELECT c.id FROM chunks c WHERE " + query.split(" AND ", 1)[1])
+            plan = "\n".join(r[0] for r in store.conn.execute("EXPLAIN " + alone, params))
             assert used in plan, plan
             assert list(store.chunks_matching(*args))  # and the condition matches the chunk
         assert not store.chunks_matching([sid], None, None, [("status", "draft")])

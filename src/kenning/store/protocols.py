@@ -1,8 +1,10 @@
 """What kenning needs from storage, as small protocols; `Store` is all of them on one handle.
 
 Everything above the store speaks these methods and the records in kenning.store.records; no SQL and
-no connection object leave kenning/store/. The SQLite store (kenning.store.sqlite) is the first
-implementation; tests/test_store_contract.py runs against any implementation.
+no connection object leave kenning/store/. Two stores implement them, SQLite (kenning.store.sqlite)
+and PostgreSQL (kenning.store.postgres), sharing their SQL (kenning.store.sql);
+tests/test_store_contract.py runs against any implementation. What a method promises is written
+here, once; an implementation's docstring says only how it keeps the promise, where that matters.
 
 Writes happen inside `transaction()` and become visible together at its end (one commit); reads
 inside `reading()` all see one committed generation.
@@ -23,6 +25,7 @@ from kenning.store.records import (
     ChunkHead,
     ChunkRow,
     EntityPosting,
+    FrontMatterPairs,
     GlossaryGroupRow,
     GlossaryTermRow,
     MissingText,
@@ -40,7 +43,9 @@ class Commits(Protocol):
     """The commit and snapshot handle: transactions, consistent reads, index-wide metadata."""
 
     def transaction(self) -> AbstractContextManager[None]: ...
-    def reading(self) -> AbstractContextManager[None]: ...
+    def reading(self) -> AbstractContextManager[None]:
+        """A read transaction: every read inside sees the same committed generation."""
+
     @property
     def in_transaction(self) -> bool: ...
     def read_snapshot(self) -> Snapshot: ...
@@ -52,7 +57,10 @@ class Commits(Protocol):
     def release_free_pages(self) -> int: ...
     def counts(self) -> dict: ...
     def size_on_disk(self) -> int: ...
-    def clear(self) -> None: ...
+    def clear(self) -> None:
+        """Empty every indexed file, chunk, segment, word and entity (a forced rebuild); vectors and
+        the glossary stay."""
+
     def close(self) -> None: ...
 
 
@@ -61,53 +69,76 @@ class Documents(Protocol):
     """Indexed files (sources) and their chunks."""
 
     def source_by_path(self, path: str) -> SourceRow | None: ...
-    def sources_by_paths(self, paths: Sequence[str]) -> dict[str, SourceRow]: ...
+    def sources_by_paths(self, paths: Sequence[str]) -> dict[str, SourceRow]:
+        """The sources of those paths that have one, by path (in a few statements, not one a path)."""
+
     def sources(self) -> list[SourceRow]: ...
     def upsert_source(
         self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str, collection: str
     ) -> int: ...
     def touch_source(self, source_id: int, size: int, mtime_ns: int, collection: str) -> None: ...
     def set_source_chunk_count(self, source_id: int, n: int) -> None: ...
-    def delete_source(self, source_id: int) -> list[int]: ...
-    def collections(self) -> dict[str, int]: ...
-    def collection_chunks(self) -> dict[str, int]: ...
-    def rename_collection(self, old: str, new: str) -> int: ...
+    def delete_source(self, source_id: int) -> list[int]:
+        """Remove a source and its chunks; returns the removed chunk ids."""
+
+    def collections(self) -> dict[str, int]: ...  # sources per collection
+    def collection_chunks(self) -> dict[str, int]: ...  # chunks per collection
+    def rename_collection(self, old: str, new: str) -> int:
+        """Files of collection `old` now belong to `new` (glossary groups scoped to it follow)."""
+
     def chunk_hashes(self, source_id: int) -> list[tuple[int, str]]: ...
     def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int: ...
     # copies from another store, ids kept (kenning.integrity.migrate); later new ids come after them
     def restore_source(self, row: SourceRow) -> None: ...
     def restore_chunk(self, row: ChunkRow) -> None: ...
-    def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None: ...
-    def retime_chunks(self, source_id: int, old_time: float, new_time: float) -> None: ...
+    def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
+        """An unchanged chunk of a changed file: update its position and time, keep its id and
+        postings."""
+
+    def retime_chunks(self, source_id: int, old_time: float, new_time: float) -> None:
+        """Chunks of a source whose time was the file's old modification time take the new one."""
+
     def delete_chunks(self, ids: list[int]) -> None: ...
     def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]: ...
     def chunk_heads(self, ids: Sequence[int]) -> dict[int, ChunkHead]: ...
-    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]: ...
+    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
+        """Conversation and message ids of the message-log chunks among `ids`; others are absent."""
+
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]: ...
-    def chunk_texts(self, ids: Sequence[int]) -> list[str]: ...
-    def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]: ...
+    def chunk_texts(self, ids: Sequence[int]) -> list[str]:
+        """Title and body of chunks (before they are deleted, to keep the vocabulary exact)."""
+
+    def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]:
+        """(id, title, body) of every chunk, by id."""
 
 
 @runtime_checkable
 class Postings(Protocol):
     """Immutable inverted-index segments, and the spelling vocabulary."""
 
-    def segment_sizes(self) -> list[tuple[int, int]]: ...
+    def segment_sizes(self) -> list[tuple[int, int]]: ...  # (segment id, chunks in it), oldest first
     def load_segment(self, segment_id: int) -> SegmentData: ...
-    def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]: ...
+    def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
+        """Postings of each term present in the segment."""
+
     # several segments' terms at once: {segment id: [terms]} -> {segment id: {term: postings}}
     def load_postings_of(self, wanted: dict[int, Sequence[str]]) -> dict[int, dict[str, RawPostings]]: ...
     # each term's postings summed over segments, deleted chunks' included, without reading them
     def posting_counts(self, segment_ids: Sequence[int], terms: Sequence[str]) -> dict[str, int]: ...
-    def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None: ...
-    def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]: ...
+    def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
+        """A term's positions in one field of one segment, concatenated in posting order."""
 
-    # merges move rows as stored and decode them where the work is done (posting_decoder)
+    def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
+        """Every posting row of a segment, positions included, terms ascending (merges rely on it)."""
+
+    # merges move rows as stored and decode them where the work is done (posting_decoder); the
+    # decoder is module-level so a merge can decode its term ranges in worker processes
+    # (kenning.indexing.segments.merge_segments)
     posting_decoder: Callable[[tuple], SegmentPostings]
 
-    def raw_postings(
-        self, segment_id: int, low: str | None = None, high: str | None = None
-    ) -> list[tuple]: ...
+    def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
+        """A segment's rows as stored (for `posting_decoder`), terms ascending, those in [low, high)."""
+
     # the same rows as a merge hands them to a worker: that list, or an object whose expand() gives
     # it (rows the store keeps packed, opened in the worker)
     def raw_posting_part(
@@ -124,10 +155,20 @@ class Postings(Protocol):
 
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
-    ) -> int: ...
+    ) -> int:
+        """Write one immutable segment and return its id: `doc_ids` ascending; `encoded` yields
+        (row, digest) pairs from `posting_encoder`, terms each once, each row's ids ascending and
+        each field's positions concatenated in posting order (tf positions per posting), or a term
+        range of them as `posting_bundler` made it."""
+
     def drop_segments(self, segment_ids: Sequence[int]) -> None: ...
-    def drop_postings_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None: ...
-    def segment_checksums(self) -> dict[int, str]: ...
+    def drop_postings_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None:
+        """Delete the segments' rows of terms in [low, high) (None: open). A merge calls it on each
+        range it has read, so the merged rows can reuse the space as it writes them."""
+
+    def segment_checksums(self) -> dict[int, str]:
+        """Each segment's checksum as written at its commit ('' if it was never recorded)."""
+
     def count_terms(self) -> int: ...
     def apply_vocabulary(self, delta: dict[str, int]) -> None: ...
     def vocabulary(self) -> dict[str, int]: ...
@@ -139,12 +180,21 @@ class Vectors(Protocol):
 
     def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]: ...
     def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None: ...
-    def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]: ...
-    def drop_orphan_vectors(self) -> int: ...
-    def keep_only_vectors_of(self, fingerprint: str) -> None: ...
+    def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, float32 matrix) of every chunk that has a vector from this embedder."""
+
+    def drop_orphan_vectors(self) -> int:
+        """Drop the vectors whose text no chunk holds any more (after deletions); returns how many."""
+
+    def keep_only_vectors_of(self, fingerprint: str) -> None:
+        """Drop every other embedder's vectors (switching models)."""
+
     def count_vectors(self, fingerprint: str) -> int: ...
-    def vector_chunk_ids(self, fingerprint: str) -> np.ndarray: ...
-    def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]: ...
+    def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
+        """Ids of every chunk that has a vector from this embedder, ascending (no vectors read)."""
+
+    def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]:
+        """The vectors of these chunks (those that have one)."""
 
 
 @runtime_checkable
@@ -166,12 +216,10 @@ class MetadataFilters(Protocol):
 
     def source_facets(self) -> list[SourceFacets]: ...
     def chunks_matching(
-        self,
-        source_ids: Sequence[int],
-        since: float | None,
-        before: float | None,
-        meta: Sequence[tuple[str, str]],
-    ) -> BitMap: ...
+        self, source_ids: Sequence[int], since: float | None, before: float | None, meta: FrontMatterPairs
+    ) -> BitMap:
+        """Chunks of these sources whose time is in [since, before) and whose front matter has each
+        (key, value) (a list value matches any of its items; case does not matter)."""
 
 
 @runtime_checkable
@@ -201,10 +249,17 @@ class GlossaryTables(Protocol):
 class Integrity(Protocol):
     """What `kenning verify` reads to check an index end to end (kenning.integrity)."""
 
-    def engine_problems(self, quick: bool = False) -> list[str]: ...
-    def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]: ...
-    def iter_vectors(self) -> Iterator[tuple[str, str, np.ndarray | None]]: ...
-    def vectorless_text_hashes(self, fingerprint: str) -> int: ...
+    def engine_problems(self, quick: bool = False) -> list[str]:
+        """The database engine's own findings about the index ([] when all is well)."""
+
+    def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]:
+        """(id, source id, title, body, stored text hash) of every chunk, by id."""
+
+    def iter_vectors(self) -> Iterator[tuple[str, str, np.ndarray | None]]:
+        """(text hash, fingerprint, vector) of every stored vector; None for one that is not float32s."""
+
+    def vectorless_text_hashes(self, fingerprint: str) -> int:
+        """How many chunks have no vector from this embedder."""
 
 
 @runtime_checkable
@@ -212,8 +267,12 @@ class EntityTables(Protocol):
     """Entity posting lists (roaring bitmaps of chunk ids) for the entity graph."""
 
     def entity_postings(self) -> list[EntityPosting]: ...
-    def add_entity_postings(self, added: dict[str, tuple[str, str, BitMap]]) -> None: ...
-    def compact_entities(self, live: BitMap) -> int: ...
+    def add_entity_postings(self, added: dict[str, tuple[str, str, BitMap]]) -> None:
+        """Union chunk ids into each entity's bitmap (a new entity keeps its first surface form)."""
+
+    def compact_entities(self, live: BitMap) -> int:
+        """Drop dead chunk ids from every bitmap and entities left with none; returns how many went."""
+
     def clear_entities(self) -> None: ...
 
 
@@ -224,9 +283,16 @@ class Substrings(Protocol):
     every chunk it inserts or deletes once it is enabled."""
 
     def substring_index_enabled(self) -> bool: ...
-    def enable_substring_index(self) -> int: ...
-    def substring_candidates(self, word: str) -> np.ndarray: ...
-    def substring_texts(self, ids: Sequence[int]) -> dict[int, str]: ...
+    def enable_substring_index(self) -> int:
+        """Create the index and index every chunk already stored; returns how many (0 if it existed)."""
+
+    def substring_candidates(self, word: str) -> np.ndarray:
+        """Ids of the chunks that may hold `word` (casefolded, three characters or more): every chunk
+        that does, and perhaps a few that do not."""
+
+    def substring_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """The text the substring signal searches (kenning.store.records.substring_text) of each of
+        these chunks."""
 
 
 @runtime_checkable

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -38,6 +39,9 @@ def embedding_text(title: str, body: str) -> str:
 
 # the substring index (Substrings protocol) finds words of this many characters or more (trigrams)
 MIN_TRIGRAM_WORD = 3
+
+# what a scope filter asks of a chunk's front matter: (key, value) pairs, each to be present
+FrontMatterPairs = Sequence[tuple[str, str]]
 
 
 def substring_text(title: str, body: str) -> str:

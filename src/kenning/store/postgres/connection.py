@@ -22,11 +22,12 @@ from contextlib import contextmanager
 
 from pyroaring import BitMap
 
-from kenning.store.base import CommitsCommon, lock_timeout
+from kenning.store.base import lock_timeout
 from kenning.store.errors import StorageError
+from kenning.store.postgres.dialect import POSTGRES
 from kenning.store.postgres.location import parse_location
 from kenning.store.postgres.schema import ALL_TABLES, SCHEMA_VERSION, statements
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
+from kenning.store.sql import SqlCommits
 
 LOG = logging.getLogger("kenning")
 IDLE, IN_TRANSACTION = 0, 2  # psycopg.pq.TransactionStatus, without importing psycopg at module load
@@ -47,8 +48,10 @@ def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-class PostgresConnection(CommitsCommon):
+class PostgresConnection(SqlCommits):
     """One index in one PostgreSQL schema: schema creation, transactions, snapshots and metadata."""
+
+    dialect = POSTGRES
 
     directory = None  # a server index has no folder: nothing is written beside it
 
@@ -233,11 +236,6 @@ class PostgresConnection(CommitsCommon):
         self._require_txn()
         return 0
 
-    def forget_vector_graph(self) -> None:
-        self.conn.execute(
-            "DELETE FROM meta WHERE key IN (%s, %s)", (VECTOR_GRAPH_META, VECTOR_GRAPH_LACKS_META)
-        )
-
     # ----------------------------------------------------------------------------- transactions
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -294,7 +292,6 @@ class PostgresConnection(CommitsCommon):
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """A read transaction: every read inside sees the same committed generation."""
         if self._usable() and self.conn.info.transaction_status != IDLE:  # inside a write or a read
             yield
             return
@@ -322,27 +319,6 @@ class PostgresConnection(CommitsCommon):
         return int(self._meta_raw("generation") or 0)
 
     # ----------------------------------------------------------------------------- snapshots
-    def _segment_ids(self) -> tuple[int, ...]:
-        return tuple(r[0] for r in self.conn.execute("SELECT id FROM segments ORDER BY id"))
-
-    def counts(self) -> dict:
-        with self.reading():
-            return {
-                "sources": self._one("SELECT count(*) FROM sources"),
-                "chunks": self._one("SELECT count(*) FROM chunks"),
-                "documents": self._one("SELECT count(DISTINCT doc_key) FROM chunks"),
-                "segments": self._one("SELECT count(*) FROM segments"),
-            }
-
-    def clear(self) -> None:
-        """Empty every indexed file, chunk, segment, word and entity (a forced rebuild); vectors and
-        the glossary stay."""
-        self._require_txn()
-        for table in ("postings", "segments", "chunks", "sources", "vocabulary", "entities"):
-            self.conn.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
-        self._clear_substrings()
-        self.set_live(BitMap())
-
     def size_on_disk(self) -> int:
         """Bytes of the index's tables, their indexes and TOAST data on the server."""
         return int(
@@ -353,6 +329,3 @@ class PostgresConnection(CommitsCommon):
                 (self.schema, list(ALL_TABLES)),
             )
         )
-
-    def close(self) -> None:
-        self.conn.close()

@@ -1,4 +1,4 @@
-"""Scope filters in PostgreSQL, as indexed SQL conditions.
+"""Front-matter conditions in PostgreSQL, as indexed SQL (kenning.store.sql.filters runs them).
 
 Time bounds use the (source_id, time) index. Front-matter conditions use a GIN index over `facets`:
 each chunk's front matter with every scalar value written as folded text and every value as a list
@@ -9,11 +9,9 @@ whatever the case" is one containment test, `facets @> {"key": ["v"]}`, which th
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
-from pyroaring import BitMap
-
-from kenning.store.records import SourceFacets
+from kenning.store.records import FrontMatterPairs
+from kenning.store.sql import SqlFilters
 
 
 def _folded(value) -> str | None:
@@ -36,41 +34,14 @@ def facets_of(meta: dict) -> str:
     return json.dumps(out)
 
 
-class PostgresFilters:
-    """The MetadataFilters protocol."""
+class PostgresFilters(SqlFilters):
+    """The MetadataFilters protocol, and the `facets` column it keeps beside each chunk."""
 
-    conn: object
+    def _front_matter_condition(self, meta: FrontMatterPairs) -> tuple[str, list]:
+        wanted: dict[str, list[str]] = {}
+        for key, value in meta:
+            wanted.setdefault(_folded(key), []).append(_folded(value))
+        return "c.facets @> ?::jsonb", [json.dumps(wanted)]
 
-    def source_facets(self) -> list[SourceFacets]:
-        return [SourceFacets(*r) for r in self.conn.execute("SELECT id, path, collection, kind FROM sources")]
-
-    def chunks_matching(
-        self,
-        source_ids: Sequence[int],
-        since: float | None,
-        before: float | None,
-        meta: Sequence[tuple[str, str]],
-    ) -> BitMap:
-        """Chunks of these sources whose time is in [since, before) and whose front matter has each
-        (key, value) (a list value matches any of its items; case does not matter)."""
-        query, params = matching_query(source_ids, since, before, meta)
-        return BitMap(r[0] for r in self.conn.execute(query, params))
-
-
-def matching_query(source_ids, since, before, meta) -> tuple[str, list]:
-    """The SQL of a scope filter and its parameters: conditions the table's indexes answer
-    (tests/test_postgres_store.py reads its plan)."""
-    where, params = ["source_id = ANY(%s)"], [[int(s) for s in source_ids]]
-    if since is not None:
-        where.append("time >= %s")
-        params.append(since)
-    if before is not None:
-        where.append("time < %s")
-        params.append(before)
-    wanted: dict[str, list[str]] = {}
-    for key, value in meta:
-        wanted.setdefault(_folded(key), []).append(_folded(value))
-    if wanted:
-        where.append("facets @> %s::jsonb")
-        params.append(json.dumps(wanted))
-    return f"SELECT id FROM chunks WHERE {' AND '.join(where)}", params
+    def _filter_columns(self, meta: str) -> dict:
+        return {"facets": facets_of(json.loads(meta))}

@@ -1,6 +1,6 @@
-"""What `kenning verify` reads from PostgreSQL: the server's own checks are its business (page
-checksums, amcheck for an administrator); kenning checks that its tables are all there, and streams
-each chunk's stored text hash and every stored vector for the checks above the store."""
+"""What `kenning verify` reads from PostgreSQL beyond the shared part (kenning.store.sql.integrity):
+the server's own checks are its business (page checksums, amcheck for an administrator); kenning
+checks that its tables are all there, and streams every stored vector for the checks above the store."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kenning.store.postgres.documents import to_text
+from kenning.store.postgres.dialect import PAGE
 from kenning.store.postgres.schema import ALL_TABLES
 from kenning.store.postgres.vectors import as_array
+from kenning.store.sql import SqlIntegrity
 
-_PAGE = 2000
 
-
-class PostgresIntegrity:
+class PostgresIntegrity(SqlIntegrity):
     """The Integrity protocol."""
-
-    conn: object
 
     def engine_problems(self, quick: bool = False) -> list[str]:
         present = {
@@ -40,12 +37,6 @@ class PostgresIntegrity:
                 )
         return problems
 
-    def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]:
-        for chunk_id, source_id, title, body, stored in self._chunk_pages(
-            "id, source_id, title, body, text_hash"
-        ):
-            yield chunk_id, source_id, to_text(title), to_text(body), stored
-
     def iter_vectors(self) -> Iterator[tuple[str, str, np.ndarray | None]]:
         after = ("", "")
         while True:
@@ -53,19 +44,10 @@ class PostgresIntegrity:
                 rows = cur.execute(
                     "SELECT text_hash, fingerprint, vector FROM embeddings"
                     " WHERE (text_hash, fingerprint) > (%s, %s) ORDER BY text_hash, fingerprint LIMIT %s",
-                    (*after, _PAGE),
+                    (*after, PAGE),
                 ).fetchall()
             for text_hash, fingerprint, vector in rows:
                 yield text_hash, fingerprint, as_array(vector)
-            if len(rows) < _PAGE:
+            if len(rows) < PAGE:
                 return
             after = (rows[-1][0], rows[-1][1])
-
-    def vectorless_text_hashes(self, fingerprint: str) -> int:
-        return int(
-            self._one(
-                "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e"
-                " WHERE e.text_hash = c.text_hash AND e.fingerprint = %s)",
-                (fingerprint,),
-            )
-        )

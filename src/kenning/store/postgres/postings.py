@@ -13,32 +13,16 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from kenning.store.checksum import segment_checksum
-from kenning.store.compact import (
-    decode_posting_row,
-    decode_segment,
-    encode_posting_row,
-    unpack_frequencies,
-    unpack_positions,
-)
+from kenning.store.compact import unpack_frequencies, unpack_positions
 from kenning.store.field_lengths import pack_lengths
-from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, range_bounds
+from kenning.store.sql import SqlPostings
 
 _ROW = "term, ids, tf_title, tf_body, pos_title, pos_body"
 
 
-class PostgresPostings:
+class PostgresPostings(SqlPostings):
     """The Postings protocol over the `segments`, `postings` and `vocabulary` tables."""
-
-    conn: object
-
-    def segment_sizes(self) -> list[tuple[int, int]]:
-        return [tuple(r) for r in self.conn.execute("SELECT id, n_docs FROM segments ORDER BY id")]
-
-    def load_segment(self, segment_id: int) -> SegmentData:
-        row = self.conn.execute(
-            "SELECT n_docs, doc_ids, title_lens, body_lens FROM segments WHERE id = %s", (segment_id,)
-        ).fetchone()
-        return decode_segment(segment_id, row)
 
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
         return self.load_postings_of({segment_id: terms})[segment_id]
@@ -75,12 +59,6 @@ class PostgresPostings:
             out[term] = int(n)
         return out
 
-    def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
-        for raw in self.raw_postings(segment_id):
-            yield decode_posting_row(raw)
-
-    posting_decoder = staticmethod(decode_posting_row)
-    posting_encoder = staticmethod(encode_posting_row)
     posting_bundler = None  # a server takes rows as they come
 
     def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
@@ -154,9 +132,6 @@ class PostgresPostings:
         self.conn.execute("UPDATE segments SET checksum = %s WHERE id = %s", (checksum, seg_id))
         return seg_id
 
-    def segment_checksums(self) -> dict[int, str]:
-        return dict(self.conn.execute("SELECT id, checksum FROM segments").fetchall())
-
     def drop_segments(self, segment_ids: Sequence[int]) -> None:
         self._require_txn()
         ids = [int(s) for s in segment_ids]
@@ -164,7 +139,6 @@ class PostgresPostings:
         self.conn.execute("DELETE FROM segments WHERE id = ANY(%s)", (ids,))
 
     def drop_postings_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None:
-        """Delete the segments' rows of terms in [low, high) (None: open), as a merge reads them."""
         self._require_txn()
         where, args = "segment_id = ANY(%s)", [[int(s) for s in segment_ids]]
         if low is not None:
@@ -175,21 +149,6 @@ class PostgresPostings:
 
     def count_terms(self) -> int:
         return int(self._one("SELECT count(DISTINCT term) FROM postings"))
-
-    def apply_vocabulary(self, delta: dict[str, int]) -> None:
-        self._require_txn()
-        with self.conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO vocabulary(word, df) VALUES (%s, %s)"
-                " ON CONFLICT (word) DO UPDATE SET df = vocabulary.df + excluded.df",
-                [(w, n) for w, n in delta.items() if n],
-            )
-        fallen = [w for w, n in delta.items() if n < 0]
-        if fallen:
-            self.conn.execute("DELETE FROM vocabulary WHERE df <= 0 AND word = ANY(%s)", (fallen,))
-
-    def vocabulary(self) -> dict[str, int]:
-        return dict(self.conn.execute("SELECT word, df FROM vocabulary").fetchall())
 
 
 COPY_BATCH_BYTES = 16 << 20

@@ -108,7 +108,7 @@ CREATE TABLE IF NOT EXISTS entities (
 )
 """
 
-# the tables `clear` empties and `size_on_disk` counts
+# every table of an index: what `size_on_disk` counts and `engine_problems` looks for
 ALL_TABLES = (
     "meta",
     "sources",

@@ -10,8 +10,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from kenning.store.postgres.documents import to_text
+from kenning.store.postgres.dialect import to_text
 from kenning.store.records import MIN_TRIGRAM_WORD, substring_text
+from kenning.store.sql import SqlSubstrings
 
 
 def _storable(text: str) -> str:
@@ -24,7 +25,7 @@ def like_pattern(word: str) -> str:
     return "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class PostgresSubstrings:
+class PostgresSubstrings(SqlSubstrings):
     """The Substrings protocol."""
 
     _substrings_on: bool | None = None
@@ -46,7 +47,7 @@ class PostgresSubstrings:
         self.conn.execute("CREATE TABLE substrings (id bigint PRIMARY KEY, text text NOT NULL)")
         self._substrings_on = True
         count = 0
-        for block in _blocks(self._chunk_pages("id, title, body"), 1000):
+        for block in _blocks(self.dialect.rows_by_id(self.conn, "id, title, body"), 1000):
             self._add_substrings((cid, to_text(t), to_text(b)) for cid, t, b in block)
             count += len(block)
         self.conn.execute("CREATE INDEX substrings_trigrams ON substrings USING gin (text gin_trgm_ops)")
@@ -58,12 +59,6 @@ class PostgresSubstrings:
             raise ValueError(f"the trigram index cannot look for {word!r}: under {MIN_TRIGRAM_WORD} letters")
         rows = self.conn.execute("SELECT id FROM substrings WHERE text LIKE %s", (like_pattern(word),))
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
-
-    def substring_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        rows = self.conn.execute(
-            "SELECT id, title, body FROM chunks WHERE id = ANY(%s)", ([int(i) for i in ids],)
-        )
-        return {cid: substring_text(to_text(t), to_text(b)) for cid, t, b in rows}
 
     def _add_substrings(self, rows: Iterable[tuple[int, str, str]]) -> None:
         with self.conn.cursor() as cur:

@@ -1,6 +1,7 @@
-"""Embeddings in PostgreSQL: one pgvector `vector` per (hash of the embedded text, embedder
-fingerprint). pgvector keeps float32 components exactly, so the vectors read back are the ones the
-embedder wrote and dense rankings match the embedded store's."""
+"""Embeddings in PostgreSQL, beyond the shared part (kenning.store.sql.vectors): one pgvector
+`vector` per (hash of the embedded text, embedder fingerprint). pgvector keeps float32 components
+exactly, so the vectors read back are the ones the embedder wrote and dense rankings match the
+embedded store's."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import os
 
 import numpy as np
 
-from kenning.store.postgres.documents import to_text
+from kenning.store.postgres.dialect import to_text
 from kenning.store.records import MissingText, embedding_text
+from kenning.store.sql import SqlVectors
 
 
 def as_array(vector) -> np.ndarray:
@@ -18,10 +20,8 @@ def as_array(vector) -> np.ndarray:
     return np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector, dtype=np.float32)
 
 
-class PostgresVectors:
+class PostgresVectors(SqlVectors):
     """The Vectors protocol over the `embeddings` table."""
-
-    conn: object
 
     def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]:
         rows = self.conn.execute(
@@ -32,19 +32,6 @@ class PostgresVectors:
             (fingerprint,),
         )
         return [MissingText(h, embedding_text(to_text(t), to_text(b)), tuple(ids)) for h, t, b, ids in rows]
-
-    def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
-        self._require_txn()
-        self.forget_vector_graph()
-        with self.conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO embeddings(text_hash, fingerprint, vector) VALUES (%s, %s, %s)"
-                " ON CONFLICT (text_hash, fingerprint) DO UPDATE SET vector = excluded.vector",
-                [
-                    (h, fingerprint, np.asarray(v, dtype=np.float32))
-                    for h, v in zip(hashes, vectors, strict=True)
-                ],
-            )
 
     def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
         ids, rows = [], []
@@ -69,22 +56,7 @@ class PostgresVectors:
             " WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash)"
         ).rowcount
 
-    def keep_only_vectors_of(self, fingerprint: str) -> None:
-        self._require_txn()
-        self.forget_vector_graph()
-        self.conn.execute("DELETE FROM embeddings WHERE fingerprint <> %s", (fingerprint,))
-
-    def count_vectors(self, fingerprint: str) -> int:
-        return int(
-            self._one(
-                "SELECT count(*) FROM chunks c"
-                " JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = %s",
-                (fingerprint,),
-            )
-        )
-
     def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
-        """Ids of every chunk that has a vector from this embedder, ascending."""
         rows = self.conn.execute(
             "SELECT c.id FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.fingerprint = %s"
             " ORDER BY c.id",
@@ -93,7 +65,6 @@ class PostgresVectors:
         return np.array([r[0] for r in rows], dtype=np.int64)
 
     def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]:
-        """The vectors of these chunks (those that have one)."""
         with self.conn.cursor(binary=True) as cur:
             cur.execute(
                 "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"

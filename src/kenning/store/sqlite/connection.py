@@ -10,7 +10,7 @@ import errno
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -18,9 +18,10 @@ from urllib.parse import quote
 from pyroaring import BitMap
 
 from kenning.places.cachedir import tag_as_cache
-from kenning.store.base import CommitsCommon, lock_timeout
+from kenning.store.base import lock_timeout
 from kenning.store.errors import StorageError
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
+from kenning.store.sql import SqlCommits
+from kenning.store.sqlite.dialect import SQLITE
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,
@@ -40,8 +41,6 @@ def _log():
     return logging.getLogger("kenning")
 
 
-BATCH = 500  # ids per `IN (...)` list: well under SQLite's limit on bound parameters
-
 # SQLite's own page cache, per connection (its default is 2,000 KiB). Every page a query reads passes
 # through it, the overflow pages of a long postings row included (the SQLite Python links here, 3.40,
 # is built without SQLITE_DIRECT_OVERFLOW_READ), and each new slot is fresh memory, a page fault
@@ -50,12 +49,6 @@ BATCH = 500  # ids per `IN (...)` list: well under SQLite's limit on bound param
 # holds the B-tree pages that term lookups come back to; first queries touched a third fewer pages
 # and were no slower, nor were warm queries, re-indexes or builds (benchmarks/first_query_ab.py).
 PAGE_CACHE_KIB = 256
-
-
-def batches(items: Sequence, size: int = BATCH) -> Iterator[Sequence]:
-    """Consecutive slices of `items`, each short enough for one `IN (...)` list."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _why_not_writable(directory: Path, db_path: Path) -> str:
@@ -82,13 +75,11 @@ def _connect_read_only(db_path: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
 
-def marks(n: int) -> str:
-    """`?,?,?` for n bound parameters."""
-    return ",".join("?" * n)
-
-
-class SqliteConnection(CommitsCommon):
+class SqliteConnection(SqlCommits):
     """One index directory's database: schema, transactions, snapshots and metadata."""
+
+    dialect = SQLITE
+    CONTENT_TABLES = (*SqlCommits.CONTENT_TABLES, "posting_packs")
 
     def __init__(self, directory: str | os.PathLike, create: bool = True, rebuild_outdated: bool = False):
         """Open (or create) the index in `directory`, migrating an older schema forward.
@@ -254,12 +245,6 @@ class SqliteConnection(CommitsCommon):
             self.conn.execute("PRAGMA incremental_vacuum(1)")
         return free
 
-    def forget_vector_graph(self) -> None:
-        """The saved vector graph no longer matches what this transaction commits."""
-        self.conn.execute(
-            "DELETE FROM meta WHERE key IN (?, ?)", (VECTOR_GRAPH_META, VECTOR_GRAPH_LACKS_META)
-        )
-
     # ----------------------------------------------------------------------------- transactions
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -358,7 +343,6 @@ class SqliteConnection(CommitsCommon):
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """A read transaction: every read inside sees the same committed generation."""
         if self.conn.in_transaction:
             yield
             return
@@ -370,30 +354,5 @@ class SqliteConnection(CommitsCommon):
             self.conn.execute("COMMIT")
 
     # ----------------------------------------------------------------------------- snapshots
-    def _segment_ids(self) -> tuple[int, ...]:
-        return tuple(r[0] for r in self.conn.execute("SELECT id FROM segments ORDER BY id"))
-
-    def counts(self) -> dict:
-        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
-        return {
-            "sources": one("SELECT COUNT(*) FROM sources"),
-            "chunks": one("SELECT COUNT(*) FROM chunks"),
-            "documents": one("SELECT COUNT(DISTINCT doc_key) FROM chunks"),
-            "segments": one("SELECT COUNT(*) FROM segments"),
-        }
-
-    def clear(self) -> None:
-        """Empty every indexed file, chunk, segment, word and entity (a forced rebuild); vectors and
-        the glossary stay."""
-        self._require_txn()
-        tables = ("postings", "posting_packs", "segments", "chunks", "sources", "vocabulary", "entities")
-        for table in tables:
-            self.conn.execute(f"DELETE FROM {table}")
-        self._clear_substrings()
-        self.set_live(BitMap())
-
     def size_on_disk(self) -> int:
         return sum(p.stat().st_size for p in self.directory.iterdir() if p.is_file())
-
-    def close(self) -> None:
-        self.conn.close()

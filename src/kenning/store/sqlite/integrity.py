@@ -1,5 +1,5 @@
-"""What `kenning verify` reads from SQLite beyond the other protocols: the engine's own check, each
-chunk's stored text hash, and every stored vector as written."""
+"""What `kenning verify` reads from SQLite beyond the shared part (kenning.store.sql.integrity):
+SQLite's own check of its pages, and every stored vector as written."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kenning.store.compact import DAMAGED_TEXT, unpack_text
+from kenning.store.sql import SqlIntegrity
 
 
-class SqliteIntegrity:
+class SqliteIntegrity(SqlIntegrity):
     """The Integrity protocol over the SQLite database."""
-
-    conn: object
 
     def engine_problems(self, quick: bool = False) -> list[str]:
         """SQLite's own check of its pages, indexes and constraints ([] when all is well)."""
@@ -43,31 +41,9 @@ class SqliteIntegrity:
             f"{len(held - stored)} it holds that are gone): `kenning repair` rebuilds it"
         ]
 
-    def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]:
-        """(id, source id, title, body, stored text hash) of every chunk, by id."""
-        for chunk_id, source_id, title, body, stored in self.conn.execute(
-            "SELECT id, source_id, title, body, text_hash FROM chunks ORDER BY id"
-        ):
-            try:
-                body = unpack_text(body)
-            except DAMAGED_TEXT:  # damaged compressed bytes: a text that cannot match
-                body = f"\x00undecodable body of chunk {chunk_id}"
-            yield chunk_id, source_id, title, body, stored
-
     def iter_vectors(self) -> Iterator[tuple[str, str, np.ndarray | None]]:
-        """(text hash, fingerprint, vector) of every stored vector; None for bytes that are not float32s."""
         for text_hash, fingerprint, blob in self.conn.execute(
             "SELECT text_hash, fingerprint, vector FROM embeddings"
         ):
             ok = isinstance(blob, bytes) and len(blob) % 4 == 0
             yield text_hash, fingerprint, np.frombuffer(blob, dtype=np.float32) if ok else None
-
-    def vectorless_text_hashes(self, fingerprint: str) -> int:
-        """How many chunks have no vector from this embedder."""
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e"
-                " WHERE e.text_hash = c.text_hash AND e.fingerprint = ?)",
-                (fingerprint,),
-            ).fetchone()[0]
-        )

@@ -9,23 +9,17 @@ in `postings`, or, when it is short, in one of the segment's posting packs (kenn
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from kenning.store.checksum import SegmentDigests, posting_digest, segment_checksum
-from kenning.store.compact import (
-    decode_posting_row,
-    decode_segment,
-    encode_posting_row,
-    pack_doc_ids,
-    unpack_frequencies,
-    unpack_positions,
-)
+from kenning.store.compact import pack_doc_ids, unpack_frequencies, unpack_positions
 from kenning.store.errors import decoding
 from kenning.store.field_lengths import pack_lengths
-from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, SegmentData, SegmentPostings, range_bounds
-from kenning.store.sqlite.connection import batches, marks
+from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, range_bounds
+from kenning.store.sql import SqlPostings
+from kenning.store.sql.dialect import batches, marks
 from kenning.store.sqlite.packs import (
     Pack,
     PackedPart,
@@ -47,10 +41,8 @@ BLOB_READ_FROM = 32 << 10
 TERM_MARK_BYTES = 64 << 10
 
 
-class SqlitePostings:
-    """The Postings protocol over the `segments`, `postings` and `vocabulary` tables."""
-
-    conn: object
+class SqlitePostings(SqlPostings):
+    """The Postings protocol over the `segments`, `postings`, `posting_packs` and `vocabulary` tables."""
 
     @property
     def _term_marks(self) -> dict[int, list[tuple[str, int]]]:
@@ -63,22 +55,11 @@ class SqlitePostings:
             found = self.__dict__["_marks_by_segment"] = {}
         return found
 
-    def segment_sizes(self) -> list[tuple[int, int]]:
-        """(segment id, chunks in it), oldest first."""
-        return list(self.conn.execute("SELECT id, n_docs FROM segments ORDER BY id"))
-
-    @decoding("a segment row")
-    def load_segment(self, segment_id: int) -> SegmentData:
-        row = self.conn.execute(
-            "SELECT n_docs, doc_ids, title_lens, body_lens FROM segments WHERE id=?", (segment_id,)
-        ).fetchone()
-        return decode_segment(segment_id, row)
-
     @decoding("a posting row")
     def load_postings(self, segment_id: int, terms: Sequence[str]) -> dict[str, RawPostings]:
-        """Postings of each term present in the segment. A long row's columns are read through
-        incremental blob I/O, straight from the pages into Python's bytes: a selected blob longer
-        than a page is first copied whole into SQLite's own buffer, and then again into bytes."""
+        """A long row's columns are read through incremental blob I/O, straight from the pages into
+        Python's bytes: a selected blob longer than a page is first copied whole into SQLite's own
+        buffer, and then again into bytes."""
         rows = []
         blob_from = BLOB_READ_FROM if self._postings_have_rowids else 1 << 62  # (never: select them all)
         for batch in batches(list(terms)):
@@ -167,17 +148,7 @@ class SqlitePostings:
         """Several segments' postings (a local file: one segment after the other)."""
         return {seg: self.load_postings(seg, terms) for seg, terms in wanted.items()}
 
-    def iter_segment_postings(self, segment_id: int) -> Iterator[SegmentPostings]:
-        """Every posting row of a segment, positions included, terms ascending (merges rely on it)."""
-        for raw in self.raw_postings(segment_id):
-            yield decode_posting_row(raw)
-
-    # the inverse of posting_encoder, module-level so a merge can decode its term ranges in worker
-    # processes (kenning.indexing.segments.merge_segments)
-    posting_decoder = staticmethod(decode_posting_row)
-
     def raw_postings(self, segment_id: int, low: str | None = None, high: str | None = None) -> list[tuple]:
-        """A segment's rows as stored (for `posting_decoder`), terms ascending, those in [low, high)."""
         return self.raw_posting_part(segment_id, low, high).expand()
 
     def raw_posting_part(
@@ -238,7 +209,6 @@ class SqlitePostings:
         return range_bounds(sizes, budget)
 
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
-        """A term's positions in one field of one segment, concatenated in posting order."""
         tf, pos = {"title": ("tf_title", "pos_title"), "body": ("tf_body", "pos_body")}[field]
         row = self.conn.execute(
             f"SELECT length(ids), {tf}, {pos} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
@@ -252,10 +222,6 @@ class SqlitePostings:
         count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
         return unpack_positions(row[2], count)
 
-    # the function that encodes a posting row as this store keeps it: module-level, so an analysis
-    # worker can be handed it and encode a whole segment while the writer goes on
-    # (kenning.indexing.analysis); the writer then only inserts the rows
-    posting_encoder = staticmethod(encode_posting_row)
     # what a worker makes of a merged term range's encoded rows before handing them over: short rows
     # packed there (kenning.store.sqlite.packs), not one by one in the writer
     posting_bundler = staticmethod(pack_range)
@@ -263,10 +229,8 @@ class SqlitePostings:
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]
     ) -> int:
-        """Write one immutable segment: `doc_ids` ascending; `encoded` yields (row, digest) pairs from
-        `posting_encoder`, terms each once, each row's ids ascending and each field's positions
-        concatenated in posting order (tf positions per posting), or a term range of them as
-        `posting_bundler` made it (a PackedRange)."""
+        """Short rows go into the segment's packs (kenning.store.sqlite.packs), with the packs a
+        merge worker made (PackedRange)."""
         self._require_txn()
         doc_ids = np.asarray(doc_ids, dtype=np.uint32)
         title_lens = np.minimum(title_lens, 65535).astype(np.uint16)
@@ -326,8 +290,6 @@ class SqlitePostings:
         return seg_id
 
     def drop_postings_range(self, segment_ids: Sequence[int], low: str | None, high: str | None) -> None:
-        """Delete the segments' rows of terms in [low, high) (None: open). A merge calls it on each
-        range it has read, so the merged rows reuse those pages as it writes them."""
         self._require_txn()
         where, args = f"segment_id IN ({marks(len(segment_ids))})", list(segment_ids)
         if low is not None:
@@ -361,10 +323,6 @@ class SqlitePostings:
                     (seg, kept[0][0], kept[-1][0], encode_pack(kept)),
                 )
 
-    def segment_checksums(self) -> dict[int, str]:
-        """Each segment's checksum as written at its commit ('' if it was never recorded)."""
-        return dict(self.conn.execute("SELECT id, checksum FROM segments"))
-
     def drop_segments(self, segment_ids: Sequence[int]) -> None:
         self._require_txn()
         for seg in segment_ids:
@@ -386,24 +344,6 @@ class SqlitePostings:
         if not packed:
             return int(self.conn.execute("SELECT COUNT(DISTINCT term) FROM postings").fetchone()[0])
         return len(packed.union(term for (term,) in self.conn.execute("SELECT DISTINCT term FROM postings")))
-
-    def apply_vocabulary(self, delta: dict[str, int]) -> None:
-        self._require_txn()
-        self.conn.executemany(
-            "INSERT INTO vocabulary(word, df) VALUES (?, ?)"
-            " ON CONFLICT(word) DO UPDATE SET df = df + excluded.df",
-            sorted((w, n) for w, n in delta.items() if n),  # in key order: B-tree pages visited once each
-        )
-        # only a word whose count went down can reach zero: look at those, never scan the table (a
-        # write applies its additions at every segment flush)
-        fallen = [w for w, n in delta.items() if n < 0]
-        for batch in batches(fallen):
-            self.conn.execute(
-                f"DELETE FROM vocabulary WHERE df <= 0 AND word IN ({marks(len(batch))})", batch
-            )
-
-    def vocabulary(self) -> dict[str, int]:
-        return dict(self.conn.execute("SELECT word, df FROM vocabulary"))
 
 
 class _TermMarks:

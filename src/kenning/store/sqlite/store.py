@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
+from kenning.store.sql import SqlDocuments, SqlEntities, SqlGlossary
 from kenning.store.sqlite.connection import SqliteConnection
-from kenning.store.sqlite.documents import SqliteDocuments
-from kenning.store.sqlite.entities import SqliteEntities
 from kenning.store.sqlite.filters import SqliteFilters
-from kenning.store.sqlite.glossary import SqliteGlossary
 from kenning.store.sqlite.integrity import SqliteIntegrity
 from kenning.store.sqlite.postings import SqlitePostings
 from kenning.store.sqlite.substrings import SqliteSubstrings
@@ -14,14 +12,15 @@ from kenning.store.sqlite.vectors import SqliteVectors
 
 
 class SqliteStore(
-    SqliteDocuments,
+    SqlDocuments,
     SqlitePostings,
     SqliteVectors,
     SqliteFilters,
-    SqliteGlossary,
-    SqliteEntities,
+    SqlGlossary,
+    SqlEntities,
     SqliteIntegrity,
     SqliteSubstrings,
     SqliteConnection,
 ):
-    """Everything one index keeps, in `DIR/index.db`; each protocol's part lives in its own module."""
+    """Everything one index keeps, in `DIR/index.db`: the shared SQL (kenning.store.sql) through
+    SQLite's dialect, and SQLite's own modules beside it."""

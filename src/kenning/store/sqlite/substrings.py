@@ -25,7 +25,8 @@ import numpy as np
 
 from kenning.store.compact import unpack_text
 from kenning.store.records import MIN_TRIGRAM_WORD, substring_text
-from kenning.store.sqlite.connection import batches, marks
+from kenning.store.sql import SqlSubstrings
+from kenning.store.sql.dialect import batches, marks
 
 TABLE = "substrings"
 
@@ -36,7 +37,7 @@ def trigram_query(word: str) -> str:
     return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
 
 
-class SqliteSubstrings:
+class SqliteSubstrings(SqlSubstrings):
     """The Substrings protocol: the trigram table, kept in step with the chunks when it exists."""
 
     _substrings_on: bool | None = None
@@ -47,7 +48,6 @@ class SqliteSubstrings:
         return self._substrings_on
 
     def enable_substring_index(self) -> int:
-        """Create the table and index every chunk already stored; returns how many (0 if it existed)."""
         self._require_txn()
         if self.substring_index_enabled():
             return 0
@@ -63,24 +63,12 @@ class SqliteSubstrings:
         return count
 
     def substring_candidates(self, word: str) -> np.ndarray:
-        """Ids of the chunks that may hold `word` (casefolded, three characters or more): every chunk
-        that does, and a few whose trigrams only happen to be there too."""
         if len(word) < MIN_TRIGRAM_WORD:
             raise ValueError(f"the trigram index cannot look for {word!r}: under {MIN_TRIGRAM_WORD} letters")
         rows = self.conn.execute(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH ?", (trigram_query(word),))
         return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
-    def substring_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        """The text the substring signal searches (substring_text) of each of these chunks."""
-        out: dict[int, str] = {}
-        for batch in batches(list(ids)):
-            for cid, title, body in self.conn.execute(
-                f"SELECT id, title, body FROM chunks WHERE id IN ({marks(len(batch))})", list(batch)
-            ):
-                out[cid] = substring_text(title, unpack_text(body))
-        return out
-
-    # kept in step by the chunk writes (kenning.store.sqlite.documents) when the table exists
+    # kept in step by the chunk writes (kenning.store.sql.documents) when the table exists
     def _add_substrings(self, rows: Iterable[tuple[int, str, str]]) -> None:
         self.conn.executemany(
             f"INSERT INTO {TABLE}(rowid, text) VALUES (?, ?)",

@@ -1,6 +1,5 @@
-"""Embeddings in SQLite: one vector per (hash of the embedded text, embedder fingerprint), so
-re-indexing embeds only new text and a section that moved, or reappears in another file, is never
-embedded again."""
+"""Embeddings in SQLite, beyond the shared part (kenning.store.sql.vectors): vectors read back as
+the float32 bytes they were written as, the chunks and their vectors each read in their own order."""
 
 from __future__ import annotations
 
@@ -9,13 +8,12 @@ import numpy as np
 from kenning.store.compact import unpack_text
 from kenning.store.errors import IndexDamaged, decoding
 from kenning.store.records import MissingText, embedding_text
-from kenning.store.sqlite.connection import batches, marks
+from kenning.store.sql import SqlVectors
+from kenning.store.sql.documents import plain_ids
 
 
-class SqliteVectors:
+class SqliteVectors(SqlVectors):
     """The Vectors protocol over the `embeddings` table."""
-
-    conn: object
 
     def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]:
         """The texts of chunks that have no vector from this embedder yet (one per text, with the
@@ -36,20 +34,8 @@ class SqliteVectors:
                 others.setdefault(h, []).append(cid)
         return [MissingText(h, text, (first[h], *others.get(h, ()))) for h, text in texts.items()]
 
-    def put_vectors(self, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
-        self._require_txn()
-        self.forget_vector_graph()
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO embeddings(text_hash, fingerprint, vector) VALUES (?,?,?)",
-            [
-                (h, fingerprint, np.asarray(v, dtype=np.float32).tobytes())
-                for h, v in zip(hashes, vectors, strict=True)
-            ],
-        )
-
     @decoding("the stored vectors")
     def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids, float32 matrix) of every chunk that has a vector from this embedder."""
         sql = "SELECT text_hash, vector FROM embeddings WHERE fingerprint = ?"
         vectors = dict(self.conn.execute(sql, (fingerprint,)))
         pairs = sorted((cid, h) for cid, h in self._chunk_hashes() if h in vectors)
@@ -63,7 +49,6 @@ class SqliteVectors:
         return np.array([cid for cid, _ in pairs], dtype=np.int64), matrix.reshape(len(pairs), -1)
 
     def vector_chunk_ids(self, fingerprint: str) -> np.ndarray:
-        """Ids of every chunk that has a vector from this embedder, ascending (no vectors read)."""
         held = self._hashes_with_vectors(fingerprint)
         ids = np.fromiter((cid for cid, h in self._chunk_hashes() if h in held), dtype=np.int64)
         ids.sort()
@@ -81,37 +66,19 @@ class SqliteVectors:
         return self.conn.execute("SELECT id, text_hash FROM chunks")
 
     def vectors_of(self, fingerprint: str, chunk_ids) -> dict[int, np.ndarray]:
-        """The vectors of these chunks (those that have one)."""
-        out: dict[int, np.ndarray] = {}
-        for batch in batches([int(i) for i in chunk_ids]):
-            for cid, blob in self.conn.execute(
-                "SELECT c.id, e.vector FROM chunks c JOIN embeddings e"
-                f" ON e.text_hash = c.text_hash AND e.fingerprint = ? WHERE c.id IN ({marks(len(batch))})",
-                [fingerprint, *batch],
-            ):
-                out[cid] = np.frombuffer(blob, dtype=np.float32)
-        return out
+        rows = self._rows_in(
+            "SELECT c.id, e.vector FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash"
+            " WHERE {} AND e.fingerprint = ?",
+            "c.id",
+            plain_ids(chunk_ids),
+            (fingerprint,),
+        )
+        return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
 
     def drop_orphan_vectors(self) -> int:
-        """Vectors whose text no chunk holds any more (after deletions)."""
         self._require_txn()
         self.forget_vector_graph()
         cur = self.conn.execute(
             "DELETE FROM embeddings WHERE text_hash NOT IN (SELECT text_hash FROM chunks)"
         )
         return cur.rowcount
-
-    def keep_only_vectors_of(self, fingerprint: str) -> None:
-        """Drop every other embedder's vectors (switching models)."""
-        self._require_txn()
-        self.forget_vector_graph()
-        self.conn.execute("DELETE FROM embeddings WHERE fingerprint != ?", (fingerprint,))
-
-    def count_vectors(self, fingerprint: str) -> int:
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM chunks c JOIN embeddings e"
-                " ON e.text_hash = c.text_hash AND e.fingerprint = ?",
-                (fingerprint,),
-            ).fetchone()[0]
-        )

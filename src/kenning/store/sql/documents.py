@@ -1,0 +1,266 @@
+"""Sources (indexed files) and chunks, in the `sources` and `chunks` tables of any SQL store.
+
+Every row read back is checked: an index folder may come from anyone, and a line number that is a
+blob would fail far from here (IndexDamaged names the row instead).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import astuple
+from types import NoneType
+
+from kenning.store.compact import DAMAGED_TEXT
+from kenning.store.errors import IndexDamaged, StorageError, decoding
+from kenning.store.records import (
+    ChunkGroup,
+    ChunkHead,
+    ChunkRow,
+    SourceRow,
+    embedding_text,
+    meta_json,
+    text_hash,
+)
+from kenning.store.sql.statements import SqlStatements
+
+_SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
+_CHUNK_COLS = (
+    "c.id, c.source_id, c.ordinal, c.doc_key, c.title, c.body, c.start_line, c.end_line, c.page,"
+    " c.time, c.meta, c.content_hash, s.path"
+)
+_HEAD_COLS = "c.id, c.doc_key, c.title, s.path, c.start_line, c.end_line, c.page, c.time"
+_WITH_SOURCE = "FROM chunks c JOIN sources s ON s.id = c.source_id"
+
+
+def plain_ids(ids: Sequence[int]) -> list[int]:
+    """Chunk ids as plain ints, as a driver binds them (numpy integers do not adapt)."""
+    return [int(i) for i in ids]
+
+
+class SqlDocuments(SqlStatements):
+    """The Documents protocol. `_filter_columns` (kenning.store.sql.filters) adds the columns an
+    engine's filter index keeps beside each chunk."""
+
+    # ----------------------------------------------------------------------------- sources
+    def source_by_path(self, path: str) -> SourceRow | None:
+        row = self._run(f"SELECT {_SOURCE_COLS} FROM sources WHERE path = ?", (path,)).fetchone()
+        return SourceRow(*row) if row else None
+
+    def sources_by_paths(self, paths: Sequence[str]) -> dict[str, SourceRow]:
+        rows = self._rows_in(f"SELECT {_SOURCE_COLS} FROM sources WHERE {{}}", "path", list(paths))
+        return {row[1]: SourceRow(*row) for row in rows}
+
+    def sources(self) -> list[SourceRow]:
+        rows = self._run(f"SELECT {_SOURCE_COLS} FROM sources ORDER BY path{self.dialect.bytewise}")
+        return [SourceRow(*r) for r in rows]
+
+    def upsert_source(
+        self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str, collection: str
+    ) -> int:
+        self._require_txn()
+        existing = self.source_by_path(path)
+        now = time.time()
+        if existing:
+            self._run(
+                "UPDATE sources SET kind = ?, size = ?, mtime_ns = ?, content_hash = ?, indexed_at = ?,"
+                " collection = ? WHERE id = ?",
+                (kind, size, mtime_ns, content_hash, now, collection, existing.id),
+            )
+            return existing.id
+        return self._insert_id(
+            "INSERT INTO sources(path, kind, size, mtime_ns, content_hash, indexed_at, collection)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (path, kind, size, mtime_ns, content_hash, now, collection),
+        )
+
+    def touch_source(self, source_id: int, size: int, mtime_ns: int, collection: str) -> None:
+        self._require_txn()
+        self._run(
+            "UPDATE sources SET size = ?, mtime_ns = ?, collection = ? WHERE id = ?",
+            (size, mtime_ns, collection, source_id),
+        )
+
+    def set_source_chunk_count(self, source_id: int, n: int) -> None:
+        self._require_txn()
+        self._run("UPDATE sources SET n_chunks = ? WHERE id = ?", (n, source_id))
+
+    def delete_source(self, source_id: int) -> list[int]:
+        self._require_txn()
+        ids = [r[0] for r in self._run("SELECT id FROM chunks WHERE source_id = ? ORDER BY id", (source_id,))]
+        self._remove_substrings(ids)
+        self._run("DELETE FROM chunks WHERE source_id = ?", (source_id,))
+        self._run("DELETE FROM sources WHERE id = ?", (source_id,))
+        return ids
+
+    def collections(self) -> dict[str, int]:
+        return dict(self._run("SELECT collection, count(*) FROM sources GROUP BY collection").fetchall())
+
+    def collection_chunks(self) -> dict[str, int]:
+        return dict(
+            self._run(
+                "SELECT s.collection, count(c.id) FROM sources s JOIN chunks c ON c.source_id = s.id"
+                " GROUP BY s.collection"
+            ).fetchall()
+        )
+
+    def rename_collection(self, old: str, new: str) -> int:
+        self._require_txn()
+        moved = self._run("UPDATE sources SET collection = ? WHERE collection = ?", (new, old)).rowcount
+        self._run("UPDATE glossary_groups SET scope = ? WHERE scope = ?", (new, old))
+        return moved
+
+    def restore_source(self, row: SourceRow) -> None:
+        self._require_txn()
+        self._run(f"INSERT INTO sources({_SOURCE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", astuple(row))
+        self.dialect.ids_follow(self.conn, "sources", row.id)
+
+    # ----------------------------------------------------------------------------- chunks
+    def chunk_hashes(self, source_id: int) -> list[tuple[int, str]]:
+        rows = self._run(
+            "SELECT id, content_hash FROM chunks WHERE source_id = ? ORDER BY ordinal", (source_id,)
+        )
+        return [tuple(r) for r in rows]
+
+    def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int:
+        self._require_txn()
+        meta = meta_json(chunk.meta)
+        columns = self._chunk_columns(source_id, ordinal, chunk, meta, content_hash)
+        chunk_id = self._insert_id(_insert("chunks", columns), list(columns.values()))
+        if self.substring_index_enabled():
+            self._add_substrings([(chunk_id, chunk.title, chunk.body)])
+        return chunk_id
+
+    def restore_chunk(self, row: ChunkRow) -> None:
+        """A chunk under its own id; later new chunks' ids come after it."""
+        self._require_txn()
+        meta = json.dumps(row.meta, default=str)
+        columns = {
+            "id": row.id,
+            **self._chunk_columns(row.source_id, row.ordinal, row, meta, row.content_hash),
+        }
+        self._run(_insert("chunks", columns), list(columns.values()))
+        self.dialect.ids_follow(self.conn, "chunks", row.id)
+        if self.substring_index_enabled():
+            self._add_substrings([(row.id, row.title, row.body)])
+
+    def _chunk_columns(self, source_id: int, ordinal: int, chunk, meta: str, content_hash: str) -> dict:
+        """A chunk's row as column -> value (`chunk` a Chunk or a ChunkRow)."""
+        return {
+            "source_id": source_id,
+            "ordinal": ordinal,
+            "doc_key": chunk.doc_key,
+            "title": self.dialect.text_in(chunk.title),
+            "body": self.dialect.body_in(chunk.body),
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            "page": chunk.page,
+            "time": chunk.time,
+            "meta": meta,
+            **self._filter_columns(meta),
+            "content_hash": content_hash,
+            "text_hash": text_hash(embedding_text(chunk.title, chunk.body)),
+        }
+
+    def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
+        self._require_txn()
+        self._run(
+            "UPDATE chunks SET ordinal = ?, start_line = ?, end_line = ?, page = ?, time = ? WHERE id = ?",
+            (ordinal, chunk.start_line, chunk.end_line, chunk.page, chunk.time, chunk_id),
+        )
+
+    def retime_chunks(self, source_id: int, old_time: float, new_time: float) -> None:
+        self._require_txn()
+        self._run(
+            "UPDATE chunks SET time = ? WHERE source_id = ? AND abs(time - ?) < 0.000001",
+            (new_time, source_id, old_time),
+        )
+
+    def delete_chunks(self, ids: list[int]) -> None:
+        self._require_txn()
+        self._remove_substrings(ids)
+        self._run_in("DELETE FROM chunks WHERE {}", "id", plain_ids(ids))
+
+    @decoding("a chunk row")
+    def _chunk_rows(self, where: str, params: Sequence) -> list[ChunkRow]:
+        rows = self._run(f"SELECT {_CHUNK_COLS} {_WITH_SOURCE} WHERE {where}", params)
+        return [self._chunk_row(r) for r in rows]
+
+    def _chunk_row(self, r: tuple) -> ChunkRow:
+        """A chunks row as a ChunkRow, checked (_check_types)."""
+        title = self.dialect.text_out(r[4])
+        _check_types((*r[:4], title, *r[5:]), _CHUNK_TYPES)
+        meta = json.loads(r[10])
+        if not isinstance(meta, dict):
+            raise IndexDamaged(f"chunk {r[0]}'s metadata is not a JSON object")
+        return ChunkRow(*r[:4], title, self._body(r[0], r[5]), *r[6:10], meta, r[11], r[12])
+
+    def _body(self, chunk_id: int, stored) -> str:
+        """A chunk's body as stored; damaged bytes are a clear error."""
+        try:
+            return self.dialect.body_out(stored)
+        except DAMAGED_TEXT as exc:
+            raise StorageError(
+                f"chunk {chunk_id}'s stored text is damaged ({exc}): run `kenning verify`, then"
+                " `kenning repair`"
+            ) from exc
+
+    def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        for condition, members in self.dialect.member_of("c.id", plain_ids(ids)):
+            out.update((row.id, row) for row in self._chunk_rows(condition, members))
+        return out
+
+    def chunk_heads(self, ids: Sequence[int]) -> dict[int, ChunkHead]:
+        out: dict[int, ChunkHead] = {}
+        for row in self._rows_in(f"SELECT {_HEAD_COLS} {_WITH_SOURCE} WHERE {{}}", "c.id", plain_ids(ids)):
+            row = (*row[:2], self.dialect.text_out(row[2]), *row[3:])
+            _check_types(row, _HEAD_TYPES)
+            out[row[0]] = ChunkHead(*row[1:])
+        return out
+
+    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
+        out: dict[int, ChunkGroup] = {}
+        rows = self._rows_in(
+            "SELECT id, meta FROM chunks WHERE {} AND meta LIKE '%message_ids%'", "id", plain_ids(ids)
+        )
+        for cid, meta in rows:
+            with decoding(f"chunk {cid}'s metadata"):
+                data = json.loads(meta)
+            message_ids = data.get("message_ids") if isinstance(data, dict) else None
+            if message_ids is None:
+                continue
+            if not isinstance(message_ids, list):
+                raise IndexDamaged(f"chunk {cid}'s message ids are not a list")
+            out[cid] = ChunkGroup(data.get("conversation"), message_ids)
+        return out
+
+    def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
+        return self._chunk_rows("c.doc_key = ? ORDER BY c.source_id, c.ordinal", (doc_key,))
+
+    def chunk_texts(self, ids: Sequence[int]) -> list[str]:
+        rows = self._rows_in("SELECT title, body FROM chunks WHERE {}", "id", plain_ids(ids))
+        return [f"{self.dialect.text_out(t)}\n{self.dialect.body_out(b)}" for t, b in rows]
+
+    def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]:
+        for chunk_id, title, body in self.dialect.rows_by_id(self.conn, "id, title, body"):
+            yield chunk_id, self.dialect.text_out(title), self.dialect.body_out(body)
+
+
+def _insert(table: str, columns: dict) -> str:
+    return f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+_OPTIONAL_INT, _OPTIONAL_NUMBER = (int, NoneType), (int, float, NoneType)
+# id, source, ordinal, doc key, title, body (checked by _body), lines, page, time
+_CHUNK_TYPES = (int, int, int, str, str, None, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_NUMBER)
+# id, doc key, title, path, lines, page, time
+_HEAD_TYPES = (int, str, str, str, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_INT, _OPTIONAL_NUMBER)
+
+
+def _check_types(r: tuple, types: tuple) -> None:
+    """Each column of a chunk's row of the type kenning writes, else IndexDamaged."""
+    for value, kind in zip(r, types, strict=False):
+        if kind is not None and not isinstance(value, kind):
+            raise IndexDamaged(f"chunk {r[0]!r} holds a {type(value).__name__} where kenning writes {kind}")
