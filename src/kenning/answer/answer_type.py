@@ -166,7 +166,7 @@ def _states_name(sentence: str, question: str) -> bool:
             continue
         if new(match.group(4)):
             return True
-    for match in _TITLED.finditer(sentence):  # "Captain Donelson", when the question asks of a captain
+    for match in _TITLED.finditer(sentence):  # "Captain Smith", when the question asks of a captain
         title = fold(match.group(1))
         if title in _TITLES and title in asked and new(match.group(2)):
             return True

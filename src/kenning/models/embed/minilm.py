@@ -9,9 +9,9 @@ cosine of about 0.999.
 Texts are tokenized in one call, sorted by token length and run in batches padded only to the
 longest text of their batch, then put back in the caller's order. Batches are small (8): at 256
 tokens a batch of 32 keeps 32 x 12 heads x 256 x 256 attention scores (100 MB) in flight, a batch of
-8 a quarter of that, and a batch of 8 embeds long and short texts at least as fast. The tokenizer and the
-onnxruntime session (intra-op threads = the CPUs this process may use) load on the first `embed` and
-are shared by every MiniLMEmbedder in the process.
+8 a quarter of that, and a batch of 8 embeds long and short texts at least as fast. The tokenizer
+and the onnxruntime session (intra-op threads = the CPUs this process may use) load on the first
+`embed` and are shared by every MiniLMEmbedder in the process.
 
 For the shipped model file, the session runs a copy of the graph without the exporter's per-layer
 softmax NaN guards and with its GELU in a form onnxruntime fuses (see _onnx_graph.py). Then one of:
