@@ -6,9 +6,10 @@ the models."""
 
 import os
 
-# kenning's matrix work is small (one query vector against the chunk vectors). Multi-threaded BLAS
-# only adds overhead there, and on 2 cores its threads fight onnxruntime's: a 1400 x 384 product took
-# 1.1 ms instead of 0.06 ms right after an embedding call. A user's own setting is kept.
+# kenning's matrix work is small (one query vector times the chunk vectors). Multi-threaded BLAS
+# only adds overhead there, and on a machine with few cores its threads compete with onnxruntime's
+# right after an embedding call, which makes such a product many times slower. A user's own setting
+# is kept.
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 

@@ -1,7 +1,7 @@
 """Text analysis: the one place where raw text becomes index terms.
 
 The same Analyzer runs at index time and at query time, so a query matches exactly what was indexed:
-Unicode NFC, case folding, accent folding (`dantes` matches `Dantès`), identifier splitting
+Unicode NFC, case folding, accent folding (`cafe` matches `Café`), identifier splitting
 (`parseQueryString` is also indexed as `parse`, `query`, `string`), CJK bigrams, and optional
 Snowball English stemming. Stopwords are removed from queries only, never from the index.
 """
@@ -21,8 +21,8 @@ from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 # A token is a run of letters and digits, joined by inner underscores (snake_case stays one token,
 # but Markdown _emphasis_ does not keep its underscores); apostrophes split it ("don't" -> don, t).
 TOKEN_RE = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
-# the same pattern for ASCII text, where the word characters are ASCII letters and digits: a third
-# faster than the Unicode classes, and ASCII needs no normalising (see raw_tokens)
+# the same pattern for ASCII text, where the word characters are ASCII letters and digits: cheaper
+# than the Unicode classes, and ASCII needs no normalising (see raw_tokens)
 _ASCII_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)*")
 # an ASCII word whose only capital, if any, is its first letter, with no underscore: it folds by
 # lowercasing and has no identifier parts, so it is one term (Analyzer.plain_word_terms)
@@ -31,12 +31,13 @@ _PLAIN_ASCII_WORD = re.compile(_PLAIN_WORD)
 _PLAIN_ASCII_LINES = re.compile(rf"{_PLAIN_WORD}(?:\n{_PLAIN_WORD})*")  # one such word a line
 _DIGIT = re.compile("[0-9]")
 # plain words whose terms an analyzer keeps: ~140 bytes each, 70 MB at most in each process that
-# builds segments, and a corpus's commonest words are met first. The 1M scale corpus has ~350k such
-# words past its first segments: keeping 200k, every later segment stemmed the rest again (a segment
-# 2.28 -> 1.56 s with 500k; the whole build's user CPU 167.8 -> 141.6 s, 763 -> 812 MB in all)
+# builds segments, and a corpus's commonest words are met first. A large corpus has a few hundred
+# thousand such words past its first segments; a smaller bound would have every later segment stem
+# the words beyond it again, so the bound is set above that
 PLAIN_TERMS_KEPT = 500_000
 # combining marks and CJK scripts: patterns over wide ranges of code points, compiled when a text
-# first needs them (~5 ms together, a tenth of importing kenning; plain ASCII text never does)
+# first needs them (compiling them costs about a tenth of importing kenning; plain ASCII text never
+# needs them)
 _COMBINING_MARKS = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 # lowerUpper, UPPERLower and letter/digit boundaries inside identifiers.
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -49,7 +50,7 @@ def _pattern(ranges: str) -> re.Pattern:
 
 
 # ASCII text with no underscore: every character that is not a letter or digit becomes a space, and
-# the tokens are what split() leaves (twice as fast as the pattern; the same tokens)
+# the tokens are what split() leaves (the same tokens as the pattern, for less work)
 _ASCII_SEPARATORS = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
 
 
@@ -63,7 +64,7 @@ def raw_tokens(text: str) -> list[str]:
 
 
 def fold(token: str) -> str:
-    """Case- and accent-fold one token: `Dantès` -> `dantes`, `ﬁnal` -> `final`."""
+    """Case- and accent-fold one token: `Café` -> `cafe`, `ﬁnal` -> `final`."""
     if token.isascii():  # no marks to strip, and NFKD and NFC change no ASCII character
         return token.lower()
     folded = unicodedata.normalize("NFKD", token.casefold())
@@ -113,8 +114,8 @@ class Analyzer:
         self._stemmer = Stemmer.Stemmer(self.config.language) if self.config.stem else None
         if self._stemmer is not None:
             # PyStemmer's own cache (10,000 words) is turned off: the analyzer keeps terms itself, and
-            # on the words an index build meets, most of them new, keeping that cache made stemming
-            # four times slower (1.0 against 0.25 us a word on 120k vocabulary words)
+            # the words an index build meets are mostly new, so that cache would only add its own
+            # upkeep to every word stemmed (several times the cost of stemming the word)
             self._stemmer.maxCacheSize = 0
         self._cache: dict[str, tuple] = {}
         self._stopword_cache: dict[str, bool] = {}
@@ -159,7 +160,8 @@ class Analyzer:
         `token_analysis` gives it. Each segment of an index build meets ~150k raw tokens new to it,
         mostly the same words again: their terms are kept (up to PLAIN_TERMS_KEPT), and the rest
         found with one lowercasing and one C-level stemming call for the lot (analysing them one by
-        one was a fifth of the time to build a segment; tests/test_analysis.py holds them equal)."""
+        one would be a large share of the time to build a segment; tests/test_analysis.py holds the
+        two ways equal)."""
         raws = list(raws)
         if _PLAIN_ASCII_LINES.fullmatch("\n".join(raws)):  # the common case, tested in one pass
             plain, other = raws, []
@@ -222,8 +224,8 @@ class Analyzer:
     def vocabulary_counts(self, raw_counts: dict[str, int]) -> Counter:
         """The vocabulary words of raw tokens with counts, each word's counts summed. A plain ASCII
         word (letters only, a capital only first) is its own lowercase; only the others are folded
-        and split one by one (`vocabulary_words`: ~8 us a token, where the 1M build's writer met
-        about a million distinct raw tokens)."""
+        and split one by one (`vocabulary_words`): that path costs several microseconds a token, and a
+        large build meets about a million distinct raw tokens."""
         out: Counter = Counter()
         for raw, n in raw_counts.items():
             if not n:

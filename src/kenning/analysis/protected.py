@@ -13,8 +13,8 @@ like, `Monday` is not a synonym of `Tuesday` although they share every context):
   is a proper noun when it was seen mid-sentence (not after `.`, `!`, `?`, `:`, a quote, a bracket or a
   blank line, where any word may be capitalised) at least `MIN_MID_SENTENCE` times, at least
   `PROPER_RATIO` of those times capitalised, and it is neither a stopword nor a title (`Madame`,
-  `Professor`, `Count`: general words that prefix names). `Dantès` is a proper noun in the books;
-  `count` is not (the text says "the count" far more often than "the Count").
+  `Professor`, `Count`: general words that prefix names). `Beethoven` is a proper noun wherever it
+  is written; `count` is not (a text says "the count" far more often than "the Count").
 
 Protected terms still match exactly and through the analyzer's normalisation (case, accents,
 stemming). The distributional and morphological miners skip them. Two miners may still pair them,
@@ -40,7 +40,7 @@ CAMEL_RE = re.compile(r"^[A-Za-z][a-z0-9]*[a-z0-9][A-Z][A-Za-z0-9]*$")
 MIN_MID_SENTENCE = 3
 PROPER_RATIO = 0.9
 
-# Words that prefix a name ("Madame de Villefort", "Dr. Van Helsing", "the Count of Monte Cristo").
+# Words that prefix a name ("Madame de Staël", "Dr. Jane Goodall", "the Duke of Wellington").
 # They are general words, so never proper nouns themselves. The value is the gender and marital class
 # the title implies: m(ale), f(emale, married), u(nmarried female), or - (says neither).
 TITLES: dict[str, str] = {
@@ -57,9 +57,9 @@ TITLES: dict[str, str] = {
     **dict.fromkeys(["czar", "tsar", "archduke"], "m"),
     **dict.fromkeys(["duchesse", "empress", "czarina", "tsarina"], "f"),
 }
-# Titles written as abbreviations, which a dot may follow inside a name ("Dr. Van Helsing").
+# Titles written as abbreviations, which a dot may follow inside a name ("Dr. Jane Goodall").
 ABBREVIATED_TITLES = frozenset(["mr", "mrs", "ms", "m", "mme", "mlle", "dr", "st", "prof", "rev"])
-# Lower-case words that may join the parts of one name: "Albert de Morcerf", "Count of Monte Cristo".
+# Lower-case words that may join the parts of one name: "Ludwig van Beethoven", "Duke of Wellington".
 NAME_PARTICLES = frozenset(["de", "du", "des", "d", "of", "van", "von", "der", "den", "la", "le", "da", "di"])
 
 
@@ -141,8 +141,8 @@ class CaseStats:
 
     def phrase_reason(self, phrase: str) -> str | None:
         """A term of several words is protected as a proper noun when it is a name: every word is a
-        proper noun, a title or a name particle, and at least one is a proper noun ("Edmond Dantès",
-        "Dr. Van Helsing"). A single word gets `reason`."""
+        proper noun, a title or a name particle, and at least one is a proper noun ("Ludwig van
+        Beethoven", "Dr. Jane Goodall"). A single word gets `reason`."""
         words = WORD_RE.findall(phrase)
         if len(words) == 1:
             return self.reason(words[0])

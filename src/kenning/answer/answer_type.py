@@ -7,14 +7,14 @@ expected answer type of open-domain question answering (the TREC QA systems), ke
 rule can recognise in running text without a model, each with its own evidence:
 
 - name (what is the name of, what was it called, under what name, first name): a naming phrase
-  ("is called Carfax", "named Bersicker", "we call him Quincey"), or a title the question uses before
-  a name ("the captain of the ship": "Captain Donelson"), whose name the question does not hold;
+  ("is called Brookfield", "named Rex", "we call him Sam"), or a title the question uses before
+  a name ("the captain of the ship": "Captain Smith"), whose name the question does not hold;
 - year (what year, in which year): a four-digit year;
 - money (how much money, what price, what sum): an amount with its currency ("a thousand pounds",
   "£20", "two hundred francs");
 - duration (how long): a number with a unit of time ("three days", "a fortnight");
 - number (how many, how old, what age): a numeral or number word that is not part of a date
-  ("THREE proposals", "nine-and-twenty", "ætat 59", not "28 September"); "one" does not count, since
+  ("THREE proposals", "nine-and-twenty", "aged 59", not "28 September"); "one" does not count, since
   it is mostly a pronoun ("no one", "one of them").
 
 Every other question (why, how, who, what happened) asks for something a rule cannot recognise, so
@@ -162,11 +162,11 @@ def _states_name(sentence: str, question: str) -> bool:
 
     for match in _NAMING.finditer(sentence):
         between = {w.lower() for w in match.group(2).split()}
-        if between & _NOT_NAMING:  # "called to Ring", "called on Lucy": summoned, not named
+        if between & _NOT_NAMING:  # "called to London", "called on Anna": summoned, not named
             continue
         if new(match.group(4)):
             return True
-    for match in _TITLED.finditer(sentence):  # "Captain Donelson", when the question asks of a captain
+    for match in _TITLED.finditer(sentence):  # "Captain Smith", when the question asks of a captain
         title = fold(match.group(1))
         if title in _TITLES and title in asked and new(match.group(2)):
             return True

@@ -143,7 +143,7 @@ def choose_sentences(passages, kind: str | None) -> list:
       support counts the passage's place in the angles' ranking), one per section, in that order,
       each with its best sentence and its runner-up when that supports nearly as well (the subject
       in one sentence, what happened to it in the next). Passages are not required to name the
-      question's people (Dracula's diaries say "I", not "Jonathan"); the judge asks that the names
+      question's people (a diary says "I", not its writer's name); the judge asks that the names
       meet somewhere."""
     if kind is not None:
         stating = sorted(

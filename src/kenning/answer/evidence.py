@@ -5,8 +5,8 @@ Retrieval depth follows the candidates asked for (Lume: clamp(candidates, 10, 20
 fixed 10. Each angle's ranking counts by reciprocal rank times the angle's weight, so a passage
 several angles agree on comes first, and one only a single angle finds still gets in. k = 20, not
 the usual 60: with five angles of 20 passages each, the first places should count for more than
-k = 60 lets them (k = 10, 20 and 30 each quoted a right chapter more often than 60 on both books'
-questions; docs/answers.md).
+k = 60 lets them (on the answer dev questions k = 10, 20 and 30 each quoted a right chapter more
+often than 60; docs/answers.md).
 
 A sentence's support for the question:
 - words: the idf-weighted share of the question's terms in its window (the sentence with one on each
@@ -16,7 +16,7 @@ A sentence's support for the question:
 - meaning: the cosine of the window with the question, when the index has vectors (else the words of
   the sentence itself); a window's vector is the normalised sum of its sentences' vectors;
 - agreement: 1/sqrt(rank) of its passage in the fused ranking of the angles.
-The weights were chosen on the Dracula dev questions (benchmarks/answer_eval.py, docs/answers.md).
+The weights were chosen on the answer dev questions (benchmarks/answer_eval.py; docs/answers.md).
 
 When the question asks for a value of a kind a rule recognises (a name, a number, a year, an amount;
 kenning.answer.answer_type), each sentence also records whether it states one on the question's

@@ -4,17 +4,17 @@ Retrieval always returns something, so the closest passage is never proof. The j
 honest reader would: do the sources hold what the question asks about, together?
 
 - every name the question uses (its entities) appears together in one passage of the evidence, since
-  an answer about people the sources never bring together is no answer ("Why did Quincey Morris shoot
-  Bersicker?" when no passage has both);
+  an answer about people the sources never bring together is no answer ("Why did Ada Lovelace
+  write to Charles Babbage?" when no passage has both);
 - a question that asks for a value of a kind a rule recognises (a name, a number, a year, an amount:
   kenning.answer.answer_type) is answered only by a sentence that states such a value on the
-  question's topic ("What was Renfield's first name?" is not answered by passages about Renfield
+  question's topic ("What was Dr. Smith's first name?" is not answered by passages about Dr. Smith
   that never give one);
 - any other question is answered when the best sentence of the passages the angles rank highest
   holds enough of it: its support (idf-weighted words in the sentence and its neighbours, meaning
   when the index has vectors, and how high the angles rank its passage) reaches a threshold.
 
-The threshold was chosen on the Dracula dev questions and checked on the Monte Cristo ones
+The threshold was chosen on one book's answer dev questions and checked on the other's
 (benchmarks/answer_eval.py; docs/answers.md).
 """
 
@@ -28,7 +28,7 @@ from kenning.analysis.analyzer import fold
 _WORD = re.compile(r"[^\W_]+")
 
 # with vectors: the threshold with the best balanced accuracy (not-found recall + 1 - false not-found)
-# on the Dracula dev questions; words only (an index without vectors): not fitted, scaled down because
+# on the answer dev questions; words only (an index without vectors): not fitted, scaled down because
 # support then has no meaning term
 MIN_SUPPORT = {"vectors": 0.75, "words": 0.6}
 

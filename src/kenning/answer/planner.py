@@ -1,7 +1,7 @@
 """The query planner: several angles on one question, so the passage that answers it is found even
 when it shares few words with the question.
 
-Lume's case study: "How does Edmond Dantès's father die?" is answered by a passage that calls him
+Lume's case study asks how a named character's father dies: the passage that answers it calls him
 "the old man" and says he "died of starvation", while the names pull retrieval to passages about the
 father alive. So besides the question as asked, the planner writes:
 
@@ -10,10 +10,10 @@ father alive. So besides the question as asked, the planner writes:
   happens, in whatever words the text uses);
 - details: the question's rarest words besides the names, searched by their words.
 
-The question itself is searched twice, by hybrid search and by its words alone: on the books' dev
-questions the words alone put a passage of a right chapter first more often on Dracula (0.65 against
-0.47) and about as often on Monte Cristo, and the two together beat either. The entity and event
-angles cast wide (they find passages the question's words miss), so they count half in the fusion.
+The question itself is searched twice, by hybrid search and by its words alone: on the answer dev
+questions the words alone put a passage of a right chapter first more often on one book and about as
+often on the other, and the two together beat either (docs/answers.md). The entity and event angles
+cast wide (they find passages the question's words miss), so they count half in the fusion.
 
 With a chat model configured, the model writes the angles (entities, the event in other words,
 secondary details); the rule-based angles stand in when it fails.
@@ -97,7 +97,7 @@ def question_names(sources: AnswerSources, question: str) -> list[str]:
     graph = sources.entity_graph()
     known = known_names(sources, question)
     covered = {w for key in known for w in key.split()}
-    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Dantès's -> Dantès
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Curie's -> Curie
     unknown = [
         fold(w)
         for w in words
@@ -142,7 +142,7 @@ def rule_angles(sources: AnswerSources, question: str, has_vectors: bool) -> lis
 
 def _capitalised_in(question: str, key: str) -> bool:
     """A one-word name counts when the question writes it with a capital (not "will", but "Will")."""
-    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Lucy's -> Lucy
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(question)[1:]]  # Ada's -> Ada
     return any(fold(w) == key and w[:1].isupper() for w in words)
 
 

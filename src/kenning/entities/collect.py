@@ -39,7 +39,7 @@ class EntityCollector:
             if entry is None:
                 entry = self.added[key] = [surface, kind, BitMap()]
             elif entry[0].isupper() and not surface.isupper():
-                entry[0] = surface  # "Harker" reads better than a heading's "HARKER"
+                entry[0] = surface  # "Curie" reads better than a heading's "CURIE"
             entry[2].add(chunk_id)
 
     def refresh_if_stale(self, live: BitMap) -> bool:

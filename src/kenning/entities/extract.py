@@ -1,7 +1,7 @@
 """Entity extraction at index time: what a chunk is about, as keys the graph can count.
 
 Four kinds, all without a model:
-- name: runs of capitalised words inside a sentence ("Edmond Dantès", "Van Helsing", "Pharaon"), the
+- name: runs of capitalised words inside a sentence ("Marie Curie", "Van Gogh", "Zürich"), the
   whole run (two to four words) and each of its words; a capitalised word that only ever opens a
   sentence in this chunk is not taken on its own (it is capitalised because it comes first);
 - code: identifiers in source code and in Markdown backticks with two or more parts
@@ -9,7 +9,7 @@ Four kinds, all without a model:
 - tag: front-matter `tags`, `keywords` and `categories`;
 - glossary: the canonical term of any glossary group one of whose members occurs in the chunk.
 
-Keys are case- and accent-folded words joined by one space ("edmond dantes"), so a query typed
+Keys are case- and accent-folded words joined by one space ("marie curie"), so a query typed
 without accents meets the text that has them. EXTRACTOR_VERSION names these rules: when they change,
 the next `kenning index` extracts every chunk again.
 """
@@ -30,7 +30,7 @@ _WORD_SPLIT = re.compile(r"([^\W\d_]+)")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _SENTENCE_END = set('.!?:;"“”«»()[]—–-*#>|')
-# lower-case words that may sit inside a name: "Count of Monte Cristo", "Ludwig van Beethoven"
+# lower-case words that may sit inside a name: "Duke of Wellington", "Ludwig van Beethoven"
 _PARTICLES = {"of", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "y"}
 # capitalised words that are never a name on their own (titles, pronouns, months and the like)
 NOT_NAMES = set(ENGLISH_QUERY_STOPWORDS) | {
@@ -77,7 +77,7 @@ NOT_NAMES = set(ENGLISH_QUERY_STOPWORDS) | {
     "november",
     "december",
 }
-# abbreviations whose full stop does not end a sentence: "Dr. Seward", "M. Morrel"
+# abbreviations whose full stop does not end a sentence: "Dr. Smith", "M. Dupont"
 _ABBREVIATIONS = {
     "mr",
     "mrs",
@@ -139,7 +139,7 @@ def _names(text: str, found: dict) -> None:
                 first = True
             elif _SENTENCE_END.isdisjoint(before):
                 first = False
-            else:  # "Dr. Seward": a full stop after a title does not open a sentence
+            else:  # "Dr. Smith": a full stop after a title does not open a sentence
                 first = not (before.strip() == "." and fold(words[i - 1]) in _ABBREVIATIONS)
             opened[i] = first
         return first

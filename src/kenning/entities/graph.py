@@ -177,7 +177,7 @@ class EntityGraph:
         for j, k in zip(ids.tolist(), counts.tolist(), strict=True):
             other = set(self.keys[j].split())
             if j == i or other <= words or words <= other:
-                continue  # a part or a longer form of the same name ("helsing", "van helsing")
+                continue  # a part or a longer form of the same name ("gogh", "van gogh")
             b = len(self.docs[j])
             z = _z(self.n, a, b, k)
             if scoring == "jaccard":

@@ -108,7 +108,7 @@ def parse_file(
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
     if kind in ("pdf", "docx"):
-        if kind == "docx":  # its parser (xml.etree, 3 ms) imported for the first such file
+        if kind == "docx":  # its parser (xml.etree) imported for the first such file
             from .docx import parse_docx
         parsed = (parse_pdf if kind == "pdf" else parse_docx)(data, doc_key, display, options)
         parsed.chunks = bounded(parsed.chunks, options.max_chars)
@@ -133,7 +133,7 @@ def parse_file(
     elif kind == "markdown":
         parsed = parse_markdown(text, doc_key, display, options)
     elif kind == "html":
-        from .html import parse_html  # (html.parser, 4 ms: imported for the first such file)
+        from .html import parse_html  # (html.parser: imported for the first such file)
 
         parsed = parse_html(text, doc_key, display, options)
     elif kind == "notebook":

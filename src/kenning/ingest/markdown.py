@@ -98,7 +98,7 @@ def _headings(text: str, offset: int):
 @cache
 def _markdown_parser():
     """The CommonMark parser, made on first use: markdown-it-py and PyYAML are loaded only by a run
-    that reads Markdown (together ~50 ms of every `kenning add`, most of a re-index's imports)."""
+    that reads Markdown (together they are most of a re-index's import time)."""
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")

@@ -1,7 +1,7 @@
 """PDF: one chunk per page (windowed if long), so a result can say which page to open.
 
-Text comes from PDFium (pypdfium2): it keeps words whole where pypdf split them (22x fewer split
-words measured on real papers) and is about 10x faster. A PDF that cannot be opened (damaged, or
+Text comes from PDFium (pypdfium2): it keeps whole the words pypdf splits apart, and it is an order
+of magnitude faster. A PDF that cannot be opened (damaged, or
 encrypted with a password) is an IngestError naming the file; a page whose text cannot be read is a
 warning, and the rest of the document is indexed.
 """

@@ -3,8 +3,8 @@
 Names catch the usual credential files (kenning.ingest.walk's SECRET_PATTERNS); this catches the rest:
 a private key saved as `deploy_key.txt`, a certificate bundle holding its key, a cloud service
 account's JSON, a token pasted into `config.yml`. The rules are the high-confidence ones of
-gitleaks and detect-secrets (fixed prefixes and lengths that ordinary prose never has), so no
-document of the dev sets matches one.
+gitleaks and detect-secrets (fixed prefixes and lengths that ordinary prose never has), so ordinary
+documents do not match them.
 
 What happens to a match, unless the user indexes with --include-secrets:
 

@@ -191,8 +191,8 @@ def _sound(directory: Path) -> bool:
 
 def _remove_abandoned(directory: Path, report: RepairReport) -> None:
     """Fresh indexes that killed repairs left beside `directory` (`NAME.repairing-PID` whose process
-    is gone): a repair stopped by a signal cleans up nothing, and each left a whole index behind
-    (1.7 GB at a million chunks). Only derived data: the files, and the damaged index, are elsewhere."""
+    is gone): a repair stopped by a signal cleans up nothing, and each leaves a whole index behind
+    (gigabytes for a large one). Only derived data: the files, and the damaged index, are elsewhere."""
     stem = f"{directory.name}.repairing-"
     for other in directory.parent.iterdir() if directory.parent.is_dir() else ():
         pid = other.name[len(stem) :] if other.name.startswith(stem) else ""

@@ -275,9 +275,9 @@ def _posting_problem(row, docs: np.ndarray) -> str | None:
 
 
 def _all_held(ids: np.ndarray, docs: np.ndarray) -> bool:
-    """Whether every id is one of the segment's `docs` (ascending), by binary search: np.isin sorted
-    the segment's ids again for every row, and `kenning verify` on a 1M-chunk index ran for over 20
-    minutes in that one call (360k rows, each against a million ids)."""
+    """Whether every id is one of the segment's `docs` (ascending), by binary search: np.isin would
+    sort the segment's ids again for every row, which makes `kenning verify` of a large index take
+    tens of minutes in this one call."""
     at = np.searchsorted(docs, ids)
     return bool((at < len(docs)).all() and (docs[np.minimum(at, len(docs) - 1)] == ids).all())
 

@@ -35,11 +35,11 @@ VARIANTS = ("classic", "plus", "l")
 class Bm25Params:
     """Every lexical scoring knob.
 
-    Defaults come from benchmarks/tune_lexical.py on cranfield and msmarco-5k: the centre of the
-    region where both sets clear their best lexical peer by the widest margin (coordination floor 0.5
-    and title weight 2 lead every top row; k1 0.9-1.2 and b 0.5-0.9 differ by noise). k3 = 4 is the
-    best value on cranfield and on cacm, each fitted alone (msmarco-5k queries repeat no term), so
-    either set chooses it for the other: cacm 0.459 -> 0.493, cranfield 0.390 -> 0.392.
+    The defaults are one setting for every dev set, the centre of the region where each set clears
+    its best lexical peer by the widest margin (the coordination floor and the title weight decide;
+    k1 and b move results by noise). k3 = 4 is the best value on each dev set whose queries repeat
+    terms, fitted alone, so each set's choice holds for the others. docs/scoring.md explains the
+    choice and docs/benchmarks.md has the figures.
     """
 
     variant: str = "classic"

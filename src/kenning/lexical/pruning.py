@@ -11,8 +11,8 @@ runs where kenning's C module is built. Terms are ordered by their largest contr
 the k-th best score exceeds what a chunk holding only the weakest few terms could reach (their maxima
 summed, times the coordination that many matches earn), those terms stop supplying candidates and
 are only looked up, by a galloping search, for chunks the other terms bring, while those chunks can
-still reach the k-th best. At 1M chunks a query of common and rare words scored 9,846 chunks instead
-of 146,339, and whole warm queries of the scale benchmark took half the time (p50) and a third (p95).
+still reach the k-th best. On a large index a query of common and rare words then scores a small
+share of the chunks its terms match.
 
 Block-max pruning (the NumPy path) cuts the chunk-id space into blocks of 2^`BLOCK_BITS` ids. For every
 term the index keeps, per block, the largest contribution the term makes to any chunk in it (kept
@@ -45,12 +45,10 @@ BLOCK_BITS = 4  # blocks of 16 chunk ids
 # a scored posting by its block costs more than the exhaustive path's bincount of it
 MAX_SCORED_SHARE = 0.4
 # below this many chunk ids, one exhaustive pass (a bincount into corpus-sized arrays) costs less
-# than pruning's fixed work: timed as whole warm queries (identical results), pruning's p50 wins from
-# 30k chunks and its p95 from 100k (docs/scoring.md has the numbers)
+# than block pruning's fixed work, both in the typical and in the slow queries (docs/scoring.md)
 PRUNE_FROM_IDS = 100_000
-# MaxScore in C pays from far fewer (`python benchmarks/bench_pruning.py TIER`: whole warm queries of
-# the scale benchmark, every query alternating with exhaustive scoring in one process, same results),
-# p50 / p95 ms: at 10k chunks 0.82 / 1.04 against 0.88 / 1.09, at 30k 0.63 / 0.87 against 1.07 / 1.28
+# MaxScore in C has little fixed work and pays from far fewer chunk ids: from this size on it is at
+# least as fast as exhaustive scoring on whole warm queries (below it, scoring everything is as fast)
 MAXSCORE_FROM_IDS = 10_000
 FIRST_BLOCKS = 16  # blocks, besides k, scored for the threshold
 
@@ -132,9 +130,9 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
 
     The kernel weighs only the postings it visits, from their frequencies and lengths, and bounds a
     term's scores from its largest frequencies (kept in the view's cache) instead of finding its
-    maximum: a common term met first was weighed whole (at 1M chunks 168k postings, 1.3 MB of new
-    memory) only for that maximum, and weighed scores kept for later queries made warm ones slower
-    (p50 / p95 3.07 / 7.16 against 2.88 / 6.80 ms on the 1M tier) as well as the cache larger."""
+    maximum: finding it would weigh a common term's postings whole (a hundred thousand or more on a
+    large index) for that one number, and keeping weighed scores for later queries would make the
+    cache larger without making warm queries faster."""
     present = []
     for clause in clauses:
         st = clause.terms[0]

@@ -34,7 +34,7 @@ class TermPostings:
 
     # uint32 chunk ids and uint8 or uint16 term frequencies: as stored when one segment holds them all
     # and none is deleted (no copy), else joined and widened to uint16. Kept narrow: a process's
-    # first query pays for every new page it fills (~2.7 us a 4 KiB page on the 2-core test machine)
+    # first query pays for every new memory page it fills
     ids: np.ndarray
     tf_title: np.ndarray
     tf_body: np.ndarray
@@ -46,7 +46,8 @@ class TermPostings:
     @functools.cached_property
     def bitmap(self) -> BitMap:
         """Its chunks as a roaring bitmap, made when first asked for: a query's candidates are made
-        from the ids themselves (kenning.kernels.arrays.union_of), and a common word's bitmap is ~0.3 ms."""
+        from the ids themselves (kenning.kernels.arrays.union_of), and building a common word's bitmap
+        costs about 0.3 ms, so it is built only for the queries that need it."""
         return bitmap_of(self.ids)
 
 
@@ -57,15 +58,14 @@ PHRASE_TEXT_CHECK = 64
 # what each way of checking a phrase on a few candidates costs, to pick the cheaper (both give the same
 # answer): a token of a candidate's text re-analysed; a posting's positions read (per posting of the
 # words already read, from their df); one term's positions in one field of one segment (a read's own
-# cost). Measured on the scale benchmark's 100k and 1M tiers: 1.5-1.9 us a token, 0.015-0.022 us a
-# posting, about 20 us a read
+# cost), in microseconds, as they stand on a large index; only their ratios decide
 TEXT_TOKEN_US = 1.7
 POSITION_US = 0.017
 POSITION_READ_US = 20.0
 
 
 # up to this many chunks are looked up in a term's ids (a binary search each) rather than intersected
-# with its bitmap, which a common term would first have to build (~0.3 ms for 168k postings)
+# with its bitmap, which a common term would first have to build (about 0.3 ms)
 LOOKUP_UP_TO = 2048
 
 
@@ -155,8 +155,8 @@ class LexicalView:
             ids, tft, tfb = native
         else:
             # deleted chunks are dropped while the columns are in their stored widths (uint32 ids,
-            # one or two bytes a frequency), then widened: a common term's filtering at 1M chunks
-            # took 5-8 ms on the widened copies
+            # one or two bytes a frequency), then widened: filtering the narrow columns moves a
+            # fraction of the bytes that filtering widened copies would
             ids = np.concatenate([p[0] for p in parts])
             tft = np.concatenate([p[1] for p in parts])
             tfb = np.concatenate([p[2] for p in parts])
@@ -229,7 +229,7 @@ class LexicalView:
                 if not narrowed and len(rarest) == 2 and self._positions_first(rarest, found, docs, field):
                     # the two rarest words at their offsets, from their positions, when that costs less
                     # than re-analysing the candidates' text: random chunks seldom hold them side by
-                    # side (1M chunks, a six-word query: 41 candidates' text 5.5 ms)
+                    # side, so the positions often leave few or no candidates to read
                     docs = self._sub_phrase_docs(words, set(rarest), docs, field)
                     if not docs:
                         return docs
@@ -242,8 +242,7 @@ class LexicalView:
         """Whether to narrow `docs` by the stored positions of `terms` (words already read) before
         the rest of a phrase is checked: always for more than PHRASE_TEXT_CHECK candidates, else when
         reading those positions costs less than re-analysing the candidates' text. A long chunk's text
-        costs more than a rare word's positions: at 100k chunks, a five-word question's 47 candidates
-        took 15 ms on their text and under 1 ms on positions."""
+        costs more than a rare word's positions, often by an order of magnitude."""
         if len(docs) > PHRASE_TEXT_CHECK:
             return True
         ids = np.frombuffer(docs.to_array(), dtype=np.uint32)
@@ -259,15 +258,15 @@ class LexicalView:
     def _sub_phrase_docs(self, words, terms: set[str], docs: BitMap, field: str | None) -> BitMap:
         """The docs where the phrase's words among `terms` stand at their offsets: a chunk holding the
         whole phrase passes, so this narrows the candidates before a common word's postings (a
-        stopword's: a million positions on 1M chunks) are read, often to few enough for the text
-        check. Needs two of those words to say anything."""
+        stopword's: about as many positions as the index has chunks) are read, often to few enough
+        for the text check. Needs two of those words to say anything."""
         part = [w for w in words if w[0] in terms]
         return self._phrase_by_positions(part, docs, field) if len(part) > 1 else docs
 
     def _phrase_by_positions(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
         """The docs in which every (term, offset) shares one start, from the stored positions. The
         rarest words first: the starts shared so far often run out before a common word's positions
-        (a stopword's: a million at 1M chunks) are read at all."""
+        (a stopword's: about as many as the index has chunks) are read at all."""
         wanted = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
         found = self.postings(list(dict.fromkeys(t for t, _ in words)))
         rarest_first = sorted(words, key=lambda w: found[w[0]].df if found[w[0]] is not None else 0)
@@ -319,10 +318,10 @@ class LexicalView:
     def term_counts(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(chunks the view's segments hold, each term's number of them), deleted chunks included
         until a merge drops them, as Lucene and tantivy count document frequencies: for weighing
-        terms by idf alone. Query feedback asks ~70 terms; reading their postings for exact live
-        counts was 0.05-0.15 s of a hybrid query at 1M once any chunk was deleted. With 23% of the
-        chunks deleted but held, hybrid nDCG@10 moved by -0.0002, -0.0001 and -0.0007 on cranfield,
-        cacm and msmarco-5k. Scoring still uses the live postings' df."""
+        terms by idf alone. Query feedback asks ~70 terms, and reading their postings for exact live
+        counts would cost a large share of a hybrid query on a big index once any chunk is deleted,
+        while deleted-but-held chunks barely move idf (with a fifth of the chunks deleted, the dev
+        sets' rankings hardly change). Scoring still uses the live postings' df."""
         if self._held is None:
             ours = set(self.snapshot.segment_ids)
             self._held = sum(n for segment, n in self.store.segment_sizes() if segment in ours)
@@ -563,8 +562,8 @@ def _occurrence_keys(entry, wanted: np.ndarray, offset: int) -> np.ndarray:
 def _starts_at(tf: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Where the positions of postings `at` (ascending, distinct) begin: the term frequencies before
     each, summed. By the runs between them (np.add.reduceat), not a prefix sum of every posting: that
-    was three arrays of the term's postings' size, new pages for a common word's first phrase check,
-    which roughly doubled a long query's verbatim check in a new process on a large index."""
+    would fill three arrays of the term's postings' size, new memory pages a new process pays for on
+    a common word's first phrase check."""
     if at[0] == 0:  # the first run starts at the first posting: nothing before it
         runs = np.add.reduceat(tf, at, dtype=np.int64)
         return np.concatenate(([0], np.cumsum(runs[:-1])))

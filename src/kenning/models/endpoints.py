@@ -94,7 +94,7 @@ def not_configured(backend: str, model: str) -> str:
 def _user_config() -> dict:
     """The user's config file as a table ({} when there is none)."""
     path = user_config_path()
-    import tomllib  # only when the environment does not answer (kenning's import: ~1.5 ms)
+    import tomllib  # only when the environment does not answer (others skip its import)
 
     try:
         with open(path, "rb") as fh:

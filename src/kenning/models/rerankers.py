@@ -364,7 +364,7 @@ class ChatReranker:
         notes: dict[int, str] = {}
         if not texts:
             return [], notes
-        from concurrent.futures import ThreadPoolExecutor  # only for a chat model (kenning's import: ~3 ms)
+        from concurrent.futures import ThreadPoolExecutor  # only for a chat model (others skip its import)
 
         with ThreadPoolExecutor(max_workers=min(self.workers, len(texts))) as pool:
             answers = list(pool.map(lambda t: self._post(self._payload(query, t)), texts))

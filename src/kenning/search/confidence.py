@@ -10,9 +10,9 @@ another say nothing about which hit is better. Confidence is read from evidence 
   query's cosine with an unremarkable chunk of the corpus (a fixed sample), when the index has
   vectors. A bare cosine is not comparable: some queries and some models run high everywhere.
 
-A logistic model maps them to an estimate that the hit is relevant. Its coefficients were fitted by
-benchmarks/calibrate_confidence.py on the judged top-10 hits of the three BEIR dev sets, each set
-weighted equally, and checked leave-one-set-out (docs/scoring.md shows the numbers). Without vectors
+A logistic model maps them to an estimate that the hit is relevant. Its coefficients were fitted on
+the judged top-10 hits of the dev sets, each set weighted equally, and checked leave-one-set-out
+(docs/scoring.md explains the fit). Without vectors
 (a lexical index, or lexical mode) the model over coverage alone is used.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-# fitted by `python benchmarks/calibrate_confidence.py --fit` (see docs/scoring.md)
+# fitted on the dev sets' judged hits (see docs/scoring.md)
 MODELS: dict[str, dict[str, float]] = {
     "with_vectors": {"intercept": -4.268, "coverage": 2.282, "cosine_z": 0.882},
     "words_only": {"intercept": -2.582, "coverage": 4.909},

@@ -27,8 +27,8 @@ After a zscore, norm or rrf fusion, pseudo-relevance feedback (on by default) ru
 kenning.search.feedback.
 
 The defaults (zscore, lexical : dense = 1 : 2, feedback from the top 2 chunks with 10 weighted terms at
-0.5) were chosen by benchmarks/tune_hybrid.py on cranfield, msmarco-5k and cacm, with leave-one-set-out
-validation; see docs/scoring.md.
+0.5) were chosen on the dev sets and checked leave-one-set-out; docs/scoring.md explains the choice
+and docs/benchmarks.md has the figures.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ INT_KNOBS = ("depth", "feedback_k", "feedback_terms")
 
 @dataclass(frozen=True, init=False)
 class FusionParams:
-    """Every fusion knob, with defaults chosen by benchmarks/tune_hybrid.py, plus every registered
-    signal's weight (`w_<signal>`) and knobs, given as keywords: FusionParams(w_dense=2, depth=50)."""
+    """Every fusion knob, with defaults chosen on the dev sets (see the module docstring), plus every
+    registered signal's weight (`w_<signal>`) and knobs, given as keywords:
+    FusionParams(w_dense=2, depth=50)."""
 
     mode: str
     depth: int

@@ -1,13 +1,13 @@
 """The lexical view's corpus-wide arrays, kept beside a folder index as one file that a new
 process memory-maps instead of building them.
 
-BM25 needs every chunk's title and body length and the live set, as arrays by chunk id. A view
-built them from the segments' stored lengths: at 1M chunks ~10 ms of a new process's first query
-(reading and decoding 4 MB of lengths, filling three corpus-sized arrays), a third of it. The writer
+BM25 needs every chunk's title and body length and the live set, as arrays by chunk id. Building
+them from the segments' stored lengths means reading and decoding every chunk's lengths and filling
+three corpus-sized arrays, a large share of a new process's first query on a big index. The writer
 saves them after each write that changes the live set (`views/lengths.bin`, replaced atomically and
 flushed to disk); a reader whose segments and live set the file was made from maps it (nothing is
 read until a query's candidates touch their pages), and any other reader (a write not saved yet, a
-damaged file, a server store with no folder) builds them from the segments as before.
+damaged file, a server store with no folder) builds them from the segments.
 
 The arrays depend only on the segments and the live set, so the file names those (a digest of the
 segments' ids and content checksums and of the live set): a commit that changes neither (an embed
@@ -149,7 +149,7 @@ def build_lengths(snapshot, load_segment) -> LengthArrays:
     # a segment whose ids run without a gap (a build's, before any deletion) is copied into place,
     # not scattered id by id; and when every live chunk lies in such segments, the live mask and mean
     # lengths come from the segments less their few deleted chunks, instead of reading the live set
-    # whole (most of a new process's first view at a million chunks)
+    # whole (most of a new process's first view on a large index)
     title_len = np.zeros(max_id + 1, dtype=np.uint16)
     body_len = np.zeros(max_id + 1, dtype=np.uint16)
     for seg, place in zip(segments, places, strict=True):
@@ -189,7 +189,7 @@ def _dead_ids(places: list, live: BitMap) -> np.ndarray | None:
     """The deleted chunks of gapless segments at `places` (those not in `live`), when every live
     chunk lies in one of them; None when a segment's ids have gaps (then the caller reads `live`
     whole). A re-index deletes a few chunks of a large segment: counting from the few costs what
-    they are, where reading the live set whole cost ~10 ms at 1M chunks."""
+    they are, where reading the live set whole costs what the index is."""
     if not all(isinstance(place, slice) for place in places):
         return None
     held = BitMap()

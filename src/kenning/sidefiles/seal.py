@@ -2,9 +2,9 @@
 is never handed to a native loader.
 
 The saved HNSW graph (kenning.sidefiles.ann) is opened by usearch, memory-mapped, and walked in C: a
-graph file with a flipped byte crashed the process in 2 of 30 random trials, and a crafted one could
-do worse. Its stamp and the index's record of it are in the index folder too, so whoever hands over
-an index can make them agree. What they cannot make is the seal: an HMAC, under a key only this user
+graph file with a flipped byte can crash the process, and a crafted one could do worse. Its stamp
+and the index's record of it are in the index folder too, so whoever hands over an index can make
+them agree. What they cannot make is the seal: an HMAC, under a key only this user
 can read, of the file's identity on this machine (device, inode, size, modification time) and its
 stamp. A copied, cloned, unpacked or rewritten file has another identity, so its seal fails and
 kenning searches the vectors exactly instead (the next write saves a sealed graph again). The

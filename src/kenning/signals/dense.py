@@ -22,8 +22,8 @@ from kenning.store.errors import decoding
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
 # live chunks a saved graph may lack before a reader lists every chunk with a vector instead of
-# looking the lacking ones up by id. At the 1M tier (430k vectors): 2,000 lookups 0.19 s, 20,000
-# 2.9 s, the listing 1.9 s
+# looking the lacking ones up by id: on a large index one listing costs about as much as ten
+# thousand lookups, whatever the number lacking
 NEWER_BY_ID = 5_000
 
 
@@ -88,10 +88,10 @@ class DenseView:
         """The live chunks with a vector that the saved graph lacks. While an embed run commits
         between two saves of the graph, the index records them (`lacks`, kenning.sidefiles.ann); else,
         after a small write, the few live chunks the graph lacks are looked up by id, and when they
-        are many the chunks with vectors are listed whole (one scan, ~2.4 s at 1M) instead. Vectors
-        an earlier view of this process read are not read again (`newer`): a server searching while
-        an embed run commits every few seconds read ~50k vectors and listed a million chunks at each
-        new generation (4.5 s a query at 1M)."""
+        are many the chunks with vectors are listed whole (one scan) instead. Vectors an earlier view
+        of this process read are not read again (`newer`): otherwise a server searching while an
+        embed run commits every few seconds would read every newer vector again, and list every
+        chunk, at each new generation."""
         if lacks is not None:
             lacking = np.frombuffer(lacks.to_array(), dtype=np.uint32).astype(np.int64)
             lacking = np.setdiff1d(lacking[_alive(lacking, live_mask)], keys, assume_unique=True)

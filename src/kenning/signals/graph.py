@@ -81,7 +81,7 @@ class GraphSignal:
 
 def _name_like(ctx, graph, key: str) -> bool:
     """A one-word query entity counts when the word is an entity (capitalised inside a sentence) in
-    at least half the chunks that hold it at all: "Dracula" is, "will" (once "Will") is not."""
+    at least half the chunks that hold it at all: "Curie" is, "will" (once "Will") is not."""
     terms = ctx.analyzer.query_terms(key, remove_stopwords=False)
     if len(terms) != 1:
         return True

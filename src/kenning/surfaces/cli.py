@@ -783,7 +783,7 @@ COMMANDS = {
 
 
 def _query_words_last(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """`kenning search -Dantès father`: a word that starts with `-` but is no option of `search` is
+    """`kenning search -Zürich museum`: a word that starts with `-` but is no option of `search` is
     part of the query (an exclusion), not an unknown option. Options are the exact flag names,
     `--flag=value`, and a short number flag with its number attached (`-n5`); everything else that
     starts with `-` moves behind `--`, where argparse reads it as query text."""

@@ -341,7 +341,7 @@ def _quantize_matmuls(model) -> int:
     """MatMul(x, Mul(Cast(W int8), s)) -> DynamicQuantizeMatMul(x, W, s) (com.microsoft): the product
     runs in int8 (x quantized to uint8 with one scale per call) instead of float32 over the weights
     dequantized at load. The weights and their per-column scales are the shipped ones; only x is
-    rounded, so the vectors move (cosine to the float graph about 0.994 on the books) and this rewrite
+    rounded, so the vectors move (cosine to the float graph about 0.994 on average) and this rewrite
     is part of the embedder's fingerprint. One scale per call means a text's vector would depend on
     the texts batched with it, so the embedder runs this graph one text at a time."""
     graph = _Graph(model)
@@ -400,7 +400,7 @@ def speed_up(model_bytes: bytes, num_heads: int, int8_products: bool = False) ->
     """The rewrites: (model bytes, {"nan_guards_removed": n, "gelu_reordered": m, and either
     "attention_fused": k or, with int8_products, "int8_products": k}). Raises on bytes that are not
     ONNX. The int8 graph keeps attention unfused: its fused node takes float weights only, and int8
-    products for the Q, K and V projections measured faster than one float GEMM for the three."""
+    products for the Q, K and V projections run faster than one float GEMM for the three."""
     model = _model_class()()
     model.ParseFromString(model_bytes)
     changes = {

@@ -9,19 +9,18 @@ cosine of about 0.999.
 Texts are tokenized in one call, sorted by token length and run in batches padded only to the
 longest text of their batch, then put back in the caller's order. Batches are small (8): at 256
 tokens a batch of 32 keeps 32 x 12 heads x 256 x 256 attention scores (100 MB) in flight, a batch of
-8 a quarter of that, and benchmarks/bench_embed.py measures 8 faster than 32 on long texts (24.3
-against 23.0 chunks/s) and short ones (127.6 against 123.3). The tokenizer and the
-onnxruntime session (intra-op threads = the CPUs this process may use) load on the first `embed` and
-are shared by every MiniLMEmbedder in the process.
+8 a quarter of that, and a batch of 8 embeds long and short texts at least as fast. The tokenizer
+and the onnxruntime session (intra-op threads = the CPUs this process may use) load on the first
+`embed` and are shared by every MiniLMEmbedder in the process.
 
 For the shipped model file, the session runs a copy of the graph without the exporter's per-layer
 softmax NaN guards and with its GELU in a form onnxruntime fuses (see _onnx_graph.py). Then one of:
 
 - precision "int8" (the default): the 36 matrix products over the int8 weights run as int8 products
   (onnxruntime's DynamicQuantizeMatMul; the activations are rounded to uint8 with one scale per
-  text, so each text runs alone and its vector never depends on the texts beside it). 1.58x the
-  float graph's rate on the books (benchmarks/bench_embed.py), cosine to it 0.994 on average;
-  dense and hybrid nDCG@10 on cranfield, msmarco-5k and cacm move by -0.006 to +0.029 (README).
+  text, so each text runs alone and its vector never depends on the texts beside it). About one
+  and a half times the float graph's rate, with a cosine to its vectors of 0.994 on average and
+  retrieval quality on the dev sets about the same or better (docs/benchmarks.md).
 - precision "float32": each layer's attention as one fused node, products in float32 over the
   weights dequantized at load; vectors within about 1e-6 of the graph as shipped.
 
@@ -161,8 +160,8 @@ def _load_session(path: Path, threads: int, optimise: bool = True, int8: bool = 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        # Idle workers must not spin: on a 2-core machine spinning threads starve numpy (a 1400 x 384
-        # matrix-vector product went from 0.2 ms to 8 ms right after each embedding call).
+        # Idle workers must not spin: on a machine with few cores spinning threads starve numpy, and
+        # a matrix-vector product right after an embedding call runs many times slower.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
