@@ -19,7 +19,10 @@ from pathlib import Path
 
 from kenning.analysis.analyzer import Analyzer
 from kenning.indexing import segments, term_table
-from kenning.indexing.analysis import BATCH, FLUSH_CHUNKS, SegmentWork
+from kenning.indexing.analysis import SegmentWork
+from kenning.indexing.tuning import WriterTuning
+
+BATCH, FLUSH_CHUNKS = WriterTuning.batch, WriterTuning.flush_chunks  # the writer's defaults
 
 DEFAULT = Path(os.environ.get("TMPDIR", "/tmp")) / "kenning-scale" / "chunks-1000000" / "corpus"
 

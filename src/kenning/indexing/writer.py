@@ -30,6 +30,7 @@ from kenning.indexing.analysis import Analysed, ChunkAnalysis, early_worker
 from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, merge_segments
 from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.indexing.term_table import RawCountChanges
+from kenning.indexing.tuning import DEFAULT_TUNING, WriterTuning
 from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, parse_file
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, FileSkipped, read_bounded
 from kenning.ingest.secrets import screen_chunks
@@ -162,20 +163,24 @@ class _FileRules:
 
 
 SOURCE_LOOKUP = 1_000
-# a long embed run saves the HNSW graph every this many vectors, not only at its end: a reader meanwhile
-# reads the vectors the saved graph lacks from the store and searches them exactly (kenning.signals.dense)
-GRAPH_SAVE_EVERY = 50_000
-VOCABULARY_FLUSH_WORDS = 1_000_000  # distinct raw words buffered before they go to the store
 
 
 class IndexWriter:
     """Writes one index: files in (add), vectors in (embed). `embedder_for(spec)` gives embedders
-    (the index keeps them loaded between runs)."""
+    (the index keeps them loaded between runs); `tuning` the sizes that bound a write's memory
+    (kenning.indexing.tuning; the defaults unless given)."""
 
-    def __init__(self, store, analyzer: Analyzer, embedder_for: Callable[[str | None], object]):
+    def __init__(
+        self,
+        store,
+        analyzer: Analyzer,
+        embedder_for: Callable[[str | None], object],
+        tuning: WriterTuning | None = None,
+    ):
         self.store = store
         self.analyzer = analyzer
         self.embedder_for = embedder_for
+        self.tuning = tuning or DEFAULT_TUNING
         self.directory = store.directory
 
     def add(
@@ -247,7 +252,13 @@ class IndexWriter:
 
                 analysis = stack.enter_context(
                     ChunkAnalysis(
-                        self.analyzer, entities.matcher or None, self._codec(), deliver, spill, early=early
+                        self.analyzer,
+                        entities.matcher or None,
+                        self._codec(),
+                        deliver,
+                        spill,
+                        early=early,
+                        tuning=self.tuning,
                     )
                 )
                 held = set(json.loads(self.store.get_meta(SECRET_SOURCES_META) or "[]"))
@@ -291,7 +302,7 @@ class IndexWriter:
                 analysis.end_segment()  # the last batch out first: a worker analyses it
                 vocab.count_removed()  # while the writer counts the removed chunks' words
                 analysis.drain()
-                land_spilled(self.store, spilled, live, analysis)
+                land_spilled(self.store, spilled, live, analysis, self.tuning.merge_range_bytes)
                 spill.close()
                 self._remove_vanished(paths, seen, unread, live, vocab, report)
                 if rules.secret_sources != held:
@@ -320,7 +331,7 @@ class IndexWriter:
         entities.flush()
         # the spelling vocabulary only when its buffer is large: one upsert per distinct word and
         # flush made the 300k-chunk benchmark spend 7.9 s there against 0.7 s for one at the end
-        if len(vocab.counts) >= VOCABULARY_FLUSH_WORDS:
+        if len(vocab.counts) >= self.tuning.vocabulary_flush_words:
             self.store.apply_vocabulary(self.analyzer.vocabulary_counts(vocab.take()))
 
     def _codec(self) -> tuple:
@@ -339,9 +350,9 @@ class IndexWriter:
         dead = dead_segments(self.store, live)
         if dead:
             self.store.drop_segments(dead)
-        merging = merge_plan(self.store, live)
+        merging = merge_plan(self.store, live, self.tuning.max_segments)
         if merging:
-            merge_segments(self.store, live, merging, helpers)
+            merge_segments(self.store, live, merging, helpers, self.tuning.merge_range_bytes)
             self.store.compact_entities(live)
             self.store.release_free_pages()  # the merged segments' pages
             report.merged_segments = True
@@ -622,7 +633,7 @@ class IndexWriter:
                     lacks = (graph, ids, generation + 1)  # the generation this commit makes
             report.embedded += len(block)
             unsaved += len(block)
-            if unsaved >= GRAPH_SAVE_EVERY and start + commit_every < len(missing):
+            if unsaved >= self.tuning.graph_save_every and start + commit_every < len(missing):
                 self.sync_graph()  # readers meanwhile search the vectors the graph lacks exactly
                 unsaved = 0
                 lacks = self._graph_lacks(fingerprint)
