@@ -178,12 +178,12 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
     chunks, not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning.indexing import writer
+    from kenning.indexing import chunk_run
     from kenning.indexing.tuning import WriterTuning
     from kenning.store.sqlite import SqliteStore as Storage
 
     written = []
-    original, land = Storage.write_encoded_segment, writer.land_spilled
+    original, land = Storage.write_encoded_segment, chunk_run.land_spilled
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
@@ -194,7 +194,7 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
         return land(store, spills, *args)
 
     monkeypatch.setattr(Storage, "write_encoded_segment", counting)
-    monkeypatch.setattr(writer, "land_spilled", landing)
+    monkeypatch.setattr(chunk_run, "land_spilled", landing)
     corpus = tmp_path / "corpus.jsonl"
     rows = [{"_id": f"d{i}", "title": "", "text": f"passage {i} about topic{i % 3}"} for i in range(10)]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -211,7 +211,7 @@ def test_missing_index_is_a_clear_error(tmp_path):
 
 
 def test_paths_are_shown_relative_to_the_working_directory(tmp_path, monkeypatch):
-    from kenning.indexing.writer import display_path
+    from kenning.indexing.reports import display_path
 
     monkeypatch.chdir(tmp_path)
     assert display_path(tmp_path / "notes" / "a.md") == "notes/a.md"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.indexing import analysis, segments, writer
+from kenning.indexing import analysis, chunk_run, segments
 from kenning.indexing.tuning import WriterTuning
 from kenning.integrity.verify import verify
 from kenning.store import StorageError
@@ -75,7 +75,7 @@ def segment_sizes(monkeypatch) -> list[int]:
     from kenning.store.sqlite import SqliteStore
 
     written: list[int] = []
-    original, land = SqliteStore.write_encoded_segment, writer.land_spilled
+    original, land = SqliteStore.write_encoded_segment, chunk_run.land_spilled
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
@@ -86,7 +86,7 @@ def segment_sizes(monkeypatch) -> list[int]:
         return land(store, spills, *args)
 
     monkeypatch.setattr(SqliteStore, "write_encoded_segment", counting)
-    monkeypatch.setattr(writer, "land_spilled", landing)
+    monkeypatch.setattr(chunk_run, "land_spilled", landing)
     return written
 
 
@@ -301,7 +301,7 @@ def test_a_merge_of_stored_segments_opens_their_packs_in_the_workers(tmp_path, m
     for note in sorted(folder.iterdir())[4:]:
         (first / note.name).unlink()
     opened, merges, merging = [], [], []
-    rows, merge = Pack.rows, writer.merge_segments
+    rows, merge = Pack.rows, chunk_run.merge_segments
 
     def merge_segments(*args):
         merges.append(1)
@@ -312,7 +312,7 @@ def test_a_merge_of_stored_segments_opens_their_packs_in_the_workers(tmp_path, m
             merging.pop()
 
     monkeypatch.setattr(Pack, "rows", lambda self, *a: opened.append(bool(merging)) or rows(self, *a))
-    monkeypatch.setattr(writer, "merge_segments", merge_segments)
+    monkeypatch.setattr(chunk_run, "merge_segments", merge_segments)
     assert two_runs(tmp_path / "merged", workers) == expected
     assert merges and any(opened) == (workers == 0)
 
@@ -495,7 +495,7 @@ def test_writes_and_merges_trim_the_heap(tmp_path, monkeypatch):
     """The writer trims after each segment it writes and each merge range (kenning.indexing.allocator)."""
     calls = []
     monkeypatch.setattr(segments, "release_freed_memory", lambda: calls.append("merge range") or True)
-    monkeypatch.setattr(writer, "release_freed_memory", lambda: calls.append("segment") or True)
+    monkeypatch.setattr(chunk_run, "release_freed_memory", lambda: calls.append("segment") or True)
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(12):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.indexing import analysis, spill, writer
+from kenning.indexing import analysis, chunk_run, spill
 from kenning.indexing.spill import (
     SPILL_PREFIX,
     SpilledSegment,
@@ -153,7 +153,7 @@ def test_a_failed_run_removes_its_spill_folder(tmp_path, monkeypatch):
         made.extend(s.path for s in spills)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writer, "land_spilled", failing)
+    monkeypatch.setattr(chunk_run, "land_spilled", failing)
     monkeypatch.setenv(analysis.WORKERS_ENV, "0")
     with Index(index_dir) as index:
         with pytest.raises(RuntimeError, match="disk full"):
