@@ -213,9 +213,11 @@ def test_a_view_over_the_saved_graph_reads_the_same_vectors_as_the_store(tmp_pat
 
 
 def test_a_long_embed_run_saves_the_graph_as_it_goes(tmp_path, small_threshold, monkeypatch):
-    """Not only at its end: a reader meanwhile finds the graph at most GRAPH_SAVE_EVERY vectors
+    """Not only at its end: a reader meanwhile finds the graph at most `graph_save_every` vectors
     behind, and searches only those exactly."""
     from kenning.indexing import writer as writer_module
+    from kenning.indexing.tuning import WriterTuning
+    from kenning.models.recorded import recorded_embedder
 
     root = tmp_path / "notes"
     root.mkdir()
@@ -224,16 +226,15 @@ def test_a_long_embed_run_saves_the_graph_as_it_goes(tmp_path, small_threshold, 
     save = writer_module.IndexWriter.sync_graph
 
     def counted(self):
-        recorded = writer_module.recorded_embedder(self.store)
+        recorded = recorded_embedder(self.store)
         saves.append(self.store.count_vectors(recorded["fingerprint"]) if recorded else 0)
         return save(self)
 
-    monkeypatch.setattr(writer_module, "GRAPH_SAVE_EVERY", 4)
     monkeypatch.setattr(writer_module.IndexWriter, "sync_graph", counted)
     with Index(tmp_path / "ix") as index:
         index.add([root])
         saves.clear()
-        report = index.embed(commit_every=2)
+        report = index.embed(commit_every=2, tuning=WriterTuning(graph_save_every=4))
         assert report.embedded == 10
         assert saves == [4, 8, 10]  # every 4 vectors, and once at the end
         dense = index.search("orchard lanterns", mode="dense", limit=3).funnel.channels["dense"]

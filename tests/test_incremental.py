@@ -143,7 +143,7 @@ def test_merges_take_the_newest_segments_and_keep_sizes_doubling(tmp_path):
     every word finds exactly the files that hold it now."""
     import random
 
-    from kenning.indexing import segments
+    from kenning.indexing.tuning import WriterTuning
 
     rng = random.Random(5)
     root = tmp_path / "notes"
@@ -162,7 +162,7 @@ def test_merges_take_the_newest_segments_and_keep_sizes_doubling(tmp_path):
             content[name] = held
         ix.add([root])
         rows = ix.store.conn.execute("SELECT id, n_docs, doc_ids FROM segments ORDER BY id").fetchall()
-        assert len(rows) <= segments.MAX_SEGMENTS
+        assert len(rows) <= WriterTuning().max_segments
         sizes = [n for _, n, _ in rows]
         assert all(sizes[i] >= sum(sizes[i + 1 :]) for i in range(len(sizes) - 1)), sizes
         firsts = [int.from_bytes(blob[:4], "little") for _, _, blob in rows if blob]
@@ -174,16 +174,16 @@ def test_merges_take_the_newest_segments_and_keep_sizes_doubling(tmp_path):
 
 
 def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
-    """A JSONL corpus is one file with many chunks: its tokens are written every FLUSH_CHUNKS chunks,
-    not held until the file ends, and the pieces merge into one segment at commit."""
+    """A JSONL corpus is one file with many chunks: its tokens are written every `flush_chunks`
+    chunks, not held until the file ends, and the pieces merge into one segment at commit."""
     import json
 
-    from kenning.indexing import analysis, writer
+    from kenning.indexing import chunk_run
+    from kenning.indexing.tuning import WriterTuning
     from kenning.store.sqlite import SqliteStore as Storage
 
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 4)
     written = []
-    original, land = Storage.write_encoded_segment, writer.land_spilled
+    original, land = Storage.write_encoded_segment, chunk_run.land_spilled
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
@@ -194,12 +194,12 @@ def test_a_big_file_is_flushed_in_pieces(tmp_path, monkeypatch):
         return land(store, spills, *args)
 
     monkeypatch.setattr(Storage, "write_encoded_segment", counting)
-    monkeypatch.setattr(writer, "land_spilled", landing)
+    monkeypatch.setattr(chunk_run, "land_spilled", landing)
     corpus = tmp_path / "corpus.jsonl"
     rows = [{"_id": f"d{i}", "title": "", "text": f"passage {i} about topic{i % 3}"} for i in range(10)]
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     ix = Index(tmp_path / "ix")
-    ix.add([corpus])
+    ix.add([corpus], tuning=WriterTuning(flush_chunks=4))
     assert written == [4, 4, 2, 10]  # three pieces spilled, then their merge into the store
     assert ix.status()["segments"] == 1
     assert len(ids_for(ix, "topic1")) == 3 and len(ids_for(ix, "passage")) == 10
@@ -211,7 +211,7 @@ def test_missing_index_is_a_clear_error(tmp_path):
 
 
 def test_paths_are_shown_relative_to_the_working_directory(tmp_path, monkeypatch):
-    from kenning.indexing.writer import display_path
+    from kenning.indexing.reports import display_path
 
     monkeypatch.chdir(tmp_path)
     assert display_path(tmp_path / "notes" / "a.md") == "notes/a.md"

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.indexing import analysis, segments
+from kenning.indexing import analysis, chunk_run, segments
+from kenning.indexing.tuning import WriterTuning
 from kenning.integrity.verify import verify
 from kenning.store import StorageError
 from kenning.store.sqlite.packs import Pack
@@ -58,22 +59,23 @@ def contents(index_dir: Path) -> dict:
         conn.close()
 
 
-def build(folder: Path | list[Path], index_dir: Path, workers: int, monkeypatch) -> dict:
+def build(
+    folder: Path | list[Path], index_dir: Path, workers: int, monkeypatch, tuning: WriterTuning | None = None
+) -> dict:
     """Index a folder (or a list of files) with `workers` analysis workers, and what it holds."""
     monkeypatch.setenv(analysis.WORKERS_ENV, str(workers))
     with Index(index_dir) as index:
-        index.add(folder if isinstance(folder, list) else [folder], progress=False)
+        index.add(folder if isinstance(folder, list) else [folder], progress=False, tuning=tuning)
     return contents(index_dir)
 
 
 def segment_sizes(monkeypatch) -> list[int]:
     """The chunk count of every segment made from now on: each one a run spills, then each one
     written to the store (the run's spilled segments landing as one, and merges)."""
-    from kenning.indexing import writer
     from kenning.store.sqlite import SqliteStore
 
     written: list[int] = []
-    original, land = SqliteStore.write_encoded_segment, writer.land_spilled
+    original, land = SqliteStore.write_encoded_segment, chunk_run.land_spilled
 
     def counting(self, doc_ids, *args):
         written.append(len(doc_ids))
@@ -84,7 +86,7 @@ def segment_sizes(monkeypatch) -> list[int]:
         return land(store, spills, *args)
 
     monkeypatch.setattr(SqliteStore, "write_encoded_segment", counting)
-    monkeypatch.setattr(writer, "land_spilled", landing)
+    monkeypatch.setattr(chunk_run, "land_spilled", landing)
     return written
 
 
@@ -115,11 +117,13 @@ class WorkerLog:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, workers):
     folder = write_notes(tmp_path / "notes")
-    monkeypatch.setattr(analysis, "BATCH", 5)  # many batches, several in flight
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 23)  # segments end inside and between batches
-    monkeypatch.setattr(segments, "MERGE_RANGE_BYTES", 200)  # the final merge in many term ranges
+    tuning = WriterTuning(
+        batch=5,  # many batches, several in flight
+        flush_chunks=23,  # segments end inside and between batches
+        merge_range_bytes=200,  # the final merge in many term ranges
+    )
     written = segment_sizes(monkeypatch)
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch, tuning)
     assert written == [23, 23, 23, 3, 72]  # four segments spilled, then their merge
     assert inline["entities"]
     # the spelling vocabulary counts every chunk of every segment once (the counts add up in the
@@ -133,7 +137,7 @@ def test_workers_build_the_index_inline_analysis_builds(tmp_path, monkeypatch, w
     monkeypatch.setattr(
         analysis._Worker, "__init__", lambda self, setup: started.append(1) or start(self, setup)
     )
-    assert build(folder, tmp_path / f"with{workers}", workers, monkeypatch) == inline
+    assert build(folder, tmp_path / f"with{workers}", workers, monkeypatch, tuning) == inline
     assert written[5:] == written[:5] and len(started) == workers
 
 
@@ -141,18 +145,16 @@ def test_a_runs_segments_start_small_so_the_workers_take_turns_on_a_small_run(tm
     """72 chunks, segments of at most 40 starting at 10 and doubling every two: five segments, the
     workers taking turns, and the index inline analysis builds."""
     folder = write_notes(tmp_path / "notes")
-    monkeypatch.setattr(analysis, "BATCH", 5)
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 40)
-    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 10)
+    tuning = WriterTuning(batch=5, flush_chunks=40, first_flush_chunks=10)
     written = segment_sizes(monkeypatch)
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch, tuning)
     assert written == [10, 10, 20, 20, 12, 72]
     started = []
     start = analysis._Worker.__init__
     monkeypatch.setattr(
         analysis._Worker, "__init__", lambda self, setup: started.append(1) or start(self, setup)
     )
-    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert build(folder, tmp_path / "two", 2, monkeypatch, tuning) == inline
     assert written[6:] == written[:6] and len(started) == 2
 
 
@@ -163,12 +165,10 @@ def test_the_next_worker_starts_while_the_first_segment_is_half_made(tmp_path, m
     of 40 it starts after 20 chunks went to the first worker; with one of 100 (a single segment) a
     worker starts that the run does not need. Either way the index is the one inline analysis builds."""
     folder = write_notes(tmp_path / "notes")
-    monkeypatch.setattr(analysis, "BATCH", 5)
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 1000)
-    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", first)
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    tuning = WriterTuning(batch=5, flush_chunks=1000, first_flush_chunks=first)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch, tuning)
     log = WorkerLog(monkeypatch)
-    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert build(folder, tmp_path / "two", 2, monkeypatch, tuning) == inline
     assert log.started_after == ([0, 20] if first == 40 else [0, 50])
 
 
@@ -177,9 +177,7 @@ def test_a_segment_of_one_batch_starts_the_next_workers_interpreter_as_it_ends(t
     before ends, not only when its own first batch is ready (an interpreter takes a while). The
     first worker is the walk's (`early_worker`), started before any chunk."""
     folder = write_notes(tmp_path / "notes")
-    monkeypatch.setattr(analysis, "BATCH", 5)
-    monkeypatch.setattr(analysis, "BATCH_PARTS", 1)
-    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 5)
+    tuning = WriterTuning(batch=5, batch_parts=1, first_flush_chunks=5)
     added, started_after = [], []
     add, start = analysis.ChunkAnalysis.add, analysis._Worker.__init__
     monkeypatch.setattr(analysis.ChunkAnalysis, "add", lambda self, *a: added.append(1) or add(self, *a))
@@ -188,7 +186,7 @@ def test_a_segment_of_one_batch_starts_the_next_workers_interpreter_as_it_ends(t
         "__init__",
         lambda self, setup: started_after.append(len(added)) or start(self, setup),
     )
-    build(folder, tmp_path / "two", 2, monkeypatch)
+    build(folder, tmp_path / "two", 2, monkeypatch, tuning)
     assert started_after == [0, 5]
 
 
@@ -197,15 +195,14 @@ def test_a_runs_first_worker_starts_before_its_first_batch_is_full_and_goes_unus
     tmp_path, monkeypatch, batch
 ):
     """A run of files named one by one (no folder walked, so no worker started before the walk):
-    its first worker's interpreter starts at EARLY_START new chunks, while the first batch fills.
+    its first worker's interpreter starts at `early_start` new chunks, while the first batch fills.
     A run of 72 chunks in batches of 20 then sends its batches to it; one in batches of 100 (smaller
     than a batch: analysed inline) never gives it work, and it is killed, not waited for. Either way
     the index is the one inline analysis builds."""
     folder = write_notes(tmp_path / "notes")
     files = sorted(folder.glob("*.md"))
-    monkeypatch.setattr(analysis, "BATCH", batch)
-    monkeypatch.setattr(analysis, "EARLY_START", 7)
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    tuning = WriterTuning(batch=batch, early_start=7)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch, tuning)
     added, workers, started_after = [], [], []
     add, start = analysis.ChunkAnalysis.add, analysis._Worker.__init__
     monkeypatch.setattr(analysis.ChunkAnalysis, "add", lambda self, *a: added.append(1) or add(self, *a))
@@ -216,7 +213,7 @@ def test_a_runs_first_worker_starts_before_its_first_batch_is_full_and_goes_unus
         start(self, setup)
 
     monkeypatch.setattr(analysis._Worker, "__init__", starting)
-    assert build(files, tmp_path / "two", 2, monkeypatch) == inline
+    assert build(files, tmp_path / "two", 2, monkeypatch, tuning) == inline
     assert started_after[0] == 7
     if batch == 100:
         assert len(workers) == 1 and not workers[0].has_chunks
@@ -235,13 +232,13 @@ def test_a_run_that_walks_a_folder_starts_a_worker_before_the_walk_and_sends_it_
     (under a batch) is analysed inline and the worker killed, not waited for. With one worker (no
     core to spare) none starts before the walk. The index is the one inline analysis builds."""
     folder = write_notes(tmp_path / "notes", files=files)
-    monkeypatch.setattr(analysis, "FIRST_FLUSH_CHUNKS", 40)
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    tuning = WriterTuning(first_flush_chunks=40)
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch, tuning)
     added = []
     add = analysis.ChunkAnalysis.add
     monkeypatch.setattr(analysis.ChunkAnalysis, "add", lambda self, *a: added.append(1) or add(self, *a))
     log = WorkerLog(monkeypatch, added)
-    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert build(folder, tmp_path / "two", 2, monkeypatch, tuning) == inline
     first = log.workers[0]
     assert log.added_at_start[0] == 0
     if files == 12:
@@ -251,7 +248,7 @@ def test_a_run_that_walks_a_folder_starts_a_worker_before_the_walk_and_sends_it_
         assert log.batches == [] and first.process.returncode == -9
     added.clear()
     log = WorkerLog(monkeypatch, added)
-    assert build(folder, tmp_path / "one", 1, monkeypatch) == inline
+    assert build(folder, tmp_path / "one", 1, monkeypatch, tuning) == inline
     assert 0 not in log.added_at_start  # one worker: none starts before the walk
 
 
@@ -262,9 +259,8 @@ def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_lea
     """Two workers allowed: a run of one segment starts one interpreter; a run of several whose
     second worker cannot start goes on with the first. Either way the index inline analysis builds."""
     folder = write_notes(tmp_path / "notes")
-    monkeypatch.setattr(analysis, "BATCH", 5)
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", flush)  # 72 chunks: four segments, or one
-    inline = build(folder, tmp_path / "inline", 0, monkeypatch)
+    tuning = WriterTuning(batch=5, flush_chunks=flush)  # 72 chunks: four segments, or one
+    inline = build(folder, tmp_path / "inline", 0, monkeypatch, tuning)
     started = []
     start = analysis._Worker.__init__
 
@@ -275,7 +271,7 @@ def test_each_worker_starts_with_its_first_segment_and_one_that_cannot_start_lea
         start(self, setup)
 
     monkeypatch.setattr(analysis._Worker, "__init__", second_fails)
-    assert build(folder, tmp_path / "two", 2, monkeypatch) == inline
+    assert build(folder, tmp_path / "two", 2, monkeypatch, tuning) == inline
     assert len(started) == (2 if flush == 23 else 1)
 
 
@@ -284,22 +280,20 @@ def test_a_merge_of_stored_segments_opens_their_packs_in_the_workers(tmp_path, m
     """A second run twice the size of the first merges both segments. Through workers, the writer
     hands them each segment's packs unopened (raw_posting_part) and opens none itself; inline, it
     opens them. Either way the index is the one inline analysis builds."""
-    from kenning.indexing import writer
-
     folder = write_notes(tmp_path / "notes")
     first = tmp_path / "first"
     first.mkdir()
     for note in sorted(folder.iterdir())[:4]:
         (first / note.name).write_bytes(note.read_bytes())
-    monkeypatch.setattr(analysis, "BATCH", 5)
+    tuning = WriterTuning(batch=5)
 
     def two_runs(index_dir: Path, count: int) -> dict:
         monkeypatch.setenv(analysis.WORKERS_ENV, str(count))
         with Index(index_dir) as index:
-            index.add([first], progress=False)
+            index.add([first], progress=False, tuning=tuning)
             for note in sorted(folder.iterdir())[4:]:  # the other 48 chunks, in the same folder
                 (first / note.name).write_bytes(note.read_bytes())
-            index.add([first], progress=False)
+            index.add([first], progress=False, tuning=tuning)
             assert len(index.store.segment_sizes()) == 1  # merged
         return contents(index_dir)
 
@@ -307,7 +301,7 @@ def test_a_merge_of_stored_segments_opens_their_packs_in_the_workers(tmp_path, m
     for note in sorted(folder.iterdir())[4:]:
         (first / note.name).unlink()
     opened, merges, merging = [], [], []
-    rows, merge = Pack.rows, writer.merge_segments
+    rows, merge = Pack.rows, chunk_run.merge_segments
 
     def merge_segments(*args):
         merges.append(1)
@@ -318,7 +312,7 @@ def test_a_merge_of_stored_segments_opens_their_packs_in_the_workers(tmp_path, m
             merging.pop()
 
     monkeypatch.setattr(Pack, "rows", lambda self, *a: opened.append(bool(merging)) or rows(self, *a))
-    monkeypatch.setattr(writer, "merge_segments", merge_segments)
+    monkeypatch.setattr(chunk_run, "merge_segments", merge_segments)
     assert two_runs(tmp_path / "merged", workers) == expected
     assert merges and any(opened) == (workers == 0)
 
@@ -330,19 +324,18 @@ def test_long_chunks_end_a_segment_by_their_text_not_only_by_count(tmp_path, mon
     folder.mkdir()
     for n in range(8):
         (folder / f"n{n}.md").write_text(f"# Note {n}\n\n" + "word " * 300, encoding="utf-8")
-    monkeypatch.setattr(analysis, "FLUSH_TEXT", 2500)
     written = segment_sizes(monkeypatch)
     with Index(tmp_path / "idx") as index:
-        index.add([folder], progress=False)
+        index.add([folder], progress=False, tuning=WriterTuning(flush_text=2500))
     assert written == [2, 2, 2, 2, 8]  # two chunks of ~1,500 characters pass 2,500; then the merge
 
 
 def test_a_worker_that_dies_fails_the_write_and_keeps_the_index(tmp_path, monkeypatch):
     folder = write_notes(tmp_path / "notes")
     monkeypatch.setenv(analysis.WORKERS_ENV, "1")
-    monkeypatch.setattr(analysis, "BATCH", 5)
+    tuning = WriterTuning(batch=5)
     with Index(tmp_path / "idx") as index:
-        index.add([folder / "note00.md"], progress=False)
+        index.add([folder / "note00.md"], progress=False, tuning=tuning)
         before = contents(tmp_path / "idx")
         sent = analysis._Worker.send
 
@@ -353,19 +346,23 @@ def test_a_worker_that_dies_fails_the_write_and_keeps_the_index(tmp_path, monkey
 
         monkeypatch.setattr(analysis._Worker, "send", send_then_die)
         with pytest.raises(StorageError, match="analysis worker stopped"):
-            index.add([folder], progress=False)
+            index.add([folder], progress=False, tuning=tuning)
         assert verify(index.store, index.analyzer).ok
     assert contents(tmp_path / "idx") == before
 
 
 def run_script(tmp_path: Path, body: str, workers: int) -> subprocess.CompletedProcess:
-    """Run a Python script (no `if __name__ == "__main__"` guard) in a session of its own, analysis
-    batches of 5 chunks, `workers` analysis workers."""
+    """Run a Python script (no `if __name__ == "__main__"` guard) in a session of its own, with
+    `workers` analysis workers; the script's writes pass TUNING (analysis batches of 5 chunks)."""
     script = tmp_path / "script.py"
     script.write_text(
-        "import kenning.indexing.analysis as analysis\nanalysis.BATCH = 5\n" + textwrap.dedent(body)
+        "import kenning.indexing.analysis as analysis\n"
+        "from kenning.indexing.tuning import WriterTuning\n"
+        "TUNING = WriterTuning(batch=5)\n" + textwrap.dedent(body)
     )
     env = {analysis.WORKERS_ENV: str(workers), "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # the kenning under test, not an installed one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
@@ -381,7 +378,7 @@ def test_a_script_without_a_main_guard_can_index_with_workers(tmp_path):
     body = f"""
         from kenning import Index
         with Index({str(tmp_path / "idx")!r}) as index:
-            report = index.add([{str(folder)!r}], progress=False)
+            report = index.add([{str(folder)!r}], progress=False, tuning=TUNING)
         print(report.chunks_added)
         """
     done = run_script(tmp_path, body, workers=1)
@@ -409,7 +406,7 @@ def test_ctrl_c_stops_the_workers_and_rolls_back(tmp_path):
             return answer
         analysis._Worker.receive = receive_then_interrupt
         with Index({str(tmp_path / "idx")!r}) as index:
-            index.add([{str(folder)!r}], progress=False)
+            index.add([{str(folder)!r}], progress=False, tuning=TUNING)
         """
     done = run_script(tmp_path, body, workers=2)
     assert done.returncode != 0 and done.stderr.count("KeyboardInterrupt") == 1, done.stderr
@@ -424,7 +421,9 @@ def test_workers_are_out_of_the_terminals_process_group():
     from kenning.analysis.analyzer import AnalyzerConfig
     from kenning.store.compact import decode_posting_row, encode_posting_row
 
-    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row, None))
+    worker = analysis._Worker(
+        (AnalyzerConfig(), None, encode_posting_row, decode_posting_row, None, WriterTuning())
+    )
     try:
         assert os.getsid(worker.process.pid) == worker.process.pid != os.getsid(0)
     finally:
@@ -452,7 +451,9 @@ def test_workers_give_big_freed_buffers_back_unless_the_user_says_otherwise(monk
         monkeypatch.delenv(allocator.MMAP_THRESHOLD_ENV, raising=False)
     else:
         monkeypatch.setenv(allocator.MMAP_THRESHOLD_ENV, user_value)
-    worker = analysis._Worker((AnalyzerConfig(), None, encode_posting_row, decode_posting_row, None))
+    worker = analysis._Worker(
+        (AnalyzerConfig(), None, encode_posting_row, decode_posting_row, None, WriterTuning())
+    )
     try:
         environ = Path(f"/proc/{worker.process.pid}/environ").read_bytes().split(b"\0")
     finally:
@@ -494,10 +495,7 @@ def test_writes_and_merges_trim_the_heap(tmp_path, monkeypatch):
     """The writer trims after each segment it writes and each merge range (kenning.indexing.allocator)."""
     calls = []
     monkeypatch.setattr(segments, "release_freed_memory", lambda: calls.append("merge range") or True)
-    from kenning.indexing import writer
-
-    monkeypatch.setattr(writer, "release_freed_memory", lambda: calls.append("segment") or True)
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 50)
+    monkeypatch.setattr(chunk_run, "release_freed_memory", lambda: calls.append("segment") or True)
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(12):
@@ -505,7 +503,7 @@ def test_writes_and_merges_trim_the_heap(tmp_path, monkeypatch):
             "".join(f"# part {j}\n\nword{i} text {j} of note {i}\n\n" for j in range(20))
         )
     with Index(tmp_path / "index") as ix:
-        ix.add([docs])
+        ix.add([docs], tuning=WriterTuning(flush_chunks=50))
     assert calls.count("segment") >= 2 and calls.count("merge range") >= 1, calls
 
 

@@ -9,6 +9,7 @@ from pyroaring import BitMap
 from kenning.analysis.analyzer import Analyzer, raw_tokens
 from kenning.indexing import segments
 from kenning.indexing.segments import SegmentBuilder, merge_plan
+from kenning.indexing.tuning import WriterTuning
 
 CHUNKS = [
     (3, "Parsing", "def parseQueryString(raw): parse the query string, then parse it again"),
@@ -81,34 +82,29 @@ WORDS = ["parse", "Parsing", "query", "QUERY_STRING", "parseQueryString", "Êù±‰∫
 )
 def test_a_builder_kept_from_segment_to_segment_builds_each_as_a_fresh_one(kept, runs):
     """A worker keeps one builder for the segments it makes (its raw tokens' terms learned once,
-    reset past KEPT_RAWS): each segment's rows and raw-token counts are those of a fresh builder."""
+    reset past `kept_raws`): each segment's rows and raw-token counts are those of a fresh builder."""
     from collections import Counter
 
-    saved, segments.KEPT_RAWS = segments.KEPT_RAWS, kept
-    try:
-        analyzer, kept_builder, chunk_id = Analyzer(), None, 0
-        kept_builder = SegmentBuilder(analyzer)
-        for run in runs:
-            fresh = SegmentBuilder(Analyzer())
-            counts = Counter()
-            for title, body in run:
-                chunk_id += 1
-                for builder in (kept_builder, fresh):
-                    builder.add(chunk_id, " ".join(title), " ".join(body))
-                counts.update(set(raw_tokens(" ".join(title))) | set(raw_tokens(" ".join(body))))
-            assert kept_builder.raw_chunk_counts() == fresh.raw_chunk_counts() == dict(counts)
-            rows = [[term, *(np.asarray(p).tolist() for p in rest)] for term, *rest in kept_builder.rows()]
-            assert rows == [[term, *(np.asarray(p).tolist() for p in rest)] for term, *rest in fresh.rows()]
-            kept_builder.next_segment()
-    finally:
-        segments.KEPT_RAWS = saved
+    analyzer, chunk_id = Analyzer(), 0
+    kept_builder = SegmentBuilder(analyzer, kept_raws=kept)
+    for run in runs:
+        fresh = SegmentBuilder(Analyzer(), kept_raws=kept)
+        counts = Counter()
+        for title, body in run:
+            chunk_id += 1
+            for builder in (kept_builder, fresh):
+                builder.add(chunk_id, " ".join(title), " ".join(body))
+            counts.update(set(raw_tokens(" ".join(title))) | set(raw_tokens(" ".join(body))))
+        assert kept_builder.raw_chunk_counts() == fresh.raw_chunk_counts() == dict(counts)
+        rows = [[term, *(np.asarray(p).tolist() for p in rest)] for term, *rest in kept_builder.rows()]
+        assert rows == [[term, *(np.asarray(p).tolist() for p in rest)] for term, *rest in fresh.rows()]
+        kept_builder.next_segment()
 
 
-def test_a_builders_raw_counts_add_up_until_taken_or_until_its_table_is_let_go(monkeypatch):
+def test_a_builders_raw_counts_add_up_until_taken_or_until_its_table_is_let_go():
     """The spelling vocabulary's counts are handed on when the run ends or when a segment's end lets
-    the builder's table go (past KEPT_RAWS raw tokens), never lost between segments."""
-    monkeypatch.setattr(segments, "KEPT_RAWS", 3)
-    builder = SegmentBuilder(Analyzer())
+    the builder's table go (past `kept_raws` raw tokens), never lost between segments."""
+    builder = SegmentBuilder(Analyzer(), kept_raws=3)
     builder.add(1, "", "alpha beta")
     assert builder.next_segment() == {}  # two raw tokens kept, their counts with them
     builder.add(2, "", "alpha gamma delta")
@@ -154,9 +150,9 @@ class SegmentTable:
         return self.sizes
 
 
-def plan(sizes, live=None):
+def plan(sizes, live=None, max_segments: int = WriterTuning.max_segments):
     live = BitMap(range(sum(sizes))) if live is None else live
-    return merge_plan(SegmentTable(sizes), live)
+    return merge_plan(SegmentTable(sizes), live, max_segments)
 
 
 def test_merge_plan_folds_the_newest_segments_that_break_the_doubling():
@@ -169,11 +165,9 @@ def test_merge_plan_folds_the_newest_segments_that_break_the_doubling():
     assert plan([100, 60, 50]) == [1, 2, 3]  # 100 < 60 + 50
 
 
-def test_merge_plan_caps_the_count_and_reclaims_deleted_chunks(monkeypatch):
-    monkeypatch.setattr(segments, "MAX_SEGMENTS", 3)
+def test_merge_plan_caps_the_count_and_reclaims_deleted_chunks():
     sizes = [1000, 500, 250, 125]
-    assert plan(sizes) == [3, 4]  # doubling holds, but 4 > 3 segments: the two newest
-    monkeypatch.setattr(segments, "MAX_SEGMENTS", 10)
+    assert plan(sizes, max_segments=3) == [3, 4]  # doubling holds, but 4 > 3 segments: the two newest
     assert plan(sizes) == []
     assert plan(sizes, live=BitMap(range(900))) == [1, 2, 3, 4]  # over half deleted: all of them
 
@@ -189,8 +183,10 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
     from kenning.indexing import analysis
 
     monkeypatch.setenv(analysis.WORKERS_ENV, str(workers))
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 100)  # many segments, then merges
-    monkeypatch.setattr(segments, "MERGE_RANGE_BYTES", 4000)  # several ranges
+    tuning = WriterTuning(
+        flush_chunks=100,  # many segments, then merges
+        merge_range_bytes=4000,  # several ranges
+    )
     from kenning.store.sqlite import SqliteStore
     from kenning.store.sqlite import postings as sqlite_postings
 
@@ -219,10 +215,10 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
         if n >= 4:
             (alone / f"part-{n}.jsonl").write_text(text)
     index = Index(tmp_path / "ix")
-    index.add([corpus], progress=False)
+    index.add([corpus], progress=False, tuning=tuning)
     for n in range(4):  # two thirds of the chunks gone: the next write merges everything
         (corpus / f"part-{n}.jsonl").unlink()
-    assert index.add([corpus], progress=False).merged_segments
+    assert index.add([corpus], progress=False, tuning=tuning).merged_segments
     assert len(index.store.segment_sizes()) == 1 and min(cuts) > 10  # every merge went by ranges
     (segment_id, _), live = index.store.segment_sizes()[0], index.store.read_snapshot().live
     kept = index.store.load_segment(segment_id).doc_ids
@@ -231,7 +227,7 @@ def test_merges_hold_the_same_postings_and_give_their_pages_back(tmp_path, monke
         assert np.isin(posting[1], kept).all(), posting[0]
     assert index.store.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
     fresh = Index(tmp_path / "fresh")
-    fresh.add([alone], progress=False)
+    fresh.add([alone], progress=False, tuning=tuning)
     for query in ("w1 w7", "w250 w3 w8", '"w5 w6"'):
         merged = [(h.doc_key, h.score) for h in index.search(query, mode="lexical", limit=20).hits]
         assert merged == [(h.doc_key, h.score) for h in fresh.search(query, mode="lexical", limit=20).hits]

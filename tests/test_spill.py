@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kenning import Index
-from kenning.indexing import analysis, spill
+from kenning.indexing import analysis, chunk_run, spill
 from kenning.indexing.spill import (
     SPILL_PREFIX,
     SpilledSegment,
@@ -18,6 +18,7 @@ from kenning.indexing.spill import (
     spill_ranges,
     write_spill,
 )
+from kenning.indexing.tuning import WriterTuning
 from kenning.store.records import SegmentColumns
 
 
@@ -51,10 +52,13 @@ def rows(columns: SegmentColumns) -> list[tuple]:
     return [(term, *(a.tolist() for a in arrays)) for term, *arrays in columns.rows()]
 
 
-def spilled(tmp_path, name: str, columns: SegmentColumns) -> SpilledSegment:
+def spilled(
+    tmp_path, name: str, columns: SegmentColumns, mark_bytes: int = WriterTuning.spill_mark_bytes
+) -> SpilledSegment:
     path = str(tmp_path / name)
     ids = np.unique(columns.ids)
-    return SpilledSegment(path, ids, ids.astype(np.uint16), ids.astype(np.uint16), write_spill(path, columns))
+    marks = write_spill(path, columns, mark_bytes)
+    return SpilledSegment(path, ids, ids.astype(np.uint16), ids.astype(np.uint16), marks)
 
 
 def test_columns_read_back_as_written(tmp_path):
@@ -78,7 +82,7 @@ def test_merged_ranges_hold_each_terms_postings_in_chunk_order_without_the_dead(
     """However the marks and ranges fall, the ranges' merged columns are, term after term, each
     segment's postings and positions of the term in segment order, without the deleted chunks."""
     rng = random.Random(seed)
-    monkeypatch.setattr(spill, "SPILL_MARK_BYTES", rng.choice([1, 2000, 20_000, 1 << 30]))
+    mark_bytes = rng.choice([1, 2000, 20_000, 1 << 30])
     vocabulary = [f"t{i:04d}" for i in range(300)]
     spills, segments = [], []
     for n in range(rng.randint(1, 5)):
@@ -86,7 +90,7 @@ def test_merged_ranges_hold_each_terms_postings_in_chunk_order_without_the_dead(
             rng, sorted(rng.sample(vocabulary, rng.randint(1, 120))), range(n * 100, n * 100 + 100)
         )
         segments.append(columns)
-        spills.append(spilled(tmp_path, f"{n}.spill", columns))
+        spills.append(spilled(tmp_path, f"{n}.spill", columns, mark_bytes))
     dead = np.array(sorted(rng.sample(range(len(spills) * 100), rng.choice([0, 5, 60]))), dtype=np.uint32)
     merged = []
     for job in spill_ranges(spills, budget=rng.choice([1000, 30_000, 10**9])):
@@ -107,10 +111,10 @@ def test_merged_ranges_hold_each_terms_postings_in_chunk_order_without_the_dead(
     assert merged == [tuple(row) for _, row in sorted(expected.items()) if row[1]]
 
 
-def build(folder, index_dir, workers, monkeypatch) -> None:
+def build(folder, index_dir, workers, monkeypatch, tuning: WriterTuning | None = None) -> None:
     monkeypatch.setenv(analysis.WORKERS_ENV, str(workers))
     with Index(index_dir) as index:
-        index.add([folder], progress=False)
+        index.add([folder], progress=False, tuning=tuning)
 
 
 def notes(folder, files: int = 8):
@@ -127,24 +131,21 @@ def notes(folder, files: int = 8):
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_run_leaves_no_spill_folder_and_a_killed_runs_folder_goes(tmp_path, monkeypatch, workers):
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 50)  # several segments spilled, then merged
+    tuning = WriterTuning(flush_chunks=50)  # several segments spilled, then merged
     folder, index_dir = notes(tmp_path / "notes"), tmp_path / "ix"
-    build(folder, index_dir, workers, monkeypatch)
+    build(folder, index_dir, workers, monkeypatch, tuning)
     assert not list(index_dir.glob(SPILL_PREFIX + "*"))
     left = index_dir / f"{SPILL_PREFIX}killed"  # what a run killed mid-write leaves
     left.mkdir()
     (left / "segment-000001.spill").write_bytes(b"partial")
     (folder / "n_new.jsonl").write_text(json.dumps({"_id": "new", "title": "", "text": "fresh words"}) + "\n")
-    build(folder, index_dir, workers, monkeypatch)
+    build(folder, index_dir, workers, monkeypatch, tuning)
     assert not list(index_dir.glob(SPILL_PREFIX + "*"))
     with Index(index_dir) as index:
         assert index.search("fresh", mode="lexical").hits
 
 
 def test_a_failed_run_removes_its_spill_folder(tmp_path, monkeypatch):
-    from kenning.indexing import writer
-
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 50)
     folder, index_dir = notes(tmp_path / "notes"), tmp_path / "ix"
     made = []
 
@@ -152,11 +153,11 @@ def test_a_failed_run_removes_its_spill_folder(tmp_path, monkeypatch):
         made.extend(s.path for s in spills)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writer, "land_spilled", failing)
+    monkeypatch.setattr(chunk_run, "land_spilled", failing)
     monkeypatch.setenv(analysis.WORKERS_ENV, "0")
     with Index(index_dir) as index:
         with pytest.raises(RuntimeError, match="disk full"):
-            index.add([folder], progress=False)
+            index.add([folder], progress=False, tuning=WriterTuning(flush_chunks=50))
         assert index.store.segment_sizes() == []
     assert len(made) > 1 and not list(index_dir.glob(SPILL_PREFIX + "*"))
 
@@ -164,10 +165,9 @@ def test_a_failed_run_removes_its_spill_folder(tmp_path, monkeypatch):
 def test_a_workers_failure_to_spill_is_the_writers_error_and_the_run_rolls_back(tmp_path, monkeypatch):
     """A spill file a worker cannot write (here its folder is gone; a full disk alike) fails the run
     with that error, not with a worker that died, and the index keeps its last commit."""
-    monkeypatch.setattr(analysis, "BATCH", 20)  # a run large enough for the workers
-    monkeypatch.setattr(analysis, "FLUSH_CHUNKS", 50)
+    tuning = WriterTuning(batch=20, flush_chunks=50)  # a run large enough for the workers
     folder, index_dir = notes(tmp_path / "notes"), tmp_path / "ix"
-    build(folder, index_dir, 1, monkeypatch)
+    build(folder, index_dir, 1, monkeypatch, tuning)
     (folder / "more.jsonl").write_text(
         "".join(
             json.dumps({"_id": f"m{n}", "title": "", "text": f"later words {n}"}) + "\n" for n in range(120)
@@ -176,5 +176,5 @@ def test_a_workers_failure_to_spill_is_the_writers_error_and_the_run_rolls_back(
     monkeypatch.setattr(spill.SpillFolder, "next_file", lambda self: str(tmp_path / "gone" / "segment.spill"))
     with Index(index_dir) as index:
         with pytest.raises(FileNotFoundError, match="gone"):
-            index.add([folder], progress=False)
+            index.add([folder], progress=False, tuning=tuning)
         assert not index.search("later", mode="lexical").hits and index.search("note", mode="lexical").hits

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the write side loads when first used: a search never import
     from kenning.answer.sources import AnswerSources
     from kenning.api.documents import Document
     from kenning.entities.graph import EntityGraph
+    from kenning.indexing.tuning import WriterTuning
     from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
     from kenning.models.embed.base import Embedder
 
@@ -95,15 +96,16 @@ class Index:
         self.store.close()
 
     # ------------------------------------------------------------------------------------ writing
-    def writer(self) -> IndexWriter:
-        """The write side of this index (files in, vectors in), sharing its store and embedders."""
+    def writer(self, tuning: WriterTuning | None = None) -> IndexWriter:
+        """The write side of this index (files in, vectors in), sharing its store and embedders;
+        `tuning`: the sizes that bound a write's memory (kenning.indexing.tuning; None: the defaults)."""
         from kenning.indexing.writer import IndexWriter
 
-        return IndexWriter(self.store, self.analyzer, self.embedder)
+        return IndexWriter(self.store, self.analyzer, self.embedder, tuning)
 
-    def add(self, paths, **options) -> IndexReport:
+    def add(self, paths, tuning: WriterTuning | None = None, **options) -> IndexReport:
         """Index files and folders (see IndexWriter.add); re-running only redoes what changed."""
-        writer = self.writer()
+        writer = self.writer(tuning)
         paths = list(paths) if not isinstance(paths, str | os.PathLike) else [paths]
         report = writer.add(paths, **options)
         remember(index_location(self.directory, self.location), paths)  # (kenning.api.own_roots)
@@ -191,15 +193,15 @@ class Index:
         with self.store.transaction():
             return self.store.rename_collection(old, new)
 
-    def remove_collection(self, name: str) -> IndexReport:
+    def remove_collection(self, name: str, tuning: WriterTuning | None = None) -> IndexReport:
         """Take a collection's files out of the index (the files on disk are not touched)."""
         if name not in self.collections():
             raise ValueError(f"no collection {name!r} (kenning collections lists them)")
-        return self.writer().remove_collection(name)
+        return self.writer(tuning).remove_collection(name)
 
-    def embed(self, embedder=None, **options) -> EmbedReport:
+    def embed(self, embedder=None, tuning: WriterTuning | None = None, **options) -> EmbedReport:
         """Embed chunks that have no vector yet (see IndexWriter.embed)."""
-        return self.writer().embed(embedder, **options)
+        return self.writer(tuning).embed(embedder, **options)
 
     # ------------------------------------------------------------------------------------ reading
     def search(self, query: str | ParsedQuery | SearchRequest, **settings) -> SearchResponse:

@@ -7,26 +7,26 @@ comes back, in the order given, is each batch's entities and words and, when a s
 the segment, its flat columns written to a spill file (kenning.indexing.spill) for the run's end
 to merge into the store.
 
-A run of up to `BATCH` new chunks is analysed in this process (its first worker starts at
-EARLY_START new chunks, before the first batch is full, and is stopped unused if the run stays
-small). A run that walks folders starts its first worker before the walk (`early_worker`), when there
-are two or more: its interpreter is running by the first new chunk, so the run goes to the workers
-from its first batch, not from BATCH chunks. A batch is a quarter of its segment (at most BATCH), so
-a segment's worker starts on it while the writer still reads the segment's files. In a larger run
-each segment is made by one worker process (one per core, up to MAX_WORKERS;
-segment n by worker n mod workers), so a segment holds chunk ids ascending and is byte for byte the
-segment inline analysis makes (tests/test_index_analysis.py). A segment ends at FLUSH_CHUNKS chunks
-or FLUSH_TEXT characters, so a worker's memory is bounded by its segment. A run's segments start
-small: its first two end at FIRST_FLUSH_CHUNKS, the next two at twice that, and so on up to
-FLUSH_CHUNKS, so the workers take turns on the few batches of a small run (one large first segment
-left a small re-index's second worker analysing the second half alone, after the writer's loop).
+The sizes named below are fields of the write's WriterTuning (kenning.indexing.tuning). A run of up
+to `batch` new chunks is analysed in this process (its first worker starts at `early_start` new
+chunks, before the first batch is full, and is stopped unused if the run stays small). A run that
+walks folders starts its first worker before the walk (`early_worker`), when there are two or more:
+its interpreter is running by the first new chunk, so the run goes to the workers from its first
+batch, not from `batch` chunks. A batch is a `batch_parts`-th of its segment (at most `batch`), so a
+segment's worker starts on it while the writer still reads the segment's files. In a larger run each
+segment is made by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod
+workers), so a segment holds chunk ids ascending and is byte for byte the segment inline analysis
+makes (tests/test_index_analysis.py). A segment ends at `flush_chunks` chunks or `flush_text`
+characters, so a worker's memory is bounded by its segment. A run's segments start small: its first
+two end at `first_flush_chunks`, the next two at twice that, and so on up to `flush_chunks`, so the
+workers take turns on the few batches of a small run (one large first segment left a small
+re-index's second worker analysing the second half alone, after the writer's loop).
 
 Workers are fresh interpreters (`python -m kenning.indexing.analysis_worker`) on pipes, not forks (a
 process that has loaded an embedding runtime holds threads a fork would copy mid-lock) and not
 multiprocessing's spawn (which re-runs the caller's main script). A worker that dies fails the
 write (the transaction rolls back); workers that cannot start at all leave the run inline.
 """
-
 from __future__ import annotations
 
 import collections
@@ -48,21 +48,11 @@ from kenning.entities.extract import GlossaryMatcher, extract
 from kenning.indexing.allocator import worker_environment
 from kenning.indexing.segments import SegmentBuilder, merge_range, merge_spill_range
 from kenning.indexing.spill import SpilledSegment, SpillFolder, SpillRange, empty_columns, write_spill
+from kenning.indexing.tuning import DEFAULT_TUNING, WriterTuning
 from kenning.store import StorageError
 
-BATCH = 2_000  # at most this many chunks a batch; also the run size from which workers analyse
-BATCH_PARTS = 4  # a batch is a quarter of its segment (at most BATCH)
-# new chunks after which a run's first worker starts, its first batch not yet full: an interpreter
-# takes ~0.17 s to start, which a 1% re-index at 1M chunks spent waiting with its first batch made
-EARLY_START = 250
 IN_FLIGHT = 6  # batches per worker sent ahead before the writer waits for the oldest
 MERGE_AHEAD = 2  # term ranges per worker sent ahead in a merge
-# a segment ends at this many chunks or characters of text, whichever comes first: a count of chunks
-# alone does not bound memory (20k section-sized chunks are 40M tokens), and making a segment needs
-# ~70 bytes per token it holds for a moment (the sort and its copies); ~6 characters make a token
-FLUSH_CHUNKS = 20_000
-FIRST_FLUSH_CHUNKS = 2_000  # a run's first two segments end here, the next two at twice this, ...
-FLUSH_TEXT = 24_000_000
 WORKERS_ENV = "KENNING_INDEX_WORKERS"  # worker processes for analysis (0: inline)
 MAX_WORKERS = 2  # by default: one per core, up to this many (each holds a segment in the making)
 
@@ -102,9 +92,12 @@ class SegmentWork:
     """The segment in the making, inline or in a worker: takes batches, gives back their analysis
     and, when told the segment ends, the segment spilled."""
 
-    def __init__(self, analyzer: Analyzer, matcher: GlossaryMatcher | None):
-        self.builder = SegmentBuilder(analyzer)
+    def __init__(
+        self, analyzer: Analyzer, matcher: GlossaryMatcher | None, tuning: WriterTuning = DEFAULT_TUNING
+    ):
+        self.builder = SegmentBuilder(analyzer, tuning.kept_raws)
         self.matcher = matcher
+        self.mark_bytes = tuning.spill_mark_bytes
 
     def run(self, chunks: list[Chunk], ends_segment: bool, spill: str | None = None) -> Analysed:
         """Analyse a batch; when it ends the segment, write the segment's columns to the file `spill`
@@ -115,7 +108,7 @@ class SegmentWork:
             out.entities.append((chunk_id, extract(body, meta, self.matcher)))
         if ends_segment and len(self.builder):
             builder = self.builder
-            marks = write_spill(spill, builder.columns() or empty_columns())
+            marks = write_spill(spill, builder.columns() or empty_columns(), self.mark_bytes)
             out.segment = SpilledSegment(
                 spill,
                 np.array(builder.doc_ids),
@@ -276,19 +269,20 @@ def early_worker() -> _Worker | None:
 
 def serve(stdin=None, stdout=None) -> None:
     """The worker's loop: its setup (analyzer settings, glossary, the store's row encoder, decoder
-    and bundler) first, then until the end of input: ("chunks", batch, ends_segment, spill file)
-    answered with Analysed, ("raws",) answered with the raw tokens' counts not yet sent (an
-    Analysed), ("dead", ids) that sets the deleted chunks for the merge ranges to come, and
-    ("merge", job) answered with the range's encoded rows (`merge_job`: stored rows the writer
-    read, or a SpillRange read here), bundled by the store's posting_bundler when it has one. An OSError (a
-    spill file that cannot be written) is answered with WorkerOSError, and the worker ends."""
+    and bundler, the write's WriterTuning) first, then until the end of input: ("chunks", batch,
+    ends_segment, spill file) answered with Analysed, ("raws",) answered with the raw tokens' counts
+    not yet sent (an Analysed), ("dead", ids) that sets the deleted chunks for the merge ranges to
+    come, and ("merge", job) answered with the range's encoded rows (`merge_job`: stored rows the
+    writer read, or a SpillRange read here), bundled by the store's posting_bundler when it has one.
+    An OSError (a spill file that cannot be written) is answered with WorkerOSError, and the worker
+    ends."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     try:
-        config, matcher, encode, decode, bundle = read_message(stdin)
+        config, matcher, encode, decode, bundle, tuning = read_message(stdin)
     except EOFError:  # the writer ended before the setup came
         return
-    work = SegmentWork(Analyzer(config), matcher)
+    work = SegmentWork(Analyzer(config), matcher, tuning)
     dead = np.zeros(0, dtype=np.uint32)
     while True:
         try:
@@ -339,13 +333,16 @@ class ChunkAnalysis:
         spill: SpillFolder,
         workers: int | None = None,
         early: _Worker | None = None,
+        tuning: WriterTuning = DEFAULT_TUNING,
     ):
         """`codec`: the store's posting_encoder, posting_decoder and posting_bundler; `spill`: where
-        segments go; `early`: the run's first worker, started before the walk (`early_worker`)."""
-        self.setup = (analyzer.config, matcher, *codec)
+        segments go; `early`: the run's first worker, started before the walk (`early_worker`);
+        `tuning`: the batch and segment sizes (the module docstring)."""
+        self.setup = (analyzer.config, matcher, *codec, tuning)
+        self.tuning = tuning
         self.spill = spill
         self.codec = codec
-        self.inline = SegmentWork(analyzer, matcher)
+        self.inline = SegmentWork(analyzer, matcher, tuning)
         self.deliver = deliver
         self.workers = worker_count() if workers is None else workers
         self.batch: list[Chunk] = []
@@ -357,8 +354,8 @@ class ChunkAnalysis:
         self.chunks = self.text = 0  # in the segment in the making
         self.added = 0  # chunks taken in the run
         # the run goes to the workers from its first batch when one is running already, else from
-        # BATCH chunks (a run smaller than that is analysed here sooner than an interpreter starts)
-        self.workers_from = BATCH
+        # `batch` chunks (a run smaller than that is analysed here sooner than an interpreter starts)
+        self.workers_from = tuning.batch
         if early is not None:
             early.send(self.setup)
             self.pool.append(early)
@@ -367,22 +364,23 @@ class ChunkAnalysis:
     def add(self, chunk_id: int, title: str, body: str, meta: dict | None) -> None:
         self.batch.append((chunk_id, title, body, meta))
         self.added += 1
-        if self.added == EARLY_START and EARLY_START < BATCH:  # a run this large likely needs a worker
+        tuning = self.tuning
+        if self.added == tuning.early_start and tuning.early_start < tuning.batch:  # likely needs a worker
             self._start(1)
         self.chunks += 1
         self.text += len(title) + len(body)
         limit = self._segment_limit()
-        if self.chunks >= limit or self.text >= FLUSH_TEXT:
+        if self.chunks >= limit or self.text >= tuning.flush_text:
             self._send(ends_segment=True)
             if self.owner is not None:  # a segment of one batch was never half made: its
                 self._start(self.segments % self.workers + 1)  # successor's worker starts now
         elif len(self.batch) >= self._batch_limit():
             self._send(ends_segment=False)
-            if self.owner is not None and (2 * self.chunks >= limit or 2 * self.text >= FLUSH_TEXT):
+            if self.owner is not None and (2 * self.chunks >= limit or 2 * self.text >= tuning.flush_text):
                 self._start_next()
 
     def _batch_limit(self) -> int:
-        """Chunks a batch is sent at: a quarter of its segment, at most BATCH, so a worker starts on
+        """Chunks a batch is sent at: a quarter of its segment, at most `batch`, so a worker starts on
         a segment before the writer has read all of it (a 1% re-index at 1M chunks, 10k chunks in
         segments of 2k, 2k, 4k and 2k, had a worker wait for each segment's whole first 2k); but a
         run's first batch waits for the size from which the run goes to the workers."""
@@ -390,13 +388,14 @@ class ChunkAnalysis:
         return max(part, self.workers_from) if self.added < self.workers_from else part
 
     def _segment_part(self) -> int:
-        """A quarter of the segment in the making's chunks, at most BATCH."""
-        return max(1, min(BATCH, self._segment_limit() // BATCH_PARTS))
+        """A quarter (`batch_parts`) of the segment in the making's chunks, at most `batch`."""
+        return max(1, min(self.tuning.batch, self._segment_limit() // self.tuning.batch_parts))
 
     def _segment_limit(self) -> int:
-        """Chunks the segment in the making ends at: FIRST_FLUSH_CHUNKS for a run's first two
-        segments, doubling every two segments, at most FLUSH_CHUNKS (the module docstring)."""
-        return min(FLUSH_CHUNKS, FIRST_FLUSH_CHUNKS << min(self.segments // 2, 20))
+        """Chunks the segment in the making ends at: `first_flush_chunks` for a run's first two
+        segments, doubling every two segments, at most `flush_chunks` (the module docstring)."""
+        tuning = self.tuning
+        return min(tuning.flush_chunks, tuning.first_flush_chunks << min(self.segments // 2, 20))
 
     def _start_next(self) -> None:
         """Start the next segment's worker while this segment is half made: an interpreter takes
@@ -425,7 +424,7 @@ class ChunkAnalysis:
 
     def close(self, abort: bool = False) -> None:
         """End every worker: all are told first, then each is waited for, so they exit together
-        (each takes ~60 ms to). One the run gave no chunks (started early, `EARLY_START`, or for a
+        (each takes ~60 ms to). One the run gave no chunks (started early, `early_start`, or for a
         segment that never came) is killed, not waited for while its interpreter starts."""
         for worker in self.pool:
             worker.stop(abort or not worker.has_chunks)
@@ -464,10 +463,11 @@ class ChunkAnalysis:
         ranges in flight a worker), else here. A job is a range's rows from each merged segment, or
         a SpillRange the worker reads them from. Call after `drain`."""
         encode, decode, _ = self.codec  # (inline, the writer takes the rows as they are)
-        if chunks >= FLUSH_CHUNKS:
+        large = chunks >= self.tuning.flush_chunks
+        if large:
             self._start(self.workers)  # every worker (unless there are none to start)
-        # a run analysed inline merges inline, though a worker started early (EARLY_START)
-        pool = self.pool if chunks >= FLUSH_CHUNKS or any(w.has_chunks for w in self.pool) else []
+        # a run analysed inline merges inline, though a worker started early (`early_start`)
+        pool = self.pool if large or any(w.has_chunks for w in self.pool) else []
         if not pool:
             for parts in jobs:
                 yield merge_job(parts, dead, decode, encode)

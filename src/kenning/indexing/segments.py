@@ -25,6 +25,7 @@ from kenning.analysis.analyzer import Analyzer, raw_tokens
 from kenning.indexing.allocator import release_freed_memory
 from kenning.indexing.spill import SpilledSegment, SpillRange, merge_columns, spill_ranges
 from kenning.indexing.term_table import SEVERAL, TermTable
+from kenning.indexing.tuning import WriterTuning
 from kenning.kernels.arrays import bitmap_of, sorted_unique, stable_argsort
 from kenning.store.compact import (
     decode_posting_row,
@@ -34,11 +35,7 @@ from kenning.store.compact import (
 )
 from kenning.store.records import SegmentColumns
 
-MAX_SEGMENTS = 10
 MAX_TF = 65535  # term frequencies are stored as uint16; positions beyond that are not kept
-# a builder keeps its raw tokens' terms from one segment to the next while it holds at most this
-# many (its table then takes ~50 bytes a token and the terms ~100 bytes each)
-KEPT_RAWS = 400_000
 
 
 class SegmentBuilder:
@@ -51,8 +48,11 @@ class SegmentBuilder:
     token this costs a dict lookup and array appends; there is no per-posting Python work.
     """
 
-    def __init__(self, analyzer: Analyzer):
+    def __init__(self, analyzer: Analyzer, kept_raws: int = WriterTuning.kept_raws):
+        """`kept_raws`: the most raw tokens whose terms are kept from one segment to the next
+        (WriterTuning.kept_raws)."""
         self.analyzer = analyzer
+        self.kept_raws = kept_raws
         self._new_table()
         self._reset()
 
@@ -61,13 +61,13 @@ class SegmentBuilder:
         self.table = TermTable()  # raw token -> its one term's id, and the chunks holding it
 
     def next_segment(self) -> dict[str, int]:
-        """Start the next segment, keeping the raw tokens' terms learned so far (up to KEPT_RAWS):
+        """Start the next segment, keeping the raw tokens' terms learned so far (up to `kept_raws`):
         each segment of a build meets the corpus's words again, and learning them anew was a third
         of a worker's time on a segment of the 1M corpus. Their chunk counts go on adding up until
         taken (`raw_chunk_counts`); when the table is let go, the counts not yet taken are returned
         (else nothing is)."""
         counts: dict[str, int] = {}
-        if len(self.table) > KEPT_RAWS:
+        if len(self.table) > self.kept_raws:
             counts = self.raw_chunk_counts()
             self._new_table()
         self._reset()
@@ -254,14 +254,14 @@ def dead_segments(store, live: BitMap) -> list[int]:
     return dead
 
 
-def merge_plan(store, live: BitMap) -> list[int]:
+def merge_plan(store, live: BitMap, max_segments: int = WriterTuning.max_segments) -> list[int]:
     """The segments to merge into one after a commit, oldest first ([] when none).
 
     - Over half of the indexed chunks deleted (more than 1000): all segments, to drop dead postings.
     - A segment smaller than all newer segments together: it and every newer one. Sizes then at
       least double towards the past, so there are about log2(N / smallest) segments and a chunk is
       rewritten O(log N) times over its life, not once per merge as when every merge took them all.
-    - Still more than MAX_SEGMENTS: the newest ones, enough to get back to the cap (the cheap end).
+    - Still more than `max_segments`: the newest ones, enough to get back to the cap (the cheap end).
 
     A merge always takes the newest segments. The merged segment gets the next id and holds the
     highest chunk ids, so segment order stays chunk-id order.
@@ -277,8 +277,8 @@ def merge_plan(store, live: BitMap) -> list[int]:
         if rows[i][1] < newer:
             start = i
         newer += rows[i][1]
-    if min(start, len(rows) - 1) + 1 > MAX_SEGMENTS:  # segments left after merging from `start`
-        start = MAX_SEGMENTS - 1
+    if min(start, len(rows) - 1) + 1 > max_segments:  # segments left after merging from `start`
+        start = max_segments - 1
     run = ids[start:]
     return run if len(run) > 1 else []
 
@@ -286,12 +286,6 @@ def merge_plan(store, live: BitMap) -> list[int]:
 def _keep_postings(ids: np.ndarray, tf: np.ndarray, positions: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """The positions of the kept postings (positions are stored tf-many per posting)."""
     return positions[np.repeat(keep, tf.astype(np.int64))]
-
-
-# memory per range of a merge (stored bytes and kenning.store.records.ROW_MEMORY_BYTES a row), over
-# all the merged segments: a few ranges are in flight at once, decoded, joined and encoded (a count
-# of terms let ranges of common words reach hundreds of megabytes at 1M chunks)
-MERGE_RANGE_BYTES = 8 << 20
 
 
 def _live_part(posting: tuple, order: int, dead: np.ndarray):
@@ -391,15 +385,23 @@ def _columns_of(rows: list[tuple]) -> SegmentColumns:
     )
 
 
-def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, helpers=None) -> int | None:
+def merge_segments(
+    store,
+    live: BitMap,
+    segment_ids: list[int] | None = None,
+    helpers=None,
+    range_bytes: int = WriterTuning.merge_range_bytes,
+) -> int | None:
     """Rewrite segments (all, or the newest ones given) as one that holds only their live chunks.
     Runs inside the caller's transaction.
 
-    The merge goes by ranges of terms (about MERGE_RANGE_BYTES of postings in memory each): the writer
-    reads a range's rows from every merged segment, `merge_range` joins them, the writer inserts the
-    result. `helpers` (kenning.indexing.analysis.ChunkAnalysis) run `merge_range` in its worker
-    processes, several ranges at once, results in order; without, it runs here. Memory holds a few
-    ranges, not the segments."""
+    The merge goes by ranges of terms, each about `range_bytes` of memory over all the merged segments
+    (stored bytes, and kenning.store.records.ROW_MEMORY_BYTES a row: cut by a count of terms, ranges of
+    common words reached hundreds of megabytes at 1M chunks). The writer reads a range's rows from
+    every merged segment, `merge_range` joins them, the writer inserts the result. `helpers`
+    (kenning.indexing.analysis.ChunkAnalysis) run `merge_range` in its worker processes, several
+    ranges at once, results in order; without, it runs here. Memory holds a few ranges, not the
+    segments."""
     every = [seg_id for seg_id, _ in store.segment_sizes()]
     segment_ids = every if segment_ids is None else sorted(segment_ids)
     if not segment_ids:
@@ -410,7 +412,7 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
     if len(all_ids) == 0:
         store.drop_segments(segment_ids)
         return None
-    bounds = store.term_bounds(segment_ids, MERGE_RANGE_BYTES)
+    bounds = store.term_bounds(segment_ids, range_bytes)
     ranges = list(zip([None, *bounds], [*bounds, None], strict=True))
 
     def read_and_free(low, high) -> list[list[tuple]]:
@@ -435,7 +437,13 @@ def merge_segments(store, live: BitMap, segment_ids: list[int] | None = None, he
     return merged_id
 
 
-def land_spilled(store, spills: list[SpilledSegment], live: BitMap, helpers=None) -> int | None:
+def land_spilled(
+    store,
+    spills: list[SpilledSegment],
+    live: BitMap,
+    helpers=None,
+    range_bytes: int = WriterTuning.merge_range_bytes,
+) -> int | None:
     """Write a run's spilled segments (kenning.indexing.spill) to the store as one segment of their
     live chunks, by term ranges as `merge_segments` merges: each range's columns are read from the
     files, joined and encoded (in the workers, when `helpers` has them), and the writer inserts the
@@ -445,7 +453,7 @@ def land_spilled(store, spills: list[SpilledSegment], live: BitMap, helpers=None
     all_ids, title_lens, body_lens, dead = _surviving(spills, live)
     if len(all_ids) == 0:
         return None
-    ranges = spill_ranges(spills, MERGE_RANGE_BYTES)
+    ranges = spill_ranges(spills, range_bytes)
     if helpers is not None:
         merged = helpers.merge_ranges(ranges, dead, len(all_ids))
     else:

@@ -12,9 +12,9 @@ array operations (`merge_columns`), and only the merged rows are encoded, once, 
 A spill file is a JSON header (its length in the first 8 bytes) naming where each column lies, then
 the columns: the terms' UTF-8 bytes and their offsets, the postings (chunk ids, title and body term
 frequencies), the positions, and each term's bounds in them. A range reads only its slices. Marks
-every SPILL_MARK_BYTES of merge memory (the postings' bytes and ROW_MEMORY_BYTES a term, as
-kenning.store term_bounds counts a stored segment) give the term ranges to cut merges by and the terms
-each range reads.
+every `mark_bytes` (WriterTuning.spill_mark_bytes) of merge memory (the postings' bytes and
+ROW_MEMORY_BYTES a term, as kenning.store term_bounds counts a stored segment) give the term ranges
+to cut merges by and the terms each range reads.
 
 The files live in a private folder beside the index (`SpillFolder`), removed when the run ends; a run
 that was killed leaves one behind, which the next write removes.
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning.indexing.tuning import WriterTuning
 from kenning.kernels.arrays import stable_argsort
 from kenning.store.records import ROW_MEMORY_BYTES, SegmentColumns, range_bounds
 
-SPILL_MARK_BYTES = 64 << 10  # merge memory between marks: a range reads at most two marks' worth more
 SPILL_PREFIX = ".kenning-spill-"
 _ARRAYS = (
     "ids",
@@ -83,8 +83,10 @@ def empty_columns() -> SegmentColumns:
     )
 
 
-def write_spill(path: str, columns: SegmentColumns) -> list[tuple[str, int, int]]:
-    """Write a segment's columns; returns its marks."""
+def write_spill(
+    path: str, columns: SegmentColumns, mark_bytes: int = WriterTuning.spill_mark_bytes
+) -> list[tuple[str, int, int]]:
+    """Write a segment's columns; returns its marks, one every `mark_bytes` of merge memory."""
     names = [term.encode("utf-8", "surrogatepass") for term in columns.terms]
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum([len(name) for name in names], out=offsets[1:])
@@ -100,11 +102,11 @@ def write_spill(path: str, columns: SegmentColumns) -> list[tuple[str, int, int]
         out.write(head)
         for array in arrays.values():
             out.write(np.ascontiguousarray(array).data)
-    return _marks(columns)
+    return _marks(columns, mark_bytes)
 
 
-def _marks(columns: SegmentColumns) -> list[tuple[str, int, int]]:
-    """(last term, merge memory, terms so far) of each run of terms holding SPILL_MARK_BYTES or more."""
+def _marks(columns: SegmentColumns, mark_bytes: int) -> list[tuple[str, int, int]]:
+    """(last term, merge memory, terms so far) of each run of terms holding `mark_bytes` or more."""
     sizes = (
         np.diff(columns.posting_bounds) * 8  # chunk id and two frequencies, as stored at their widest
         + (np.diff(columns.title_bounds) + np.diff(columns.body_bounds)) * 4
@@ -114,7 +116,7 @@ def _marks(columns: SegmentColumns) -> list[tuple[str, int, int]]:
     if not len(total):
         return []
     ends = np.unique(
-        np.searchsorted(total, np.arange(SPILL_MARK_BYTES, int(total[-1]), SPILL_MARK_BYTES)) + 1
+        np.searchsorted(total, np.arange(mark_bytes, int(total[-1]), mark_bytes)) + 1
     )
     ends = np.append(ends[ends < len(total)], len(total))
     held = np.diff(np.concatenate(([0], total[ends - 1])))

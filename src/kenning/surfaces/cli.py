@@ -26,7 +26,7 @@ from kenning.api.settings import (
     search_keys,
 )
 from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
-from kenning.indexing.writer import display_path
+from kenning.indexing.reports import display_path
 from kenning.ingest.chunk import IngestError
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, byte_size
 from kenning.lexical.bm25 import VARIANTS, Bm25Params
