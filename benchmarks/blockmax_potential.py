@@ -22,7 +22,7 @@ import numpy as np
 from kenning import Index, kernels
 from kenning.lexical.bm25 import Bm25Params
 
-WINDOW_BITS = 10  # MaxScore's windows in kenning/_kernels.c
+WINDOW_BITS = 10  # MaxScore's windows in kenning/kernels/c/scoring.c
 COMMON = 10_000
 
 
