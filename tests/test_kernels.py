@@ -371,14 +371,25 @@ def test_a_views_weights_are_its_numpy_impacts_to_the_bit(tmp_path, variant):
 
 
 @native
-def test_the_rows_digest_is_hashlib_s_blake2b_at_every_length_around_its_blocks():
-    import hashlib
+def test_a_row_s_digest_is_the_checksum_s_at_every_length_around_blake2b_s_blocks():
+    """encode_rows and join_rows digest a row by hashlib as kenning.store.checksum does, whatever its
+    length: the digest's input from under one 128-byte block to many, and past the 2 KB from which
+    hashlib lets go of the GIL."""
+    from kenning.store import compact
+    from kenning.store.checksum import posting_digest
+    from kenning.store.records import SegmentColumns
 
-    from kenning import _kernels
-
-    data = np.random.default_rng(0).integers(0, 256, 700, dtype=np.uint8).tobytes()
-    for n in [*range(0, 300), *range(380, 390), 511, 512, 513, 640, 700]:
-        assert _kernels.blake2b_16(data[:n]) == hashlib.blake2b(data[:n], digest_size=16).digest(), n
+    rng = np.random.default_rng(0)
+    for n in [*range(1, 40), 100, 1000, 5000]:
+        ids = (np.arange(n) * 3).astype(np.uint32)
+        tft, tfb = rng.integers(0, 2, n).astype(np.uint16), np.ones(n, np.uint16)
+        pt = rng.integers(0, 70_000, int(tft.sum())).astype(np.uint32)
+        pb = rng.integers(0, 100, n).astype(np.uint32)
+        bounds = [np.array([0, len(column)], np.int64) for column in (ids, pt, pb)]
+        columns = SegmentColumns(["term"], ids, tft, tfb, pt, pb, *bounds)
+        [(row, digest)] = compact.encode_posting_rows(columns)
+        assert digest == posting_digest("term", ids, tft, tfb, pt, pb), n
+        assert kernels.join_rows([[row]], np.zeros(0, np.uint32)) == [(row, digest)], n
 
 
 ANY_CHARACTER = st.characters(blacklist_categories=())  # lone surrogates too

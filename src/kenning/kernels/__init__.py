@@ -1,10 +1,11 @@
 """Numeric kernels both paths share: top-k selection (topk), sorted-unique arrays and roaring bitmaps
-made from numpy (arrays), and, here, the per-posting and per-row loops in C (kenning/_kernels.c,
-built when kenning is installed): on the
-query path a term's weighted BM25 scores, its live postings (as stored when nothing is to be
-dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's terms,
-and MaxScore top-k weighing the postings it visits; on the write path the encoding of a segment's
-rows, the joining of merged segments' rows and the packing of a range's short rows.
+made from numpy (arrays), and, here, the per-posting and per-row loops in C (the extension
+kenning._kernels, built from kenning/kernels/c/ when kenning is installed): on the query path
+(postings.c, scoring.c) a term's weighted BM25 scores, its live postings (as stored when nothing is
+to be dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's
+terms, and MaxScore top-k weighing the postings it visits; on the write path (rows.c) the encoding
+of a segment's rows with their digests, the joining of merged segments' rows and the packing of a
+range's short rows.
 
 The first query that meets a common term pays these over every posting (~300k at a million
 chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for the

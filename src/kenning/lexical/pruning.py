@@ -5,7 +5,7 @@ contributions are summed clause by clause in the query's order, as the exhaustiv
 and a chunk is skipped only when a bound on its score lies strictly below the k-th best (tests hold
 both paths equal to the exhaustive one on random queries).
 
-MaxScore (Turtle & Flood 1995; kenning/_kernels.c), over the terms' postings by windows of 1,024
+MaxScore (Turtle & Flood 1995; kenning/kernels/c/scoring.c), over the terms' postings by windows of 1,024
 chunk ids (the candidates of a window are gathered term by term, then visited in id order), is what
 runs where kenning's C module is built. Terms are ordered by their largest contribution; once
 the k-th best score exceeds what a chunk holding only the weakest few terms could reach (their maxima

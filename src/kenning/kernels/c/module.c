@@ -1,0 +1,31 @@
+/* kenning._kernels: the loops kenning runs in C, one extension made of a file per concern
+ * (kenning.kernels wraps it and says where each loop serves):
+ *   postings.c  a term's postings on the query path: live postings, roaring bitmaps of chunk ids
+ *   scoring.c   BM25 scores on the query path: weighing postings, MaxScore top k
+ *   rows.c      posting rows on the write path: a new segment's, merged segments' joined, packs
+ * This file is the module: its table of functions.
+ */
+#include "kernels.h"
+
+static PyMethodDef kernel_methods[] = {
+    {"all_live", all_live, METH_VARARGS, all_live_doc},
+    {"live_postings", live_postings, METH_VARARGS, live_postings_doc},
+    {"roaring_bytes", roaring_bytes, METH_O, roaring_bytes_doc},
+    {"roaring_union_bytes", roaring_union_bytes, METH_O, roaring_union_bytes_doc},
+    {"weigh", weigh, METH_VARARGS, weigh_doc},
+    {"maxscore", maxscore, METH_VARARGS, maxscore_doc},
+    {"encode_rows", encode_rows, METH_VARARGS, encode_rows_doc},
+    {"join_rows", join_rows, METH_VARARGS, join_rows_doc},
+    {"pack_rows", pack_rows, METH_VARARGS, pack_rows_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_kernels",
+    .m_doc = "Per-posting and per-row loops in C (see kenning.kernels).",
+    .m_size = -1,
+    .m_methods = kernel_methods,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
