@@ -1,5 +1,5 @@
 """kenning's two compiled parts: a segment's raw-token table (kenning.indexing._term_table) and the
-per-posting and per-row loops of the query and write paths (kenning._kernels).
+per-posting and per-row loops of the query and write paths (kenning.kernels._native).
 
 Both optional: where they cannot be compiled, kenning computes the same in Python and NumPy
 (kenning.indexing.term_table; for the kernels, kenning.kernels says where), only slower.
@@ -7,7 +7,7 @@ Both optional: where they cannot be compiled, kenning computes the same in Pytho
 
 from setuptools import Extension, setup
 
-KERNELS = "src/kenning/kernels/c"  # kenning._kernels' sources, a file per concern
+KERNELS = "src/kenning/kernels/c"  # kenning.kernels._native's sources, a file per concern
 
 setup(
     ext_modules=[
@@ -18,11 +18,11 @@ setup(
             optional=True,
         ),
         Extension(
-            "kenning._kernels",
+            "kenning.kernels._native",
             [f"{KERNELS}/{name}.c" for name in ("module", "postings", "scoring", "rows")],
             depends=[f"{KERNELS}/kernels.h"],  # rebuilt when it changes; and shipped in the sdist
             # no fused multiply-add: the scores must equal NumPy's to the last bit; the files' shared
-            # functions stay inside the extension (only PyInit__kernels is exported)
+            # functions stay inside the extension (only PyInit__native is exported)
             extra_compile_args=["-O3", "-ffp-contract=off", "-fvisibility=hidden"],
             optional=True,
         ),

@@ -1,4 +1,4 @@
-"""The C loops (kenning._kernels) against the Python and NumPy they replace, to the last bit: a term's
+"""The C loops (kenning.kernels._native) against the Python and NumPy they replace, to the last bit: a term's
 weighted BM25 scores, its live postings, its roaring bitmap, MaxScore's top k, a segment's rows
 as the store encodes them, and a range's short rows packed."""
 
@@ -17,7 +17,7 @@ from kenning import kernels
 from kenning.kernels import arrays
 from kenning.lexical.bm25 import Bm25Params, saturate
 
-native = pytest.mark.skipif(not kernels.NATIVE, reason="kenning._kernels is not built here")
+native = pytest.mark.skipif(not kernels.NATIVE, reason="kenning.kernels._native is not built here")
 
 
 def test_the_kernels_are_built_where_a_compiler_is():
@@ -26,7 +26,7 @@ def test_the_kernels_are_built_where_a_compiler_is():
     headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
     if not ((shutil.which("cc") or shutil.which("gcc")) and headers.exists()):
         pytest.skip("no C compiler or Python headers here: the query path runs NumPy")
-    assert kernels.NATIVE, "a compiler is here but kenning._kernels was not built"
+    assert kernels.NATIVE, "a compiler is here but kenning.kernels._native was not built"
 
 
 def _numpy_weighted(ids, tft, tfb, tl, bl, avg_t, avg_b, p, weight, field):

@@ -55,13 +55,13 @@ def ranking(ix, query, **settings):
 
 @pytest.fixture(params=["C", "NumPy"])
 def loops(request, monkeypatch, index):
-    """Pruning as built here (MaxScore in kenning._kernels), and as NumPy runs it where that is not
+    """Pruning as built here (MaxScore in kenning.kernels._native), and as NumPy runs it where that is not
     built (block maxima over id blocks). The index forgets what it kept, so that its views, postings
     and weights are made by the path under test."""
     if request.param == "C" and not kernels.NATIVE:
-        pytest.skip("kenning._kernels is not built here")
+        pytest.skip("kenning.kernels._native is not built here")
     if request.param == "NumPy":
-        monkeypatch.setattr(kernels, "_kernels", None)
+        monkeypatch.setattr(kernels, "_native", None)
         monkeypatch.setattr(kernels, "NATIVE", False)
     index.caches.clear()
     yield request.param

@@ -1,6 +1,6 @@
 """Numeric kernels both paths share: top-k selection (topk), sorted-unique arrays and roaring bitmaps
 made from numpy (arrays), and, here, the per-posting and per-row loops in C (the extension
-kenning._kernels, built from kenning/kernels/c/ when kenning is installed): on the query path
+kenning.kernels._native, built from kenning/kernels/c/ when kenning is installed): on the query path
 (postings.c, scoring.c) a term's weighted BM25 scores, its live postings (as stored when nothing is
 to be dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's
 terms, and MaxScore top-k weighing the postings it visits; on the write path (rows.c) the encoding
@@ -12,7 +12,7 @@ chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and wid
 postings and pyroaring's adding of values for the bitmap.
 Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
 the same in NumPy (kenning.lexical.view, kenning.lexical.pruning, kenning.kernels.arrays);
-tests/test_kernels.py holds both ways equal to the last bit.
+tests/test_native.py holds both ways equal to the last bit.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import numpy as np
 VARIANT_CODES = {"classic": 0, "plus": 1, "l": 2}
 
 try:
-    from kenning import _kernels
+    from kenning.kernels import _native
 
     NATIVE = True
 except ImportError:  # not compiled here
-    _kernels = None
+    _native = None
     NATIVE = False
 
 
@@ -35,9 +35,9 @@ def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, para
     has the formula); `field` keeps one field's part only. Chunk ids and term frequencies per
     posting (frequencies as stored: one or two bytes, or empty when all zero), lengths uint16 per
     chunk id. None without the C module."""
-    if _kernels is None:
+    if _native is None:
         return None
-    raw = _kernels.weigh(
+    raw = _native.weigh(
         _ids(ids), _frequencies(tf_title), _frequencies(tf_body), title_len, body_len, float(avg_title),
         float(avg_body),
         VARIANT_CODES[params.variant], params.k1, params.b, params.delta, params.title_weight,
@@ -82,17 +82,17 @@ def weighed(tf_title, tf_body, idf: float, weight: float, field=None):
 def roaring_bytes(ids: np.ndarray) -> bytes | None:
     """Ascending distinct uint32 ids in roaring's portable serialization, for `BitMap.deserialize`;
     None when they are not ascending or without the C module."""
-    if _kernels is None:
+    if _native is None:
         return None
-    return _kernels.roaring_bytes(np.ascontiguousarray(ids, dtype=np.uint32))
+    return _native.roaring_bytes(np.ascontiguousarray(ids, dtype=np.uint32))
 
 
 def roaring_union_bytes(id_arrays) -> bytes | None:
     """The union of chunk id arrays (any order) in roaring's portable serialization, for
     `BitMap.deserialize`; None without the C module."""
-    if _kernels is None:
+    if _native is None:
         return None
-    return _kernels.roaring_union_bytes(tuple(_ids(ids) for ids in id_arrays))
+    return _native.roaring_union_bytes(tuple(_ids(ids) for ids in id_arrays))
 
 
 def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None):
@@ -106,10 +106,10 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
     `maxima` holds each term's largest score (a (title hits, rest) pair for a split term, as the
     kernel returns them), or None to have it found (without weighing every posting);
     `allowed` is a bool mask over chunk ids or None."""
-    if _kernels is None:
+    if _native is None:
         return None
     maxima = tuple(m if m is None or isinstance(m, tuple) else float(m) for m in maxima)
-    got_ids, got_scores, scored, essential, found = _kernels.maxscore(
+    got_ids, got_scores, scored, essential, found = _native.maxscore(
         tuple(_ids(i) for i in ids), tuple(scores), maxima, clauses, float(floor), k, allowed, weighing
     )
     return (
@@ -125,9 +125,9 @@ def live_postings(parts, live: np.ndarray):
     """A term's postings joined from its segments' parts ((uint32 ids, title tf, body tf) each, tf as
     stored: uint8, uint16, or empty when all zero), in the order given, keeping the chunks `live`
     marks: (uint32 ids, uint16 title tf, uint16 body tf). None without the C module."""
-    if _kernels is None or not all(_as_stored(p) for p in parts):
+    if _native is None or not all(_as_stored(p) for p in parts):
         return None
-    ids, tft, tfb = _kernels.live_postings(tuple((p[0], p[1], p[2]) for p in parts), live)
+    ids, tft, tfb = _native.live_postings(tuple((p[0], p[1], p[2]) for p in parts), live)
     return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(tft, np.uint16), np.frombuffer(tfb, np.uint16)
 
 
@@ -136,10 +136,10 @@ def live_as_stored(parts, live: np.ndarray):
     marks every one of them (a built index before any deletion): (uint32 ids, title tf, body tf).
     None otherwise, or without the C module. At 1M chunks the copy `live_postings` makes of the
     commonest term of a query is 2 MB of new memory on a process's first query."""
-    if _kernels is None or len(parts) != 1 or not _as_stored(parts[0]):
+    if _native is None or len(parts) != 1 or not _as_stored(parts[0]):
         return None
     ids, tft, tfb = parts[0][0], parts[0][1], parts[0][2]
-    return (ids, tft, tfb) if _kernels.all_live(ids, live) else None
+    return (ids, tft, tfb) if _native.all_live(ids, live) else None
 
 
 def _as_stored(part) -> bool:
@@ -155,7 +155,7 @@ def encode_rows(terms: list[str], bounds, columns, kinds) -> list[tuple[tuple, b
     kinds, and runs the loop itself without the C module): each row and its blake2b digest."""
     bounds = tuple(np.ascontiguousarray(b, dtype=np.int64) for b in bounds)
     kinds = tuple(np.ascontiguousarray(k, dtype=np.uint8) for k in kinds)
-    return _kernels.encode_rows(terms, bounds, tuple(columns), kinds)
+    return _native.encode_rows(terms, bounds, tuple(columns), kinds)
 
 
 def join_rows(parts: list[list[tuple]], dead: np.ndarray) -> list[tuple[tuple, bytes]]:
@@ -164,12 +164,12 @@ def join_rows(parts: list[list[tuple]], dead: np.ndarray) -> list[tuple[tuple, b
     ascending), narrowed and digested as kenning.store.compact.encode_posting_row does; a term left
     with no posting is dropped. Call only when NATIVE."""
     dead = np.ascontiguousarray(dead, dtype=np.uint32)
-    return _kernels.join_rows([p if isinstance(p, list) else list(p) for p in parts], dead)
+    return _native.join_rows([p if isinstance(p, list) else list(p) for p in parts], dead)
 
 
 def pack_rows(encoded: list, packed_type, max_row_bytes: int, max_rows: int, max_bytes: int, row_memory: int):
     """kenning.store.sqlite.packs.pack_range's loop in C: (rows, packs, marks, checksum lines or None);
     None without the C module."""
-    if _kernels is None:
+    if _native is None:
         return None
-    return _kernels.pack_rows(encoded, packed_type, max_row_bytes, max_rows, max_bytes, row_memory)
+    return _native.pack_rows(encoded, packed_type, max_row_bytes, max_rows, max_bytes, row_memory)

@@ -1,4 +1,4 @@
-/* What the C files of kenning._kernels share: the module's functions (module.c lists them), reading
+/* What the C files of kenning.kernels._native share: the module's functions (module.c lists them), reading
  * Python buffers and stored term frequency columns, releasing a call's buffers, and little-endian
  * stores and loads.
  *

@@ -1,4 +1,4 @@
-/* kenning._kernels: the loops kenning runs in C, one extension made of a file per concern
+/* kenning.kernels._native: the loops kenning runs in C, one extension made of a file per concern
  * (kenning.kernels wraps it and says where each loop serves):
  *   postings.c  a term's postings on the query path: live postings, roaring bitmaps of chunk ids
  *   scoring.c   BM25 scores on the query path: weighing postings, MaxScore top k
@@ -22,10 +22,10 @@ static PyMethodDef kernel_methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "_kernels",
+    .m_name = "_native",
     .m_doc = "Per-posting and per-row loops in C (see kenning.kernels).",
     .m_size = -1,
     .m_methods = kernel_methods,
 };
 
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
