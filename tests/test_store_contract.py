@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from pyroaring import BitMap
 
-from kenning.store import ChunkHead, RawPostings, SegmentPostings, StorageError, Store, open_store
-from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
+from kenning.store import ChunkHead, StorageError, Store, open_store
+from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META, RawPostings, SegmentPostings
 from kenning.store.sqlite import DB_NAME, SCHEMA_VERSION, SqliteStore
 
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from kenning.analysis.analyzer import TOKEN_RE
 from kenning.analysis.protected import CaseStats, iter_words, protected_reason
 from kenning.glossary.terms import APPROVED, STATUSES, STRENGTH, GlossaryError, term_key
-from kenning.store import GlossaryTermRow
+from kenning.store.records import GlossaryTermRow
 
 
 class GlossaryCuration:

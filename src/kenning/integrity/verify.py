@@ -27,10 +27,9 @@ from pyroaring import BitMap
 
 from kenning.indexing.segments import SegmentBuilder
 from kenning.models.recorded import record_problem, recorded_embedder
-from kenning.store import embedding_text, text_hash
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.errors import DECODING_ERRORS, StorageError
-from kenning.store.records import VECTOR_GRAPH_META
+from kenning.store.records import VECTOR_GRAPH_META, embedding_text, text_hash
 
 MAX_MESSAGES = 20  # per stage; the rest are counted
 DEFAULT_SAMPLE = 1000

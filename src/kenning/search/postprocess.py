@@ -331,35 +331,28 @@ class PostprocessResult:
 
 def run_stages(cands: list[Candidate], opts: PostprocessOptions) -> PostprocessResult:
     """recency -> diversity -> mmr -> dedup -> cap, each only when switched on."""
+    # (stage, switched on, the stage: candidates -> (kept, dropped)), in order
+    stages = [
+        ("recency", opts.recency_lambda, lambda c: (apply_recency(c, opts.recency_lambda, opts.now), [])),
+        (
+            "diversity",
+            opts.diversity_penalty,
+            lambda c: (diversity_penalty(c, opts.diversity_penalty, opts.diversity_free), []),
+        ),
+        ("mmr", opts.mmr_lambda, lambda c: (mmr(c, opts.mmr_lambda, opts.mmr_k), [])),
+        ("dedup", opts.dedup_threshold, lambda c: dedup_overlap(c, opts.dedup_threshold)),
+        ("cap", opts.cap, lambda c: cap_per_document(c, opts.cap)),
+    ]
     funnel: list[dict] = []
     dropped: list[Candidate] = []
     cur = list(cands)
-
-    def step(name: str, before: int) -> None:
+    for name, setting, stage in stages:
+        if setting is None:
+            continue
+        before = len(cur)
+        cur, gone = stage(cur)
+        dropped.extend(gone)
         funnel.append({"stage": name, "in": before, "out": len(cur)})
-
-    if opts.recency_lambda is not None:
-        n = len(cur)
-        cur = apply_recency(cur, opts.recency_lambda, opts.now)
-        step("recency", n)
-    if opts.diversity_penalty is not None:
-        n = len(cur)
-        cur = diversity_penalty(cur, opts.diversity_penalty, opts.diversity_free)
-        step("diversity", n)
-    if opts.mmr_lambda is not None:
-        n = len(cur)
-        cur = mmr(cur, opts.mmr_lambda, opts.mmr_k)
-        step("mmr", n)
-    if opts.dedup_threshold is not None:
-        n = len(cur)
-        cur, gone = dedup_overlap(cur, opts.dedup_threshold)
-        dropped.extend(gone)
-        step("dedup", n)
-    if opts.cap is not None:
-        n = len(cur)
-        cur, gone = cap_per_document(cur, opts.cap)
-        dropped.extend(gone)
-        step("cap", n)
     return PostprocessResult(cur, dropped, funnel)
 
 

@@ -6,31 +6,8 @@ from __future__ import annotations
 import os
 
 from kenning.store.errors import IndexDamaged, StorageError
-from kenning.store.protocols import (
-    Commits,
-    Documents,
-    GlossaryTables,
-    Integrity,
-    MetadataFilters,
-    Postings,
-    Store,
-    Vectors,
-)
-from kenning.store.records import (
-    ChunkGroup,
-    ChunkHead,
-    ChunkRow,
-    GlossaryGroupRow,
-    GlossaryTermRow,
-    RawPostings,
-    SegmentData,
-    SegmentPostings,
-    Snapshot,
-    SourceFacets,
-    SourceRow,
-    embedding_text,
-    text_hash,
-)
+from kenning.store.protocols import Store
+from kenning.store.records import ChunkHead, ChunkRow  # what a reader of search results meets
 
 # The embedded store is the default: its code loads with the package, as a compiled engine's does,
 # so that opening an index reads the index and nothing else (the server store is an extra and loads
@@ -54,29 +31,11 @@ def open_store(location: str | os.PathLike, create: bool = True, rebuild_outdate
 
 
 __all__ = [
-    "ChunkGroup",
     "ChunkHead",
     "ChunkRow",
-    "Commits",
-    "Documents",
-    "GlossaryGroupRow",
-    "GlossaryTables",
-    "GlossaryTermRow",
-    "Integrity",
-    "MetadataFilters",
-    "Postings",
-    "RawPostings",
-    "SegmentData",
-    "SegmentPostings",
-    "Snapshot",
-    "SourceFacets",
-    "SourceRow",
     "IndexDamaged",
     "StorageError",
     "Store",
-    "Vectors",
-    "embedding_text",
     "is_server_url",
     "open_store",
-    "text_hash",
 ]

@@ -44,6 +44,16 @@ class Embedder(Protocol):
         ...
 
 
+def identity(embedder: Embedder) -> dict:
+    """What an embedder's describe() starts with: backend, model, dim and fingerprint."""
+    return {
+        "backend": embedder.backend,
+        "model": embedder.model,
+        "dim": embedder.dim,
+        "fingerprint": embedder.fingerprint(),
+    }
+
+
 def window(text: str, max_chars: int) -> str:
     """The part of a text a model with this window can read: whitespace runs collapsed (tokenizers
     split on whitespace anyway), then at most `max_chars` characters. A 50 MB chunk is never handed to
@@ -116,12 +126,7 @@ class NoEmbedder:
         raise EmbedderError("no embedder configured")
 
     def describe(self) -> dict:
-        return {
-            "backend": self.backend,
-            "model": self.model,
-            "dim": self.dim,
-            "fingerprint": self.fingerprint(),
-        }
+        return identity(self)
 
     def __repr__(self) -> str:
         return "NoEmbedder()"

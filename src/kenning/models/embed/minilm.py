@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import EmbedderError, check_inputs, file_sha256, make_fingerprint
+from .base import EmbedderError, check_inputs, file_sha256, identity, make_fingerprint
 from .prepared import PreparedModel
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -245,10 +245,7 @@ class MiniLMEmbedder:
 
     def describe(self) -> dict:
         return {
-            "backend": self.backend,
-            "model": self.model,
-            "dim": self.dim,
-            "fingerprint": self.fingerprint(),
+            **identity(self),
             "model_path": str(self.model_path),
             "fingerprint_inputs": self._fingerprint_parts(),
         }

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import EmbedderError, check_inputs, file_sha256, make_fingerprint
+from .base import EmbedderError, check_inputs, file_sha256, identity, make_fingerprint
 
 BATCH_SIZE = 32
 SKIP_DIRS = {"onnx", "openvino", ".git", ".cache", "__pycache__"}  # alternative backends' weights, VCS
@@ -136,10 +136,7 @@ class SentenceTransformerEmbedder:
     def describe(self) -> dict:
         parts = self._fingerprint_parts()
         return {
-            "backend": self.backend,
-            "model": self.model,
-            "dim": self.dim,
-            "fingerprint": self.fingerprint(),
+            **identity(self),
             "fingerprint_inputs": {**parts, "files": sorted(parts["files"])},
         }
 
