@@ -7,7 +7,7 @@ it finished). After every kill the index must open, pass `kenning verify`, answe
 exactly one complete state: the last one that committed (its chunk count), or the new one whole.
 
     python benchmarks/crash_kill.py --kills 300           # the long run (minutes)
-    tests/test_crash.py runs the same rounds, a few of them, in the suite.
+    tests/indexing/test_crash.py runs the same rounds, a few of them, in the suite.
 """
 
 from __future__ import annotations

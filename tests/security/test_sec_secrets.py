@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import secret_files
+from locations import SHARED_DATA
 
 ENTRY = [sys.executable, "-m", "kenning.surfaces.entry"]
 
@@ -86,7 +87,7 @@ def test_ordinary_text_is_not_flagged():
     from kenning.ingest.secrets import find_secrets
 
     flagged = []
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+    root = str(SHARED_DATA)
     names = ["cranfield", "msmarco-5k", "cacm", "scifact", "npl", "med"]
     seen = 0
     for name in names:

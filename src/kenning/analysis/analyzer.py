@@ -55,7 +55,8 @@ _ASCII_SEPARATORS = str.maketrans({c: " " for c in map(chr, range(128)) if not c
 
 
 def raw_tokens(text: str) -> list[str]:
-    """The raw tokens of a text: TOKEN_RE over its NFC form (tests/test_analysis.py holds them equal)."""
+    """The raw tokens of a text: TOKEN_RE over its NFC form (tests/search/test_analysis.py holds
+    them equal)."""
     if text.isascii():
         if "_" not in text:
             return text.translate(_ASCII_SEPARATORS).split()
@@ -160,7 +161,7 @@ class Analyzer:
         `token_analysis` gives it. Each segment of an index build meets ~150k raw tokens new to it,
         mostly the same words again: their terms are kept (up to PLAIN_TERMS_KEPT), and the rest
         found with one lowercasing and one C-level stemming call for the lot (analysing them one by
-        one would be a large share of the time to build a segment; tests/test_analysis.py holds the
+        one would be a large share of the time to build a segment; tests/search/test_analysis.py holds the
         two ways equal)."""
         raws = list(raws)
         if _PLAIN_ASCII_LINES.fullmatch("\n".join(raws)):  # the common case, tested in one pass

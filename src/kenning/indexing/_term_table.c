@@ -13,7 +13,7 @@
  * counts), stamping each entry with the last chunk counted.
  *
  * kenning.indexing.term_table holds the same interface in Python, used when this module is not
- * built; tests/test_term_table.py holds the two equal.
+ * built; tests/indexing/test_term_table.py holds the two equal.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

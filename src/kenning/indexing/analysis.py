@@ -16,7 +16,7 @@ batch, not from `batch` chunks. A batch is a `batch_parts`-th of its segment (at
 segment's worker starts on it while the writer still reads the segment's files. In a larger run each
 segment is made by one worker process (one per core, up to MAX_WORKERS; segment n by worker n mod
 workers), so a segment holds chunk ids ascending and is byte for byte the segment inline analysis
-makes (tests/test_index_analysis.py). A segment ends at `flush_chunks` chunks or `flush_text`
+makes (tests/indexing/test_index_analysis.py). A segment ends at `flush_chunks` chunks or `flush_text`
 characters, so a worker's memory is bounded by its segment. A run's segments start small: its first
 two end at `first_flush_chunks`, the next two at twice that, and so on up to `flush_chunks`, so the
 workers take turns on the few batches of a small run (one large first segment left a small

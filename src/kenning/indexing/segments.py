@@ -95,7 +95,7 @@ class SegmentBuilder:
         texts, and scanning each of those again once they were learned was ~0.05 s of a worker's
         5,000 chunks). A text holding an identifier or a CJK run (several terms at one place) goes
         token by token through the analyzer. Both give the same terms and positions
-        (tests/test_segments.py)."""
+        (tests/indexing/test_segments.py)."""
         self.doc_ids.append(chunk_id)
         for text, lengths in ((title, self.title_lens), (body, self.body_lens)):
             if not text.isascii():

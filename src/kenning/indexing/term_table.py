@@ -3,7 +3,7 @@
 Building a segment looks up every token of every new chunk; in Python that per-token work was half
 of an analysis worker's time. The table is compiled C (kenning/indexing/_term_table.c, built when
 kenning is installed) and this module holds the same table in Python for where it could not be
-compiled: `TermTable` is whichever is present, `NATIVE` says which. tests/test_term_table.py holds
+compiled: `TermTable` is whichever is present, `NATIVE` says which. tests/indexing/test_term_table.py holds
 the two equal, and both to `raw_tokens`.
 
 The interface, for one segment (kenning.indexing.segments.SegmentBuilder):

@@ -113,7 +113,7 @@ CREDENTIALS_SKIP = "holds credentials (--include-secrets to index it)"
 
 def _secret_regex(pattern: str) -> str:
     """One credential pattern as gitignore reads it (pathspec's GitIgnoreSpec, which
-    tests/test_ingest_walk.py holds this to): a name at any depth, `*` any run within a name, a
+    tests/ingest/test_ingest_walk.py holds this to): a name at any depth, `*` any run within a name, a
     leading `**/` any folders; the path itself or a folder of that name."""
     name = pattern.removeprefix("**/")
     return "^(?:.+/)?" + "[^/]*".join(re.escape(part) for part in name.split("*")) + "(?:/|$)"

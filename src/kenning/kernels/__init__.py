@@ -12,7 +12,7 @@ chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and wid
 postings and pyroaring's adding of values for the bitmap.
 Where the module could not be built, `NATIVE` is False, these return None, and the callers compute
 the same in NumPy (kenning.lexical.view, kenning.lexical.pruning, kenning.kernels.arrays);
-tests/test_native.py holds both ways equal to the last bit.
+tests/lexical/test_kernels.py holds both ways equal to the last bit.
 """
 
 from __future__ import annotations

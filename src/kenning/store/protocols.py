@@ -3,7 +3,7 @@
 Everything above the store speaks these methods and the records in kenning.store.records; no SQL and
 no connection object leave kenning/store/. Two stores implement them, SQLite (kenning.store.sqlite)
 and PostgreSQL (kenning.store.postgres), sharing their SQL (kenning.store.sql);
-tests/test_store_contract.py runs against any implementation. What a method promises is written
+tests/store/test_store_contract.py runs against any implementation. What a method promises is written
 here, once; an implementation's docstring says only how it keeps the promise, where that matters.
 
 Writes happen inside `transaction()` and become visible together at its end (one commit); reads

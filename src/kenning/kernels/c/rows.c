@@ -8,7 +8,7 @@
  * widths (kenning.store.compact); its digest is what kenning.store.checksum.digest_of_columns
  * computes, through hashlib, so both ways give the same bytes. kenning.kernels wraps these;
  * kenning.store.compact, kenning.indexing.segments and kenning.store.sqlite.packs run the same loops
- * in Python where the module is not built, and tests/test_kernels.py holds the two equal.
+ * in Python where the module is not built, and tests/lexical/test_kernels.py holds the two equal.
  */
 #include "kernels.h"
 

@@ -8,7 +8,7 @@
  * the same order (see kenning.lexical.bm25), so the scores are equal to the last bit: the extension
  * is built with -ffp-contract=off, so that no multiply-add is fused. kenning.kernels wraps these;
  * kenning.lexical.view and kenning.lexical.pruning compute the same in NumPy where the module is
- * not built, and tests/test_kernels.py holds the two equal.
+ * not built, and tests/lexical/test_kernels.py holds the two equal.
  */
 #include "kernels.h"
 #include <math.h>

@@ -17,7 +17,7 @@ close to the CPU's float32 peak, and what is left to win is the work around them
    operands scaled, an additive mask, softmax, the weighted sum of values, the merge of heads. They
    become one onnxruntime `Attention` node (com.microsoft domain, CPU kernel): one GEMM for Q, K and V
    over the concatenated weights, no head transposes. About 6% more; vectors within 2e-6 (tested).
-The vectors stay interchangeable with the unmodified graph's (tests/test_embed_minilm.py checks both),
+The vectors stay interchangeable with the unmodified graph's (tests/models/test_embed_minilm.py checks both),
 so the rewrite is not part of the fingerprint. It is applied only to the model file whose sha256 it
 was verified on (see minilm.py).
 

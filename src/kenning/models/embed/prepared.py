@@ -5,7 +5,7 @@ Preparing the default model costs about 0.4 s of every process's first embedding
 `kenning search` in hybrid mode and of a server's first query: reading and hashing the 23 MB file,
 the graph rewrite (_onnx_graph.py), then onnxruntime optimising the graph as the session starts. A
 prepared file starts a session in about 0.1 s and gives the same vectors bit for bit
-(tests/test_embed_minilm.py). onnxruntime's "extended" optimisations are the ones kept: unlike its
+(tests/models/test_embed_minilm.py). onnxruntime's "extended" optimisations are the ones kept: unlike its
 layout ones they do not depend on the CPU. A file's name says all it was made from: the source file
 (path, size, modification time), the rewrite's code, the rewrite asked for, and onnxruntime's
 version. One that will not load is removed and made again.

@@ -29,7 +29,7 @@ class SqlFilters(SqlStatements):
         self, since: float | None, before: float | None, meta: FrontMatterPairs
     ) -> tuple[str, list]:
         """The SQL of a scope filter, `{}` standing for the source condition, and the parameters
-        after that condition's: conditions the table's indexes answer (tests/test_postgres_store.py
+        after that condition's: conditions the table's indexes answer (tests/store/test_postgres_store.py
         reads a plan)."""
         where, params = ["{}"], []
         if since is not None:

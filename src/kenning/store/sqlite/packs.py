@@ -226,7 +226,7 @@ def pack_range(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
 
 
 def pack_range_python(encoded: list[tuple[tuple, bytes]]) -> PackedRange:
-    """`pack_range` row by row (where the C module is not built; tests/test_kernels.py holds the two
+    """`pack_range` row by row (where the C module is not built; tests/lexical/test_kernels.py holds the two
     equal)."""
     writer, rows, marks = PackWriter(), [], []
     for row, _ in encoded:

@@ -2,14 +2,12 @@
 
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from locations import BENCHMARKS, BOOKS
+
+sys.path.insert(0, str(BENCHMARKS))
 
 from answer_eval import in_chapter, load_questions, score  # noqa: E402
-
-BOOKS = ROOT.parent / "shared" / "data" / "books"
 
 
 def test_a_citation_counts_when_its_heading_path_names_a_right_chapter():
@@ -39,7 +37,7 @@ def test_the_question_sets_hold_what_the_issue_asks_and_quote_the_books():
         ("dracula_questions.jsonl", "dracula.md"),
         ("monte_cristo_questions.jsonl", "monte-cristo.md"),
     ):
-        questions = load_questions(ROOT / "benchmarks" / "data" / name)
+        questions = load_questions(BENCHMARKS / "data" / name)
         answerable = [q for q in questions if q["answerable"]]
         assert len(answerable) >= 30 and len(questions) - len(answerable) >= 15
         text = (BOOKS / book).read_text()

@@ -5,16 +5,16 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from locations import REPO as ROOT
+from locations import SHARED_DATA
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import scale  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = SHARED_DATA
 pytestmark = pytest.mark.skipif(not (DATA / "cranfield").exists(), reason="needs ../shared/data (dev sets)")
 
 

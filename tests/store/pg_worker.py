@@ -1,4 +1,4 @@
-"""Processes for tests/test_postgres_concurrency.py: a writer committing files one at a time, and a
+"""Processes for tests/store/test_postgres_concurrency.py: a writer committing files one at a time, and a
 reader checking that every search sees whole commits. Run as a script: separate processes, separate
 connections, as real users would be."""
 

@@ -2,11 +2,11 @@
 write method that commit removed, and failed with an AttributeError that no test ran into."""
 
 import sys
-from pathlib import Path
 
 import pytest
+from locations import BENCHMARKS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(BENCHMARKS))
 
 import bench_merge  # noqa: E402
 

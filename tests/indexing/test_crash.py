@@ -2,9 +2,10 @@
 kills here; `python benchmarks/crash_kill.py --kills 300` is the long run)."""
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from locations import BENCHMARKS
+
+sys.path.insert(0, str(BENCHMARKS))
 
 from crash_kill import run_kills  # noqa: E402
 

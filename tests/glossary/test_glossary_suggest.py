@@ -3,9 +3,9 @@ and (when present) on the two novels in ../shared/data/books."""
 
 import random
 import time
-from pathlib import Path
 
 import pytest
+from locations import BOOKS
 
 from kenning.analysis.analyzer import fold
 from kenning.analysis.protected import case_stats, protected_reason
@@ -19,8 +19,6 @@ from kenning.glossary.miners import (
     mine_morphology,
     mine_names,
 )
-
-BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 
 
 # ----------------------------------------------------------------------------------------- protected

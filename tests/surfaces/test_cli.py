@@ -2,13 +2,11 @@
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from locations import BOOKS
 
 from kenning.surfaces.cli import main
-
-BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 
 
 def run(capsys, *argv):

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from locations import SHARED_DATA
 
 from kenning import Index
 from kenning.store import StorageError, open_store
 
-CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+CRANFIELD = SHARED_DATA / "cranfield"
 
 
 def beir_subset(root: Path, n_docs: int, n_queries: int) -> tuple[Path, list[str]]:

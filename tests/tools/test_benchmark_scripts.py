@@ -4,11 +4,10 @@ kenning modules it names), so a module that moves cannot silently break a tool n
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from locations import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py"))
 
