@@ -7,7 +7,7 @@ and "theirs", an endpoint written into the index by whoever handed it over.
 import json
 
 import pytest
-from test_embed_http import PROXY_VARS, FakeServer
+from fake_embedding_server import PROXY_VARS, FakeServer
 
 from kenning import Index
 from kenning.models.embed import OpenAIEmbedder

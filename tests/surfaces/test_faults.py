@@ -9,9 +9,9 @@ import sys
 import time
 
 import pytest
+from fake_embedding_server import PROXY_VARS, FakeServer
 from hypothesis import given
 from hypothesis import strategies as st
-from test_embed_http import PROXY_VARS, FakeServer
 
 from kenning import Index
 from kenning.models.embed import EmbedderError, OpenAIEmbedder

@@ -10,6 +10,10 @@ References:
     notes/auth.md               a whole document (a path, or a document id such as a BEIR _id)
     notes/auth.md:120-160       the lines 120 to 160 of it (`:120` for one line)
     chunk:42  or  #42           one chunk
+
+A reader that must stay small (an agent's context, a page) asks for a window: the document's lines
+from an offset while they fit in a number of characters (`window`). The window says what it left
+out and the offset that reads on, so nothing is lost by bounding it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from fnmatch import fnmatch
 
 from kenning.store import ChunkRow
 
+NUMBER_WIDTH = 8  # a line number as text forms show it: right-aligned in six, two spaces
 _RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>[0-9]{1,18})(?:-(?P<end>[0-9]{1,18}))?$")
 
 
@@ -50,6 +55,11 @@ class Document:
     line_range: tuple[int, int] | None = None
     time: float | None = None
     kind: str | None = None
+    window: Window | None = None  # set when only part of the document was asked for
+
+    @property
+    def line_count(self) -> int:
+        return sum(len(s.lines) for s in self.sections)
 
     @property
     def chars(self) -> int:
@@ -71,7 +81,38 @@ class Document:
             "path": self.path,
             "line_range": list(self.line_range) if self.line_range else None,
             "time": self.time,
+            "window": self.window.to_dict() if self.window else None,
             "sections": [s.to_dict() for s in self.sections],
+        }
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which part of a document a windowed read returned: lines `offset` to `offset + shown - 1` of
+    its `total` (counted in the document as it reads, each line once), what is left after them, and
+    the offset of the next part (None when nothing is left)."""
+
+    ref: str
+    offset: int
+    shown: int
+    total: int
+    chars_after: int
+    cut: int = 0  # lines longer than the whole budget, shown cut at it
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + self.shown
+        return end if end < self.total else None
+
+    def to_dict(self) -> dict:
+        return {
+            "offset": self.offset,
+            "lines_shown": self.shown,
+            "lines_total": self.total,
+            "lines_after": self.total - self.offset - self.shown,
+            "chars_after": self.chars_after,
+            "lines_cut": self.cut,
+            "next": {"path": self.ref, "offset": self.next_offset} if self.next_offset is not None else None,
         }
 
 
@@ -105,6 +146,39 @@ def assemble(ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None 
     path = rows[0].path or rows[0].doc_key if rows else ref
     times = [r.time for r in rows if r.time is not None]
     return Document(ref, path, sections, line_range, max(times) if times else None)
+
+
+def window(document: Document, max_chars: int, offset: int = 0) -> Document:
+    """The document's lines from line `offset` on (0: the first) while they fit in `max_chars` as
+    shown (each with its line number), always at least one line (cut at `max_chars` when it alone
+    is longer), with a Window saying what was left out. Raises ValueError for an offset past the
+    document's end."""
+    total = document.line_count
+    if offset < 0 or (offset and offset >= total):
+        raise ValueError(f"offset {offset} is outside {document.ref!r}, which has {total} lines")
+    sections: list[Section] = []
+    used = shown = cut = chars_after = 0
+    position = -1
+    for section in document.sections:
+        kept: list[tuple[int | None, str]] = []
+        for n, text in section.lines:
+            position += 1
+            if position < offset:
+                continue
+            margin = NUMBER_WIDTH + 1 if n is not None else 1  # as shown: numbered, one line each
+            if chars_after or (shown and used + len(text) + margin > max_chars):
+                chars_after += len(text) + 1  # from the first line that does not fit, all are left
+                continue
+            if len(text) + margin > max_chars:
+                text, cut = text[: max(0, max_chars - margin - 1)] + "…", cut + 1
+            kept.append((n, text))
+            used += len(text) + margin
+            shown += 1
+        if kept:
+            sections.append(Section(section.title, kept, section.page, section.chunk_ids))
+    part = Document(document.ref, document.path, sections, document.line_range, document.time, document.kind)
+    part.window = Window(document.ref, offset, shown, total, chars_after, cut)
+    return part
 
 
 def _numbered_lines(row: ChunkRow) -> list[tuple[int | None, str]]:

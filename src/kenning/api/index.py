@@ -323,10 +323,12 @@ class Index:
         found = self.store.chunks_by_ids(ids)
         return [found[i] for i in ids if i in found]
 
-    def read(self, ref: str | int) -> Document | None:
+    def read(self, ref: str | int, max_chars: int | None = None, offset: int = 0) -> Document | None:
         """A document (or one chunk, or a line range of a document) as it reads, each line once and
-        numbered (kenning.api.documents); None when the index holds nothing under `ref`."""
-        from kenning.api.documents import assemble, parse_ref
+        numbered (kenning.api.documents); None when the index holds nothing under `ref`. With
+        `max_chars` (or an `offset`), only the lines from `offset` that fit, and a `window` saying what
+        was left out and the offset that reads on. A line range outside the document is a ValueError."""
+        from kenning.api.documents import assemble, parse_ref, window
 
         rows, line_range = self.get(ref), None
         if not rows:
@@ -337,8 +339,14 @@ class Index:
         if not rows:
             return None
         document = assemble(str(ref), rows, line_range)
+        if line_range is not None and not document.sections:
+            numbers = [n for row in rows for n in (row.start_line, row.end_line) if n is not None]
+            held = f"lines {min(numbers)}-{max(numbers)}" if numbers else "no line numbers"
+            raise ValueError(f"{ref}: lines {line_range[0]}-{line_range[1]} are not in it (it has {held})")
         source = self.store.source_by_path(rows[0].path) if rows[0].path else None
         document.kind = source.kind if source else None
+        if max_chars is not None or offset:
+            document = window(document, max_chars if max_chars is not None else 2**62, offset)
         return document
 
     def read_many(self, refs: str | list[str], max_chars: int = 50_000) -> dict:

@@ -61,6 +61,24 @@ def _byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _whole_number(low: int):
+    """An argparse type: a whole number of at least `low`, else a message naming the bound."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int, _non_negative_int = _whole_number(1), _whole_number(0)
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", metavar="DIR", help="index directory (default: $KENNING_INDEX or ./.kenning)")
     p.add_argument(
@@ -290,8 +308,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "get", help="print a document once, lines numbered: PATH, PATH:START-END, a document id, or chunk:ID"
     )
-    p.add_argument("ref")
-    p.add_argument("--format", choices=("text", "json", "md", "files"), default="text")
+    p.add_argument(
+        "ref", help="notes/a.md, notes/a.md:10-20 (those lines), a document id, or chunk:ID from a search hit"
+    )
+    p.add_argument(
+        "--max-chars",
+        type=_positive_int,
+        metavar="N",
+        help="print at most N characters of text, and the --offset that reads on (default: all)",
+    )
+    p.add_argument(
+        "--offset", type=_non_negative_int, default=0, metavar="N", help="skip the document's first N lines"
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "md", "files"),
+        default="text",
+        help="text (numbered lines), json, md (Markdown), or files (the path only)",
+    )
     _add_common(p)
 
     p = sub.add_parser("multi-get", help="print several documents: a glob over indexed paths, or refs")
@@ -557,7 +591,7 @@ def cmd_answer(args) -> int:
 
 def cmd_get(args) -> int:
     with _open(args) as index:
-        document = index.read(args.ref)
+        document = index.read(args.ref, max_chars=args.max_chars, offset=args.offset)
     if document is None:
         print(
             f"kenning: error: nothing indexed under {args.ref!r} (give a file path, a path with lines "

@@ -1,7 +1,8 @@
 """`kenning serve`: the JSON API, the web page and MCP over streamable HTTP, on one warm Service.
 
     GET  /api/search?q=...&mode=...&limit=...&collection=...&path=...&since=...&meta=KEY=VALUE
-    GET  /api/get?path=notes/a.md:10-20        GET /api/multi-get?pattern=notes/*.md&max_chars=...
+    GET  /api/get?path=notes/a.md:10-20&offset=0&max_chars=20000
+    GET  /api/multi-get?pattern=notes/*.md&max_chars=...
     GET  /api/status                           POST /api/index   (only with --allow-write)
     GET  /api/answer?q=...&candidates=20       a cited answer (the JSON of `kenning answer --json`)
     POST /api/cli                              commands the command line forwards (local token only)
@@ -37,7 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from kenning.surfaces.mcp_server import build_mcp
 from kenning.surfaces.render import json_text
-from kenning.surfaces.service import Service, WriteRefused
+from kenning.surfaces.service import WINDOW_CHARS, Service, WriteRefused
 
 WEB = Path(__file__).parent / "web"
 FORWARDED = ("search", "get", "multi-get", "status")  # what the command line may run here
@@ -200,8 +201,14 @@ def create_app(
         )
 
     @app.get("/api/get", summary="A document once, lines numbered (path, path:START-END, chunk:ID)")
-    def api_get(path: Annotated[str, Query(min_length=1)]):
-        document = _answer(lambda: service.read(path))
+    def api_get(
+        path: Annotated[str, Query(min_length=1)],
+        offset: Annotated[int, Query(ge=0, description="skip this many of the document's lines")] = 0,
+        max_chars: Annotated[
+            int, Query(ge=100, le=1_000_000, description="at most this many characters of text")
+        ] = WINDOW_CHARS,
+    ):
+        document = _answer(lambda: service.read(path, max_chars=max_chars, offset=offset))
         if document is None:
             return JSONResponse({"error": f"nothing indexed under {path!r}"}, status_code=404)
         return document

@@ -20,13 +20,14 @@ from pydantic import Field
 
 from kenning.query.parser import well_formed
 from kenning.surfaces.render import answer_text
-from kenning.surfaces.service import Service, hits_text
+from kenning.surfaces.service import WINDOW_CHARS, Service, hits_text
 from kenning.surfaces.terminal import visible
 
 INSTRUCTIONS = """kenning searches the user's own files (notes, code, PDFs, chat logs) with a hybrid of
 BM25 and dense vectors, and says why it ranked each result. Use `search` with the user's words; read a
-result in full with `get` (a path, a path with lines such as notes/auth.md:120-160, or chunk:ID);
-`multi_get` reads several files by glob within a size budget. When a search finds nothing, say so:
+result with `get` (a path, a path with lines such as notes/auth.md:120-160, or chunk:ID), which
+returns at most max_chars characters and says the offset that reads on; `multi_get` reads several
+files by glob within a size budget. When a search finds nothing, say so:
 do not invent an answer."""
 
 Mode = Literal["auto", "lexical", "dense", "hybrid"]
@@ -57,6 +58,12 @@ def _document_text(doc: dict) -> str:
             f"{row['n']:>6}  {row['text']}" if row["n"] is not None else row["text"]
             for row in section["lines"]
         ]
+    part = doc.get("window")
+    if part and part["next"]:
+        lines.append(
+            f"[{part['lines_after']} more lines ({part['chars_after']} characters) not shown: call get "
+            f"with {json.dumps(part['next'], ensure_ascii=False)} to read on]"
+        )
     return "\n".join(lines)
 
 
@@ -129,15 +136,22 @@ def build_mcp(service: Service) -> MCPServer:
         description=(
             "Read an indexed document, each line once with its line number: a path, a path with a "
             "line range (notes/auth.md:120-160), a document id, or chunk:ID from a search hit. Only "
-            "what the index holds is returned, never other files."
+            "what the index holds is returned, never other files. At most max_chars characters come "
+            "back; the result's window says how many lines are left and the offset that reads on."
         ),
     )
     def get(
         path: Annotated[
             str, Field(description="path, path:START-END, document id, or chunk:ID", min_length=1)
         ],
+        offset: Annotated[
+            int, Field(description="Skip this many of the document's lines (from a previous get)", ge=0)
+        ] = 0,
+        max_chars: Annotated[
+            int, Field(description="Return at most this many characters of text", ge=100, le=1_000_000)
+        ] = WINDOW_CHARS,
     ) -> CallToolResult:
-        doc = guarded(lambda: service.read(path))
+        doc = guarded(lambda: service.read(path, max_chars=max_chars, offset=offset))
         if doc is None:
             raise ToolError(f"nothing indexed under {path!r}: use a path from a search hit, or chunk:ID")
         return _result(doc, _document_text(doc))

@@ -304,9 +304,16 @@ def render_documents(
         path = shown_path(doc.path)
         span = f":{doc.line_range[0]}-{doc.line_range[1]}" if doc.line_range else ""
         dated = f"  · {date_of(doc.time)}" if doc.time else ""
+        part = doc.window
+        more = (
+            f"({part.total - part.offset - part.shown} more lines, {part.chars_after} characters, "
+            f"not shown: --offset {part.next_offset} reads on)"
+            if part is not None and part.next_offset is not None
+            else None
+        )
         if fmt == "md":
             body = doc.text(numbered=False)
-            blocks.append(f"## {path}{span}\n\n```\n{body}\n```")
+            blocks.append(f"## {path}{span}\n\n```\n{body}\n```" + (f"\n\n{more}" if more else ""))
             continue
         head = style.sgr(f"── {path}{span}", "1;36") + dated
         lines = [style.link(head, doc.path)]
@@ -315,6 +322,8 @@ def render_documents(
             lines.append(style.sgr(f"§ {section.title}{where}" if section.title else "§", "1"))
             for n, text in section.lines:
                 lines.append(f"{style.sgr(f'{n:>6}', '2')}  {text}" if n is not None else text)
+        if more:
+            lines.append(style.sgr(more, "2"))
         blocks.append("\n".join(lines))
     for item in (extra or {}).get("left_out", []):
         blocks.append(f"(left out {item['ref']}: {item['chars']} characters over the --max-chars budget)")

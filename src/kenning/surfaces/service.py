@@ -29,15 +29,21 @@ def _inside(path: Path, root: Path) -> bool:
     return resolved == root or resolved.is_relative_to(root)
 
 
+WINDOW_CHARS = 20_000  # what one MCP or HTTP `get` returns by default: a part an agent's context can hold
+
+
 class WriteRefused(PermissionError):
     """A writing call on a service started without --allow-write."""
 
 
 class Service:
     def __init__(self, index_dir: str | Path, allow_write: bool = False, config_start: Path | None = None):
+        """Open the index at `index_dir` (a folder or a server store's URL). Only `kenning index`
+        creates an index: a mistyped path here is an error naming it, never an empty index served
+        as if the evidence were not there."""
         # a folder, or a server store's URL (kept as given: kenning.store.is_server_url)
         self.index_dir = index_dir if is_server_url(index_dir) else Path(index_dir).absolute()
-        self.index = Index(self.index_dir)
+        self.index = Index(self.index_dir, create=False)
         self.allow_write = allow_write
         self.watched: list[Path] = []  # folders `kenning serve --watch` keeps current (writable roots)
         self.defaults = resolve_search({}, load_config(find_config(config_start)))
@@ -85,9 +91,11 @@ class Service:
         with self.lock:
             return self.index.search(request).to_dict()
 
-    def read(self, ref: str) -> dict | None:
+    def read(self, ref: str, max_chars: int | None = None, offset: int = 0) -> dict | None:
+        """A document as `kenning get --json` gives it; with `max_chars`, a window of it that says
+        what it left out (the MCP and HTTP surfaces always pass one)."""
         with self.lock:
-            document = self.index.read(ref)
+            document = self.index.read(ref, max_chars=max_chars, offset=offset)
         return None if document is None else document.to_dict()
 
     def read_many(self, refs, max_chars: int = 50_000) -> dict:

@@ -127,7 +127,10 @@ async function open() {
   const hit = hits[selected];
   if (!hit) return;
   try {
-    const doc = await api(`/api/get?path=${encodeURIComponent(hit.path || hit.doc_key)}`);
+    // the lines around the hit, not the whole file: a novel is megabytes
+    const where = hit.path || hit.doc_key;
+    const ref = hit.start_line ? `${where}:${Math.max(1, hit.start_line - 200)}-${(hit.end_line || hit.start_line) + 400}` : where;
+    const doc = await api(`/api/get?path=${encodeURIComponent(ref)}&max_chars=200000`);
     const from = hit.start_line || 0, to = hit.end_line || 0;
     const nodes = [el("h2", { title: doc.path }, short(String(doc.path)))];
     for (const s of doc.sections || []) {
@@ -139,6 +142,7 @@ async function open() {
       }
       nodes.push(el("h3", {}, `§ ${s.title || ""}${s.page ? ` (p.${s.page})` : ""}`), pre);
     }
+    if (doc.window && doc.window.next) nodes.push(el("p", { class: "note" }, `${doc.window.lines_after} more lines not shown`));
     $("document").replaceChildren(...nodes);
     $("document").hidden = false;
     document.querySelector("main").classList.add("reading");
