@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 
+from kenning.query.filters import path_matches
 from kenning.store import ChunkRow
 
 NUMBER_WIDTH = 8  # a line number as text forms show it: right-aligned in six, two spaces
@@ -214,6 +214,6 @@ def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow)
 
 
 def matching_paths(paths: list[str], pattern: str) -> list[str]:
-    """Indexed paths matched by a glob, against the whole path or its end (`notes/*.md`)."""
-    pattern = pattern.strip()
-    return [p for p in paths if fnmatch(p, pattern) or fnmatch(p, f"*/{pattern}") or p == pattern]
+    """Indexed paths matched by a glob, by the rule every surface shares
+    (kenning.query.filters.path_matches)."""
+    return [p for p in paths if path_matches(p, pattern)]

@@ -8,10 +8,10 @@ generation, since the same filters are typically used for many queries.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from pyroaring import BitMap
 
@@ -127,13 +127,23 @@ class Filters:
         }
 
 
+def path_matches(path: str, pattern: str) -> bool:
+    """The one meaning of a path glob on every surface (search filters, multi-get; CLI, HTTP, MCP,
+    web, Python): an absolute glob (or one starting with ~) matches the whole indexed path; a
+    relative one matches its end at a folder boundary, that is, relative to the folders the index
+    covers (`docs/*.md` finds ROOT/docs/a.md), never to the folder a server happens to run in. As
+    in fnmatch, `*` also crosses folders."""
+    pattern = pattern.strip()
+    if pattern.startswith("~"):
+        pattern = os.path.expanduser(pattern)
+    if os.path.isabs(pattern):
+        return path == pattern or fnmatch.fnmatchcase(path, pattern)
+    pattern = pattern.removeprefix("./")
+    return path == pattern or fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, "*/" + pattern)
+
+
 def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
-    candidates = {path, Path(path).name}
-    try:
-        candidates.add(str(Path(path).relative_to(Path.cwd())))
-    except ValueError:
-        pass
-    return any(fnmatch.fnmatchcase(c, p) for c in candidates for p in patterns)
+    return any(path_matches(path, p) for p in patterns)
 
 
 def resolve(filters: Filters, store) -> BitMap:
