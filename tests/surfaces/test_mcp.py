@@ -151,3 +151,39 @@ def test_the_mcp_inspector_lists_and_calls_tools(index_dir):
     answer = json.loads(called.stdout)
     assert called.returncode == 0 and not answer["isError"]
     assert answer["structuredContent"]["hits"][0]["path"].endswith("backup.md")
+
+
+def test_tools_declare_what_they_do_and_return_and_errors_read_plainly(index_dir):
+    """Annotations (read-only, closed world; write tools not destructive), an output schema for every
+    tool that the results meet (the SDK client checks them), and argument errors in one sentence."""
+
+    async def main():
+        async with Client(stdio(index_dir, "--allow-write")) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            calls = {
+                "empty": await client.call_tool("search", {"query": ""}),
+                "negative": await client.call_tool("search", {"query": "keys", "limit": -1}),
+                "mode": await client.call_tool("search", {"query": "keys", "mode": "fast"}),
+                "missing": await client.call_tool("get", {}),
+                "status": await client.call_tool("status", {}),
+            }
+            return tools, calls
+
+    tools, calls = anyio.run(main)
+    for name in ("search", "get", "multi_get", "answer", "status"):
+        hints = tools[name].annotations
+        assert hints.read_only_hint is True and hints.open_world_hint is False, name
+    for name in ("index", "glossary_add"):
+        hints = tools[name].annotations
+        assert hints.read_only_hint is False and hints.destructive_hint is False, name
+    for name, tool in tools.items():
+        assert tool.output_schema and tool.output_schema.get("properties"), name
+    assert {"hits", "notices"} <= set(tools["search"].output_schema["properties"])
+    assert {"sections", "window"} <= set(tools["get"].output_schema["properties"])
+    assert not calls["status"].is_error
+    said = {case: calls[case].content[0].text for case in ("empty", "negative", "mode", "missing")}
+    assert said["empty"] == "search: query must not be empty, got ''"
+    assert said["negative"] == "search: limit should be greater than or equal to 1, got -1"
+    assert said["mode"] == "search: mode should be 'auto', 'lexical', 'dense' or 'hybrid', got 'fast'"
+    assert said["missing"] == "get: path is required"
+    assert all("pydantic" not in text and "http" not in text for text in said.values())

@@ -15,10 +15,19 @@ from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from kenning.query.parser import well_formed
+from kenning.surfaces.mcp_schemas import (
+    AnswerOutput,
+    DocumentOutput,
+    DocumentsOutput,
+    GlossaryOutput,
+    IndexOutput,
+    SearchOutput,
+    StatusOutput,
+)
 from kenning.surfaces.render import answer_text
 from kenning.surfaces.service import WINDOW_CHARS, Service, hits_text
 from kenning.surfaces.terminal import visible
@@ -31,6 +40,42 @@ files by glob within a size budget. When a search finds nothing, say so:
 do not invent an answer."""
 
 Mode = Literal["auto", "lexical", "dense", "hybrid"]
+# the reading tools change nothing and reach nothing beyond the index
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+
+class _KenningMCP(MCPServer):
+    """The SDK's server, with one change: arguments that do not fit a tool's schema are answered
+    in one plain sentence per argument (`search: limit must be 1 or more, got -1`), not the
+    validator's report with its links."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(plain_argument_errors(name, exc.__cause__)) from None
+            raise
+
+
+def plain_argument_errors(tool: str, error: ValidationError) -> str:
+    """One plain sentence per refused argument: `search: limit should be greater than or equal to
+    1, got -1; mode should be 'auto', 'lexical', 'dense' or 'hybrid', got 'fast'`."""
+    said = []
+    for problem in error.errors(include_url=False):
+        name = ".".join(str(part) for part in problem["loc"]) or "the arguments"
+        kind, message = problem["type"], problem["msg"]
+        if kind == "missing":
+            said.append(f"{name} is required")
+            continue
+        if kind in ("string_too_short", "too_short") and problem.get("ctx", {}).get("min_length") == 1:
+            message = "must not be empty"
+        elif message.startswith("Input should be "):
+            message = "should be " + message.removeprefix("Input should be ")
+        else:
+            message = message[:1].lower() + message[1:]
+        said.append(f"{name} {message}, got {repr(problem.get('input'))[:80]}")
+    return f"{tool}: " + "; ".join(said)
 
 
 def _result(structured: dict, text: str) -> CallToolResult:
@@ -69,7 +114,7 @@ def _document_text(doc: dict) -> str:
 
 def build_mcp(service: Service) -> MCPServer:
     """The MCP server over a warm Service (tools only; a transport is chosen by the caller)."""
-    server = MCPServer("kenning", instructions=INSTRUCTIONS)
+    server = _KenningMCP("kenning", instructions=INSTRUCTIONS)
     for name in ("mcp", "mcp.server"):  # the SDK logs every call at INFO; kenning's own errors say enough
         logging.getLogger(name).setLevel(logging.WARNING)
 
@@ -86,6 +131,7 @@ def build_mcp(service: Service) -> MCPServer:
 
     @server.tool(
         name="search",
+        annotations=READ_ONLY,
         description=(
             "Search the indexed files. Returns ranked hits (title = heading path, path, line range, "
             "a snippet with **matched words**, a score and why it matched) and notices such as "
@@ -115,7 +161,7 @@ def build_mcp(service: Service) -> MCPServer:
             Field(description='Front-matter fields that must be equal, e.g. {"status": "draft"}'),
         ] = {},  # noqa: B006
         explain: Annotated[bool, Field(description="Add every score component and the funnel")] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, SearchOutput]:
         result = guarded(
             lambda: service.search(
                 query,
@@ -133,6 +179,7 @@ def build_mcp(service: Service) -> MCPServer:
 
     @server.tool(
         name="get",
+        annotations=READ_ONLY,
         description=(
             "Read an indexed document, each line once with its line number: a path, a path with a "
             "line range (notes/auth.md:120-160), a document id, or chunk:ID from a search hit. Only "
@@ -150,7 +197,7 @@ def build_mcp(service: Service) -> MCPServer:
         max_chars: Annotated[
             int, Field(description="Return at most this many characters of text", ge=100, le=1_000_000)
         ] = WINDOW_CHARS,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, DocumentOutput]:
         doc = guarded(lambda: service.read(path, max_chars=max_chars, offset=offset))
         if doc is None:
             raise ToolError(f"nothing indexed under {path!r}: use a path from a search hit, or chunk:ID")
@@ -158,6 +205,7 @@ def build_mcp(service: Service) -> MCPServer:
 
     @server.tool(
         name="multi_get",
+        annotations=READ_ONLY,
         description=(
             "Read several indexed documents at once: a glob over indexed paths (notes/*.md) or a list "
             "of references, up to max_chars characters; what does not fit is listed with its size."
@@ -171,7 +219,7 @@ def build_mcp(service: Service) -> MCPServer:
         max_chars: Annotated[
             int, Field(description="Stop adding documents beyond this size", ge=100, le=1_000_000)
         ] = 50_000,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, DocumentsOutput]:
         if not pattern and not refs:
             raise ToolError("give a glob pattern or a list of refs")
         found = guarded(lambda: service.read_many(pattern or refs, max_chars=max_chars))
@@ -182,6 +230,7 @@ def build_mcp(service: Service) -> MCPServer:
 
     @server.tool(
         name="answer",
+        annotations=READ_ONLY,
         description=(
             "Answer a question from the indexed files with a citation (path, heading, line range, "
             "quoted words) for every sentence, or found=false with what the sources do not say and the "
@@ -193,14 +242,16 @@ def build_mcp(service: Service) -> MCPServer:
         candidates: Annotated[
             int, Field(description="How many passages to weigh (10 to 20)", ge=1, le=50)
         ] = 20,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, AnswerOutput]:
         result = guarded(lambda: service.answer(question, candidates))
         return _result(result, answer_text(result))
 
     @server.tool(
-        name="status", description="What the index holds: files, chunks, collections, model, vector coverage."
+        name="status",
+        description="What the index holds: files, chunks, collections, model, vector coverage.",
+        annotations=READ_ONLY,
     )
-    def status() -> CallToolResult:
+    def status() -> Annotated[CallToolResult, StatusOutput]:
         data = guarded(service.status)
         vectors = (
             f"vectors from {data['embedder']['model']}" if data["embedder"] else "no vectors (lexical only)"
@@ -214,11 +265,14 @@ def build_mcp(service: Service) -> MCPServer:
         @server.tool(
             name="index",
             description="Index (or re-index) files and folders into a collection; only changes are redone.",
+            annotations=ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+            ),
         )
         def index(
             paths: Annotated[list[str], Field(description="Files or folders", min_length=1)],
             collection: Annotated[str, Field(description="Collection name")] = "default",
-        ) -> CallToolResult:
+        ) -> Annotated[CallToolResult, IndexOutput]:
             report = guarded(lambda: service.add(paths, collection))
             return _result(
                 report, f"indexed {report['files_indexed']} file(s), {report['chunks_added']} chunks added"
@@ -227,12 +281,15 @@ def build_mcp(service: Service) -> MCPServer:
         @server.tool(
             name="glossary_add",
             description="Add a glossary group: a canonical term and aliases that expand queries.",
+            annotations=ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+            ),
         )
         def glossary_add(
             canonical: Annotated[str, Field(min_length=1)],
             aliases: Annotated[list[str], Field(min_length=1)],
             scope: Annotated[str, Field(description="A collection name, or empty for all")] = "",
-        ) -> CallToolResult:
+        ) -> Annotated[CallToolResult, GlossaryOutput]:
             result = guarded(lambda: service.glossary_add(canonical, aliases, scope))
             return _result(result, f"glossary group {result['group']}: {canonical} = {', '.join(aliases)}")
 

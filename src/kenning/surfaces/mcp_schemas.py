@@ -1,0 +1,70 @@
+"""What each MCP tool returns, as the output schemas the tools advertise (`outputSchema`).
+
+The schemas name the fields an agent relies on and say what they mean; each allows more fields, so
+the structured content stays the same JSON as the command line's `--json`. The SDK checks every
+result against its tool's schema, so these cannot drift from what the tools return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class SearchOutput(_Open):
+    query: str = Field(description="the query as read")
+    hits: list[dict[str, Any]] = Field(
+        description="ranked hits: id, score, title (heading path), path, start_line, end_line, snippet, why"
+    )
+    notices: list[str] = Field(description="what the reader should know: relaxed constraints, missing words")
+    empty_reason: str | None = Field(None, description="why nothing was found, when nothing was")
+
+
+class DocumentOutput(_Open):
+    ref: str = Field(description="the reference asked for")
+    path: str | None = Field(description="the indexed file")
+    sections: list[dict[str, Any]] = Field(description="titled parts, each with its numbered lines {n, text}")
+    window: dict[str, Any] | None = Field(
+        None, description="the part returned: lines_shown, lines_after, and `next`, the call that reads on"
+    )
+
+
+class DocumentsOutput(_Open):
+    documents: list[dict[str, Any]] = Field(description="the documents that fit, as `get` returns them")
+    left_out: list[dict[str, Any]] = Field(description="what did not fit in max_chars, with its size")
+    not_found: list[str] = Field(description="references nothing is indexed under")
+    max_chars: int
+
+
+class AnswerOutput(_Open):
+    question: str
+    found: bool = Field(description="false when the sources do not say")
+    answer: str = Field(description="the answer, or what the sources do not say")
+    citations: list[dict[str, Any]] = Field(description="path, heading, line range, quote, chunk_id")
+
+
+class StatusOutput(_Open):
+    documents: int
+    sources: int
+    chunks: int
+    collections: dict[str, Any]
+    embedder: dict[str, Any] | None = Field(description="the model that made the vectors, or null")
+
+
+class IndexOutput(_Open):
+    files_indexed: int
+    chunks_added: int
+    chunks_removed: int
+    errors: list[dict[str, Any]]
+
+
+class GlossaryOutput(_Open):
+    group: int
+    canonical: str
+    aliases: list[str]
+    scope: str
