@@ -118,7 +118,7 @@ def test_bad_filter_values_are_named():
         parse_time("yesterdayish", "--since")
     with pytest.raises(FilterError, match="KEY=VALUE"):
         parse_meta(["status"])
-    with pytest.raises(FilterError, match="--type 'docx'"):
+    with pytest.raises(FilterError, match="type 'docx'"):
         Filters(kinds=("docx",))
     assert parse_time("7d", "--since") < parse_time("1d", "--since")
 

@@ -57,7 +57,7 @@ def test_api_returns_what_the_command_line_prints(index_dir, http_server, capsys
     status, body = fetch(f"{base}/api/search?q=keys&k1=nan")
     assert status == 200  # unknown query parameters are ignored, as HTTP APIs do
     status, body = fetch(f"{base}/api/search?q=keys&since=someday")
-    assert status == 400 and "since 'someday'" in json.loads(body)["error"]
+    assert status == 400 and "since 'someday'" in json.loads(body)["detail"]
     assert fetch(f"{base}/api/index", {"Content-Type": "application/json"}, b'{"paths": ["/"]}')[0] == 403
     status, body = fetch(f"{base}/api/answer?q=How+often+are+the+signing+keys+rotated%3F")
     main(["answer", "How often are the signing keys rotated?", "--index", str(index_dir), "--json"])

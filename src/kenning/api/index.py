@@ -212,10 +212,24 @@ class Index:
         for the stages.
         """
         request = query if isinstance(query, SearchRequest) else build_request(query, **settings)
+        self._check_collections(request.filters.collections)
         if request.embedder:
             self.embedder(request.embedder)  # the user's own spec: a bad one is an error in any mode
         with self.store.reading():
             return search_with_vectors(self._context(request), request, self.vectors)
+
+    def _check_collections(self, names) -> None:
+        """A collection the index does not have is a mistake to name, not a scope with no results."""
+        if not names:
+            return
+        with self.store.reading():
+            known = self.store.collections()
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            have = ", ".join(repr(name) for name in sorted(known)) or "none yet"
+            raise ValueError(
+                f"no collection {', '.join(repr(n) for n in unknown)} in this index (it has {have})"
+            )
 
     def _context(self, request: SearchRequest) -> SearchContext:
         """What the search stages read besides the query, over the current snapshot."""

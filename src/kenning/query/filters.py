@@ -47,12 +47,13 @@ def parse_time(value: str, option: str, now: datetime | None = None) -> float:
     return parsed.timestamp()
 
 
-def parse_meta(pairs: list[str] | tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+def parse_meta(pairs: list[str] | tuple[str, ...], name: str = "meta") -> tuple[tuple[str, str], ...]:
+    """KEY=VALUE pairs; an error names the setting as `name` (`--meta` on the command line)."""
     out = []
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip() or not re.fullmatch(r"[\w.-]+", key.strip()):
-            raise FilterError(f"--meta {pair!r}: expected KEY=VALUE (front matter key, e.g. status=draft)")
+            raise FilterError(f"{name} {pair!r}: expected KEY=VALUE (front matter key, e.g. status=draft)")
         out.append((key.strip(), value.strip()))
     return tuple(out)
 
@@ -69,9 +70,9 @@ class Filters:
     def __post_init__(self):
         for kind in self.kinds:
             if kind not in KINDS:
-                raise FilterError(f"--type {kind!r}: choose from {', '.join(KINDS)}")
+                raise FilterError(f"type {kind!r}: choose from {', '.join(KINDS)}")
         if self.since is not None and self.before is not None and self.since >= self.before:
-            raise FilterError("--since must be earlier than --before")
+            raise FilterError("since must be earlier than before")
 
     @classmethod
     def parse(
@@ -93,7 +94,7 @@ class Filters:
             kinds=tuple(kinds or ()),
             since=parse_time(since, f"{prefix}since") if since else None,
             before=parse_time(before, f"{prefix}before") if before else None,
-            meta=parse_meta(pairs),
+            meta=parse_meta(pairs, f"{prefix}meta"),
         )
 
     def is_empty(self) -> bool:

@@ -29,14 +29,19 @@ import ipaddress
 import os
 import re
 from collections.abc import Callable
+from http import HTTPStatus
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kenning.surfaces.mcp_server import build_mcp
+from kenning.surfaces.problems import PROBLEM_JSON, plain_errors, problem_body
 from kenning.surfaces.render import json_text
 from kenning.surfaces.service import WINDOW_CHARS, Service, WriteRefused
 
@@ -166,9 +171,19 @@ def create_app(
         own = (hosts, origins) if arrival is None else ([*hosts, arrival], [*origins, f"http://{arrival}"])
         problem = _refused(request, *own, token, local_token)
         if problem:
-            response = JSONResponse({"error": problem[1]}, status_code=problem[0])
+            response = problem_response(*problem)
         else:
             response = await call_next(request)
+            kind = response.headers.get("content-type", "").split(";")[0]
+            plain = kind not in ("application/json", PROBLEM_JSON)
+            if response.status_code >= 400 and plain and not request.url.path.startswith("/mcp"):
+                # what the router behind the API answers on its own: an unknown path, or a known one
+                # asked with another method (the mounted MCP app takes every path the API lacks)
+                status = response.status_code
+                routed = {r.path for r in app.routes if isinstance(r, APIRoute)}
+                if status == 404 and request.url.path in routed:
+                    status = 405
+                response = problem_response(status, _unrouted(request, status))
         response.headers.update(SECURITY_HEADERS)
         return response
 
@@ -210,7 +225,8 @@ def create_app(
     ):
         document = _answer(lambda: service.read(path, max_chars=max_chars, offset=offset))
         if document is None:
-            return JSONResponse({"error": f"nothing indexed under {path!r}"}, status_code=404)
+            said = f"nothing indexed under {path!r}: use a path from a search hit, or chunk:ID"
+            return problem_response(404, said)
         return document
 
     @app.get("/api/multi-get", summary="Several documents by glob, within a size budget")
@@ -234,16 +250,16 @@ def create_app(
     def api_index(body: dict):
         paths, collection = body.get("paths"), body.get("collection", "default")
         if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
-            return JSONResponse({"error": "paths must be a list of files and folders"}, status_code=400)
+            return problem_response(400, "paths must be a list of files and folders")
         if not isinstance(collection, str) or not collection.strip():
-            return JSONResponse({"error": "collection must be a name"}, status_code=400)
+            return problem_response(400, "collection must be a name")
         return _answer(lambda: service.add(paths, collection))
 
     @app.post("/api/cli", include_in_schema=False)
     def api_cli(body: dict):
         return run_forwarded(body)
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def page():
         return FileResponse(WEB / "index.html", media_type="text/html")
 
@@ -251,12 +267,28 @@ def create_app(
     def asset(name: str):
         target = (WEB / name).resolve()
         if target.parent != WEB.resolve() or not target.is_file():
-            return JSONResponse({"error": "no such file"}, status_code=404)
+            return problem_response(404, "no such file")
         return FileResponse(target)
 
     @app.get("/docs", include_in_schema=False)
     def docs():
         return HTMLResponse(_docs_page(app.openapi()))
+
+    @app.exception_handler(RequestValidationError)
+    async def refused_parameters(request: Request, exc: RequestValidationError):
+        said = plain_errors(list(exc.errors()))
+        return problem_response(422, "; ".join(said) or "the request's parameters do not fit", errors=said)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_problem(request: Request, exc: StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        if exc.status_code in (404, 405):
+            detail = _unrouted(request, exc.status_code)
+        return problem_response(exc.status_code, detail)
+
+    @app.exception_handler(Exception)
+    async def fault(request: Request, exc: Exception):  # kenning's own fault: said, not a traceback
+        return problem_response(500, f"kenning could not do that ({type(exc).__name__}: {exc})"[:500])
 
     app.mount("/", mcp_app)  # last: it answers /mcp
     app.state.service = service
@@ -267,9 +299,9 @@ def create_app(
         module sits below the command line and does not import it)."""
         argv = [str(a) for a in body.get("argv", [])]
         if not argv or argv[0] not in FORWARDED:
-            return JSONResponse({"error": "only search, get, multi-get and status run here"}, status_code=400)
+            return problem_response(400, "only search, get, multi-get and status run here")
         if run_command is None:
-            return JSONResponse({"error": "this server runs no forwarded commands"}, status_code=503)
+            return problem_response(503, "this server runs no forwarded commands")
         out, err = _Terminal(bool(body.get("tty"))), io.StringIO()
         with service.lock, _client_context(body.get("cwd"), body.get("env"), settings):
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -282,13 +314,26 @@ def create_app(
     return app
 
 
+def _unrouted(request: Request, status: int) -> str:
+    if status == 404:
+        return f"no such path {request.url.path[:200]!r} (the API is described at /docs)"
+    if status == 405:
+        return f"{request.method} is not allowed on {request.url.path[:200]!r}"
+    return HTTPStatus(status).phrase
+
+
+def problem_response(status: int, detail: str, **extra) -> JSONResponse:
+    """Every 4xx and 5xx of this server, in one shape (RFC 9457, kenning.surfaces.problems)."""
+    return JSONResponse(problem_body(status, detail, **extra), status_code=status, media_type=PROBLEM_JSON)
+
+
 def _answer(call):
     try:
         result = call()
     except WriteRefused as exc:
-        return JSONResponse({"error": str(exc)}, status_code=403)
+        return problem_response(403, str(exc))
     except (ValueError, LookupError) as exc:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        return problem_response(400, str(exc))
     return (
         result if result is None or isinstance(result, JSONResponse) else JSONResponse(content=_plain(result))
     )

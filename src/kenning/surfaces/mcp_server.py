@@ -28,6 +28,7 @@ from kenning.surfaces.mcp_schemas import (
     SearchOutput,
     StatusOutput,
 )
+from kenning.surfaces.problems import plain_errors
 from kenning.surfaces.render import answer_text
 from kenning.surfaces.service import WINDOW_CHARS, Service, hits_text
 from kenning.surfaces.terminal import visible
@@ -61,21 +62,7 @@ class _KenningMCP(MCPServer):
 def plain_argument_errors(tool: str, error: ValidationError) -> str:
     """One plain sentence per refused argument: `search: limit should be greater than or equal to
     1, got -1; mode should be 'auto', 'lexical', 'dense' or 'hybrid', got 'fast'`."""
-    said = []
-    for problem in error.errors(include_url=False):
-        name = ".".join(str(part) for part in problem["loc"]) or "the arguments"
-        kind, message = problem["type"], problem["msg"]
-        if kind == "missing":
-            said.append(f"{name} is required")
-            continue
-        if kind in ("string_too_short", "too_short") and problem.get("ctx", {}).get("min_length") == 1:
-            message = "must not be empty"
-        elif message.startswith("Input should be "):
-            message = "should be " + message.removeprefix("Input should be ")
-        else:
-            message = message[:1].lower() + message[1:]
-        said.append(f"{name} {message}, got {repr(problem.get('input'))[:80]}")
-    return f"{tool}: " + "; ".join(said)
+    return f"{tool}: " + "; ".join(plain_errors(error.errors(include_url=False)))
 
 
 def _result(structured: dict, text: str) -> CallToolResult:

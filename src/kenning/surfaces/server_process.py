@@ -4,6 +4,7 @@ and clean up."""
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import secrets
@@ -59,17 +60,19 @@ def run_server(
     # a folder index's server is announced in this user's runtime folder (kenning.surfaces.announce;
     # the command line forwards there); a server store has no folder, so commands on it always run
     # in their own process
+    listening = _listen(host, port)  # first: a busy port is said before the model loads
+    port = listening.getsockname()[1]
     server_store = is_server_url(index_dir)
     index_dir = index_dir if server_store else Path(index_dir).absolute()
-    service = Service(index_dir, allow_write=allow_write)
+    try:
+        service = Service(index_dir, allow_write=allow_write)
+    except BaseException:
+        listening.close()
+        raise
     service.watched = [Path(w).expanduser().absolute() for w in watch or ()]
     trouble = service.warm_up()
     if trouble:
         print(f"kenning: warning: {visible(trouble)}", file=sys.stderr)
-    if port == 0:
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            port = probe.getsockname()[1]
     local_token = secrets.token_urlsafe(32)
     app = create_app(
         service, host, port, token, local_token, allowed_hosts=allowed_hosts, run_command=run_command
@@ -93,7 +96,8 @@ def run_server(
             file=sys.stderr,
         )
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         if watcher is not None:
             watcher.stop()
@@ -104,6 +108,25 @@ def run_server(
                 pass
         service.close()
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything else starts (port 0: a free one), or a
+    StorageError in one sentence when the port is taken or the address is not this machine's."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as exc:
+        listening.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise StorageError(
+                f"port {port} on {host} is in use (another kenning serve, or another program): "
+                "choose another with --port, or --port 0 for a free one"
+            ) from None
+        raise StorageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return listening
 
 
 def _loopback_for(host: str) -> str | None:

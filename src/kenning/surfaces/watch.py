@@ -58,7 +58,7 @@ class Watcher:
             watch_filter=relevant,
             debounce=self.debounce_ms,
             stop_event=self.stop_event,
-            raise_interrupt=False,
+            raise_interrupt=True,  # Ctrl-C ends `kenning watch` with 130, as any interrupted command
         ):
             try:
                 self.update()

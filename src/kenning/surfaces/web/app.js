@@ -43,7 +43,7 @@ async function api(path) {
     if (given) { sessionStorage.setItem("kenning-token", given); return api(path); }
   }
   const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  if (!response.ok) throw new Error(data.detail || data.error || response.statusText);
   return data;
 }
 
