@@ -151,6 +151,15 @@ def test_the_mcp_inspector_lists_and_calls_tools(index_dir):
     answer = json.loads(called.stdout)
     assert called.returncode == 0 and not answer["isError"]
     assert answer["structuredContent"]["hits"][0]["path"].endswith("backup.md")
+    resources = subprocess.run(
+        [*command, "--method", "resources/list"], capture_output=True, text=True, timeout=300
+    )
+    assert resources.returncode == 0, resources.stderr[-2000:]
+    uris = [r["uri"] for r in json.loads(resources.stdout)["resources"]]
+    assert sorted(uris) == sorted(f"kenning://{index_dir.parent / 'notes' / name}" for name in NOTES)
+    reading = [*command, "--method", "resources/read", "--uri", uris[0]]
+    read = subprocess.run(reading, capture_output=True, text=True, timeout=300)
+    assert read.returncode == 0 and "§" in json.loads(read.stdout)["contents"][0]["text"], read.stderr[-2000:]
 
 
 def test_tools_declare_what_they_do_and_return_and_errors_read_plainly(index_dir):
@@ -187,3 +196,27 @@ def test_tools_declare_what_they_do_and_return_and_errors_read_plainly(index_dir
     assert said["mode"] == "search: mode should be 'auto', 'lexical', 'dense' or 'hybrid', got 'fast'"
     assert said["missing"] == "get: path is required"
     assert all("pydantic" not in text and "http" not in text for text in said.values())
+
+
+def test_indexed_documents_are_resources_that_get_also_reads(index_dir):
+    notes = index_dir.parent / "notes"
+
+    async def main():
+        async with Client(stdio(index_dir)) as client:
+            listed = (await client.list_resources()).resources
+            auth = next(r for r in listed if r.name.endswith("auth.md"))
+            read = await client.read_resource(auth.uri)
+            got = await client.call_tool("get", {"path": f"{auth.uri}:5-5"})
+            try:
+                await client.read_resource("kenning:///etc/passwd")
+                refused = None
+            except Exception as exc:  # the SDK raises the server's error
+                refused = str(exc)
+            return listed, auth, read, got, refused
+
+    listed, auth, read, got, refused = anyio.run(main)
+    assert sorted(r.name for r in listed) == sorted(str(notes / name) for name in NOTES)
+    assert str(auth.uri) == f"kenning://{notes / 'auth.md'}" and auth.mime_type == "text/plain"
+    assert "     5  Rotate the signing keys every quarter." in read.contents[0].text
+    assert not got.is_error and [r["n"] for r in got.structured_content["sections"][0]["lines"]] == [5]
+    assert refused and "nothing indexed under 'kenning:///etc/passwd'" in refused

@@ -10,6 +10,8 @@ References:
     notes/auth.md               a whole document (a path, or a document id such as a BEIR _id)
     notes/auth.md:120-160       the lines 120 to 160 of it (`:120` for one line)
     chunk:42  or  #42           one chunk
+    kenning:///home/me/a.md     a document as an MCP resource names it (document_uri), with or
+                                without a line range
 
 A reader that must stay small (an agent's context, a page) asks for a window: the document's lines
 from an offset while they fit in a number of characters (`window`). The window says what it left
@@ -20,10 +22,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
 
 from kenning.query.filters import path_matches
 from kenning.store import ChunkRow
 
+URI_PREFIX = "kenning://"  # kenning://<the indexed path, percent-encoded>: /x/a.md is kenning:///x/a.md
 NUMBER_WIDTH = 8  # a line number as text forms show it: right-aligned in six, two spaces
 _RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>[0-9]{1,18})(?:-(?P<end>[0-9]{1,18}))?$")
 
@@ -114,6 +118,16 @@ class Window:
             "lines_cut": self.cut,
             "next": {"path": self.ref, "offset": self.next_offset} if self.next_offset is not None else None,
         }
+
+
+def document_uri(path: str) -> str:
+    """The URI an indexed document goes by as an MCP resource (and that `get` accepts)."""
+    return URI_PREFIX + quote(path, safe="/:@")
+
+
+def ref_of(ref: str) -> str:
+    """A reference with a kenning:// URI turned back into the path it names; others as given."""
+    return unquote(ref.strip()[len(URI_PREFIX) :]) if ref.strip().startswith(URI_PREFIX) else ref
 
 
 def parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:

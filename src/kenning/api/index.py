@@ -342,8 +342,9 @@ class Index:
         numbered (kenning.api.documents); None when the index holds nothing under `ref`. With
         `max_chars` (or an `offset`), only the lines from `offset` that fit, and a `window` saying what
         was left out and the offset that reads on. A line range outside the document is a ValueError."""
-        from kenning.api.documents import assemble, parse_ref, window
+        from kenning.api.documents import assemble, parse_ref, ref_of, window
 
+        ref = ref_of(ref) if isinstance(ref, str) else ref
         rows, line_range = self.get(ref), None
         if not rows:
             doc_ref, line_range = parse_ref(str(ref))
@@ -362,6 +363,14 @@ class Index:
         if max_chars is not None or offset:
             document = window(document, max_chars if max_chars is not None else 2**62, offset)
         return document
+
+    def sources(self) -> list[dict]:
+        """Every indexed file: path, kind, collection and chunks, by path."""
+        with self.store.reading():
+            rows = sorted(self.store.sources(), key=lambda s: s.path)
+        return [
+            {"path": s.path, "kind": s.kind, "collection": s.collection, "chunks": s.n_chunks} for s in rows
+        ]
 
     def read_many(self, refs: str | list[str], max_chars: int = 50_000) -> dict:
         """Several documents: a glob over the indexed paths (`notes/*.md`) or a list of references,

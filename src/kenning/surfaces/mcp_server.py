@@ -13,11 +13,13 @@ import json
 import logging
 from typing import Annotated, Literal
 
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from kenning.api.documents import URI_PREFIX, document_uri
 from kenning.query.parser import well_formed
 from kenning.surfaces.mcp_schemas import (
     AnswerOutput,
@@ -45,10 +47,43 @@ Mode = Literal["auto", "lexical", "dense", "hybrid"]
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
+MAX_RESOURCES = 10_000  # documents resources/list names at most (the index may hold more: search finds them)
+
+
 class _KenningMCP(MCPServer):
-    """The SDK's server, with one change: arguments that do not fit a tool's schema are answered
-    in one plain sentence per argument (`search: limit must be 1 or more, got -1`), not the
-    validator's report with its links."""
+    """The SDK's server with kenning's documents as resources, and arguments that do not fit a
+    tool's schema answered in one plain sentence per argument (`search: limit should be greater
+    than or equal to 1, got -1`), not the validator's report with its links."""
+
+    def __init__(self, service: Service, **options):
+        super().__init__("kenning", **options)
+        self.service = service
+
+    async def list_resources(self) -> list[Resource]:
+        """Each indexed file as a resource, `kenning:///its/path` (`get` takes the same URI)."""
+        return [
+            Resource(
+                uri=document_uri(source["path"]),
+                name=source["path"],
+                description=f"{source['kind']} in {source['collection']}, {source['chunks']} chunks",
+                mime_type="text/plain",
+            )
+            for source in self.service.sources()[:MAX_RESOURCES]
+        ]
+
+    async def read_resource(self, uri, context=None):
+        """A document resource as `get` reads it: lines numbered, at most WINDOW_CHARS, with the
+        `get` call that reads on."""
+        if not str(uri).startswith(URI_PREFIX):
+            return await super().read_resource(uri, context)
+        try:
+            doc = self.service.read(str(uri), max_chars=WINDOW_CHARS)
+        except ValueError as exc:
+            raise ResourceError(str(exc)) from exc
+        if doc is None:
+            raise ResourceError(f"nothing indexed under {str(uri)!r}")
+        text = visible(well_formed(_document_text(doc)))
+        return [ReadResourceContents(content=text, mime_type="text/plain")]
 
     async def call_tool(self, name, arguments, context=None):
         try:
@@ -101,7 +136,7 @@ def _document_text(doc: dict) -> str:
 
 def build_mcp(service: Service) -> MCPServer:
     """The MCP server over a warm Service (tools only; a transport is chosen by the caller)."""
-    server = _KenningMCP("kenning", instructions=INSTRUCTIONS)
+    server = _KenningMCP(service, instructions=INSTRUCTIONS)
     for name in ("mcp", "mcp.server"):  # the SDK logs every call at INFO; kenning's own errors say enough
         logging.getLogger(name).setLevel(logging.WARNING)
 
@@ -176,7 +211,11 @@ def build_mcp(service: Service) -> MCPServer:
     )
     def get(
         path: Annotated[
-            str, Field(description="path, path:START-END, document id, or chunk:ID", min_length=1)
+            str,
+            Field(
+                description="path, path:START-END, a kenning:// resource URI, document id, or chunk:ID",
+                min_length=1,
+            ),
         ],
         offset: Annotated[
             int, Field(description="Skip this many of the document's lines (from a previous get)", ge=0)

@@ -103,6 +103,11 @@ class Service:
             found = self.index.read_many(refs, max_chars=max_chars)
         return {**found, "documents": [d.to_dict() for d in found["documents"]]}
 
+    def sources(self) -> list[dict]:
+        """Every indexed file (path, kind, collection, chunks), by path."""
+        with self.lock:
+            return self.index.sources()
+
     def status(self) -> dict:
         with self.lock:
             return self.index.status()
