@@ -90,3 +90,46 @@ def test_search_read_and_open_a_document_in_a_browser(index_dir, http_server, br
     wait.until(lambda d: d.find_element(By.ID, "document").is_displayed())
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
+
+
+@pytest.fixture
+def harbour(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(24):
+        status = "draft" if i % 3 == 0 else "final"
+        (docs / f"note-{i:02}.md").write_text(
+            f"---\nstatus: {status}\n---\n# Note {i}\n\nThe harbour crane {i} lifts containers.\n"
+        )
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "log.txt").write_text("The harbour master keeps the log.\n")
+    with Index(tmp_path / "ix") as ix:
+        ix.add([docs, tmp_path / "other"])
+    return tmp_path / "ix"
+
+
+def test_a_shared_link_restores_the_search_and_pages_on(harbour, http_server, browser):
+    """Every filter, explain and the page size come back from the URL; More adds a page, the URL
+    follows, and a reload shows the same."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base = http_server(harbour)
+    wait = WebDriverWait(browser, 20)
+    browser.get(f"{base}/?q=harbour&mode=lexical&path=docs/*.md&type=markdown&explain=true&limit=5")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".hit")) == 5)
+    assert browser.find_element(By.ID, "q").get_attribute("value") == "harbour"
+    assert browser.find_element(By.ID, "path").get_attribute("value") == "docs/*.md"
+    assert browser.find_element(By.ID, "type").get_attribute("value") == "markdown"
+    assert browser.find_element(By.ID, "explain").is_selected()
+    assert browser.find_elements(By.CSS_SELECTOR, ".hit .explain")
+    browser.find_element(By.ID, "more").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".hit")) == 15)
+    assert "limit=15" in browser.current_url and "path=docs" in browser.current_url
+    browser.refresh()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".hit")) == 15)
+    assert all("log.txt" not in h.text for h in browser.find_elements(By.CSS_SELECTOR, ".hit .where"))
+    browser.get(f"{base}/?q=harbour&mode=lexical&meta=status%3Ddraft&limit=30")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".hit")) == 8)  # notes 0, 3, ..., 21
+    assert browser.find_element(By.ID, "meta").get_attribute("value") == "status=draft"
+    assert not browser.find_elements(By.ID, "more")  # fewer than asked for: nothing more to show

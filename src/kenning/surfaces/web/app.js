@@ -98,6 +98,11 @@ function render(data, explain) {
     card.addEventListener("click", () => { select(i); open(); });
     nodes.push(card);
   });
+  if (hits.length >= limit && limit < MOST) {
+    const more = el("button", { type: "button", id: "more" }, "More results");
+    more.addEventListener("click", moreResults);
+    nodes.push(more);
+  }
   $("results").replaceChildren(...nodes);
   highlight();
 }
@@ -183,23 +188,52 @@ function closeDocument() {
   document.querySelector("main").classList.remove("reading");
 }
 
-async function search(event) {
+// Everything a search is, as URL parameters: the page's address is the search, so a reload or a
+// shared link comes back to the same results (query, mode, every filter, explain, how many).
+const TEXT_FILTERS = ["collection", "path", "type", "since", "before", "meta"];
+const PAGE = 10, MOST = 100;
+let limit = PAGE;
+
+function searchParams() {
+  const params = new URLSearchParams({ q: $("q").value.trim(), mode: $("mode").value });
+  for (const name of TEXT_FILTERS) if ($(name).value.trim()) params.set(name, $(name).value.trim());
+  if ($("explain").checked) params.set("explain", "true");
+  if (limit !== PAGE) params.set("limit", String(limit));
+  return params;
+}
+
+function restore(params) {
+  $("q").value = params.get("q") || "";
+  if (params.get("mode")) $("mode").value = params.get("mode");
+  for (const name of TEXT_FILTERS) $(name).value = params.get(name) || "";
+  $("explain").checked = params.get("explain") === "true";
+  const asked = parseInt(params.get("limit") || "", 10);
+  limit = Number.isFinite(asked) ? Math.max(1, Math.min(MOST, asked)) : PAGE;
+  if (TEXT_FILTERS.some((name) => params.get(name))) $("filters").open = true;
+}
+
+async function search(event, more) {
   if (event) event.preventDefault();
-  const q = $("q").value.trim();
-  if (!q) return;
-  const params = new URLSearchParams({ q, mode: $("mode").value });
-  for (const name of ["collection", "path", "since"]) if ($(name).value.trim()) params.set(name, $(name).value.trim());
-  const explain = $("explain").checked;
-  if (explain) params.set("explain", "true");
+  if (!more) limit = event ? PAGE : limit;  // a new search starts at one page; a reload keeps its own
+  const params = searchParams();
+  if (!params.get("q")) return;
   history.replaceState(null, "", "?" + params.toString());
+  params.set("limit", String(limit));
   $("status").textContent = "searching…";
-  closeDocument();
+  if (!more) closeDocument();
   try {
-    render(await api("/api/search?" + params.toString()), explain);
+    render(await api("/api/search?" + params.toString()), params.get("explain") === "true");
   } catch (err) {
     $("status").textContent = "Error: " + err.message;
     $("results").replaceChildren();
   }
+}
+
+async function moreResults() {
+  const shown = hits.length;
+  limit = Math.min(MOST, limit + PAGE);
+  await search(null, true);
+  if (hits.length > shown) select(shown);  // the first new result, not back to the top
 }
 
 $("search").addEventListener("submit", search);
@@ -215,8 +249,5 @@ document.addEventListener("keydown", (e) => {
 });
 
 const initial = new URLSearchParams(location.search);
-if (initial.get("q")) {
-  $("q").value = initial.get("q");
-  if (initial.get("mode")) $("mode").value = initial.get("mode");
-  search();
-}
+restore(initial);
+if (initial.get("q")) search();
