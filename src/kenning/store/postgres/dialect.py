@@ -50,8 +50,7 @@ class PostgresDialect(Dialect):
     def member_of(self, column: str, values: Sequence) -> Iterator[tuple[str, list]]:
         yield f"{column} = ANY(?)", [list(values)]
 
-    def insert_id(self, conn, statement: str, params: Sequence) -> int:
-        return int(conn.execute(statement + " RETURNING id", params).fetchone()[0])
+    returning = True
 
     def ids_follow(self, conn, table: str, row_id: int) -> None:
         conn.execute(_IDS_FOLLOW[table], (row_id,))

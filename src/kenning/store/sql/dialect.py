@@ -42,8 +42,13 @@ class Dialect:
         for batch in batches(list(values)):
             yield f"{column} IN ({marks(len(batch))})", list(batch)
 
+    returning = False  # the engine answers `RETURNING id` (one round trip for an upsert's id)
+
     def insert_id(self, conn, statement: str, params: Sequence) -> int:
-        """Run an INSERT into a table keyed by `id`, and return the new row's id."""
+        """Run an INSERT into a table keyed by `id` (an upsert too, where `returning`), and return
+        the row's id."""
+        if self.returning:
+            return int(conn.execute(statement + " RETURNING id", params).fetchone()[0])
         return int(conn.execute(statement, params).lastrowid)
 
     def ids_follow(self, conn, table: str, row_id: int) -> None:

@@ -60,8 +60,16 @@ class SqlDocuments(SqlStatements):
         self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str, collection: str
     ) -> int:
         self._require_txn()
-        existing = self.source_by_path(path)
         now = time.time()
+        if self.dialect.returning:  # one statement, one round trip per indexed file
+            return self._insert_id(
+                "INSERT INTO sources(path, kind, size, mtime_ns, content_hash, indexed_at, collection)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET kind = excluded.kind,"
+                " size = excluded.size, mtime_ns = excluded.mtime_ns, content_hash = excluded.content_hash,"
+                " indexed_at = excluded.indexed_at, collection = excluded.collection",
+                (path, kind, size, mtime_ns, content_hash, now, collection),
+            )
+        existing = self.source_by_path(path)
         if existing:
             self._run(
                 "UPDATE sources SET kind = ?, size = ?, mtime_ns = ?, content_hash = ?, indexed_at = ?,"

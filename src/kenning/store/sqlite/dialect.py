@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from kenning.store.compact import pack_text, unpack_text
 from kenning.store.sql.dialect import Dialect
 
 
 class SqliteDialect(Dialect):
+    returning = sqlite3.sqlite_version_info >= (3, 35, 0)  # RETURNING came in SQLite 3.35
+
     def body_in(self, text: str):
         return pack_text(text)
 
