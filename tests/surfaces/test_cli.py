@@ -39,7 +39,7 @@ def test_index_search_get_status(tmp_path, notes, capsys):
     data = json.loads(out)
     hit = data["hits"][0]
     assert hit["title"] == "Auth > Tokens" and hit["start_line"] == 3
-    assert "**rotate**" in hit["snippet"]
+    assert [hit["snippet"][s:e] for s, e in hit["highlights"]][:1] == ["rotate"]
 
     code, out, _ = run(capsys, "search", "parse query string", "--index", ix, "--json", "-n", "1")
     assert json.loads(out)["hits"][0]["title"] == "code.py > def parseQueryString"

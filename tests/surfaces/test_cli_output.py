@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -88,10 +89,11 @@ def test_a_terminal_gets_bold_matches_and_links(monkeypatch):
     monkeypatch.setenv("TERM", "xterm-256color")
     style = Style(Terminal())
     shown = terminal_safe  # kenning's own escapes become ESC on the way out (kenning.surfaces.terminal)
-    assert shown(style.marks("the **launch** window")) == "the \x1b[1;33mlaunch\x1b[0m window"
+    hit = SimpleNamespace(snippet="the launch window", highlights=[(4, 10)])
+    assert shown(style.marks(hit)) == "the \x1b[1;33mlaunch\x1b[0m window"
     assert "\x1b]8;;file:///tmp/a.md#L3\x1b\\" in shown(style.link("a.md:3", "/tmp/a.md", 3))
     monkeypatch.setenv("NO_COLOR", "1")
-    assert Style(Terminal()).marks("the **launch** window") == "the launch window"
+    assert Style(Terminal()).marks(hit) == "the launch window"
 
 
 def test_collections_version_and_status(tmp_path, notes, capsys):

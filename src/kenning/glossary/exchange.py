@@ -59,7 +59,6 @@ def export_glossary(curation: GlossaryCuration, fmt: str = "json") -> str:
     raise GlossaryError(f"unknown glossary format {fmt!r}: use json or csv")
 
 
-
 def _parse_json(text: str) -> list[dict]:
     try:
         data = json.loads(text)
@@ -106,7 +105,6 @@ def _parse_json(text: str) -> list[dict]:
     return rows
 
 
-
 def _parse_csv(text: str) -> list[dict]:
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
@@ -141,7 +139,6 @@ def _parse_csv(text: str) -> list[dict]:
     return rows
 
 
-
 def import_glossary(curation: GlossaryCuration, text: str, fmt: str = "json") -> dict:
     """Read groups from JSON or CSV (the shapes `export_glossary` writes) in one atomic commit.
 
@@ -162,14 +159,10 @@ def import_glossary(curation: GlossaryCuration, text: str, fmt: str = "json") ->
             )
         for field_name in ("group", "term"):
             if not str(r[field_name]).strip() or not curation.key(str(r[field_name])):
-                raise GlossaryError(
-                    f"{r['where']}: field {field_name!r} is empty or has no searchable words"
-                )
+                raise GlossaryError(f"{r['where']}: field {field_name!r} is empty or has no searchable words")
         r["group"], r["term"] = " ".join(r["group"].split()), " ".join(r["term"].split())
         if r["status"] == "canonical" and curation.key(r["term"]) != curation.key(r["group"]):
-            raise GlossaryError(
-                f"{r['where']}: only the group's own term ({r['group']!r}) can be canonical"
-            )
+            raise GlossaryError(f"{r['where']}: only the group's own term ({r['group']!r}) can be canonical")
     flags = curation.protection(sorted({r["term"] for r in rows if not r.get("protected")}))
     for r in rows:  # a canonical row's own flag (from an export) names the group's flag
         if r["status"] == "canonical" and r.get("protected"):

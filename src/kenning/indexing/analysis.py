@@ -27,6 +27,7 @@ process that has loaded an embedding runtime holds threads a fork would copy mid
 multiprocessing's spawn (which re-runs the caller's main script). A worker that dies fails the
 write (the transaction rolls back); workers that cannot start at all leave the run inline.
 """
+
 from __future__ import annotations
 
 import collections

@@ -115,9 +115,7 @@ def _marks(columns: SegmentColumns, mark_bytes: int) -> list[tuple[str, int, int
     total = np.cumsum(sizes)
     if not len(total):
         return []
-    ends = np.unique(
-        np.searchsorted(total, np.arange(mark_bytes, int(total[-1]), mark_bytes)) + 1
-    )
+    ends = np.unique(np.searchsorted(total, np.arange(mark_bytes, int(total[-1]), mark_bytes)) + 1)
     ends = np.append(ends[ends < len(total)], len(total))
     held = np.diff(np.concatenate(([0], total[ends - 1])))
     return [

@@ -118,9 +118,10 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
                     row.page,
                     row.time,
                     row.meta,
-                    make_snippet(row.body, term_set, ctx.analyzer),
                 )
             )
+            snippet = make_snippet(row.body, term_set, ctx.analyzer)
+            hits[-1].snippet, hits[-1].highlights = snippet.text, snippet.spans
         for hit in hits:
             hit.match_reasons = _match_reasons(hit.id, plan, state.found, ctx.view)
     if request.explain:

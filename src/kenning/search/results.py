@@ -36,7 +36,9 @@ class Hit:
     page: int | None = None
     time: float | None = None
     meta: dict = field(default_factory=dict)
-    snippet: str = ""
+    snippet: str = ""  # the document's own text around the best matches (whitespace folded)
+    # where the matched words sit in `snippet`: [start, end) character offsets (code points)
+    highlights: list[tuple[int, int]] = field(default_factory=list)
     match_reasons: list[dict] = field(default_factory=list)
     channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
     adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did

@@ -19,7 +19,11 @@ class _Open(BaseModel):
 class SearchOutput(_Open):
     query: str = Field(description="the query as read")
     hits: list[dict[str, Any]] = Field(
-        description="ranked hits: id, score, title (heading path), path, start_line, end_line, snippet, why"
+        description=(
+            "ranked hits: id, score, title (heading path), path, start_line, end_line, snippet (the "
+            "document's own text), highlights ([start, end) character spans of the matched words in "
+            "the snippet), match_reasons"
+        )
     )
     notices: list[str] = Field(description="what the reader should know: relaxed constraints, missing words")
     empty_reason: str | None = Field(None, description="why nothing was found, when nothing was")

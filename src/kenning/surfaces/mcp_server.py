@@ -156,7 +156,8 @@ def build_mcp(service: Service) -> MCPServer:
         annotations=READ_ONLY,
         description=(
             "Search the indexed files. Returns ranked hits (title = heading path, path, line range, "
-            "a snippet with **matched words**, a score and why it matched) and notices such as "
+            "a snippet of the document's own text with the matched words' spans, a score and why it "
+            "matched) and notices such as "
             "'no chunk contains X'. An empty list means the evidence is not in the index."
         ),
     )

@@ -15,10 +15,14 @@ import time
 from pathlib import Path
 
 from kenning.search.postprocess import describe
+from kenning.search.snippets import Snippet
 from kenning.surfaces.terminal import OWN_ESC, json_safe, quote_path, visible
 
 FORMATS = ("text", "json", "md", "csv", "files")
-_MARK = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
+# what Markdown (CommonMark and GitHub's) may read as markup anywhere in running text, and what
+# it reads as a heading, list, rule or quote at the start of a line
+_MD_INLINE = re.compile(r"([\\`*_\[\]<>|~&])")
+_MD_LINE_START = re.compile(r"^(\d*)([.)#+\-=>])")
 
 
 class Style:
@@ -31,17 +35,46 @@ class Style:
     def sgr(self, text: str, code: str) -> str:
         return f"{OWN_ESC}[{code}m{text}{OWN_ESC}[0m" if self.rich and text else text
 
-    def marks(self, snippet: str) -> str:
-        """A snippet's **matches**: bold on a terminal, plain text anywhere else. Asterisks the
-        source itself held (Markdown bold) go too: no markup is left over either way."""
-        marked = _MARK.sub(lambda m: self.sgr(m.group(1), "1;33") if self.rich else m.group(1), snippet)
-        return marked.replace("**", "")
+    def marks(self, hit) -> str:
+        """A hit's snippet with its matched words bold on a terminal; elsewhere the text as it is."""
+        return "".join(self.sgr(piece, "1;33") if matched else piece for piece, matched in _pieces(hit))
 
     def link(self, text: str, path: str, line: int | None = None) -> str:
         if not self.rich or not path.startswith("/"):
             return text
         target = Path(path).as_uri() + (f"#L{line}" if line else "")
         return f"{OWN_ESC}]8;;{visible(target)}{OWN_ESC}\\{text}{OWN_ESC}]8;;{OWN_ESC}\\"
+
+
+def _pieces(hit):
+    """(piece, matched) along a hit's snippet, from its highlight spans."""
+    return Snippet(hit.snippet, [tuple(span) for span in hit.highlights]).pieces()
+
+
+def markdown_text(text: str, line_start: bool = True) -> str:
+    """`text` shown literally in Markdown, on one line: every character Markdown could read as
+    inline markup (emphasis, code, links, HTML, entities, tables) backslash-escaped, and a start
+    that would open a heading, list or quote (when `line_start`)."""
+    text = _MD_INLINE.sub(r"\\\1", re.sub(r"\s+", " ", text))
+    if line_start:
+        text = _MD_LINE_START.sub(r"\1\\\2", text, count=1)
+    return text
+
+
+def markdown_marks(hit) -> str:
+    """A hit's snippet for Markdown: the source's own text escaped, its matched words in **bold**."""
+    pieces = enumerate(_pieces(hit))
+    return "".join(
+        f"**{markdown_text(p, False)}**" if m else markdown_text(p, i == 0) for i, (p, m) in pieces
+    )
+
+
+def _code(text: str) -> str:
+    """`text` as a Markdown code span, fenced by more backticks than it holds in a row."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{' '.join(text.split())}{pad}{fence}"
 
 
 def json_text(data) -> str:
@@ -107,14 +140,15 @@ def _csv(response, shown_path) -> str:
 
 def _markdown(response, shown_path) -> str:
     if not response.hits:
-        return f"No results for *{response.query}*: {response.empty_reason}"
-    lines = [f"Results for *{response.query}*", ""]
+        return f"No results for *{markdown_text(response.query, False)}*: {response.empty_reason}"
+    lines = [f"Results for *{markdown_text(response.query, False)}*", ""]
     for rank, hit in enumerate(response.hits, 1):
         where = _location(hit, shown_path)
         score = f"score {hit.score:.3f}{readable_score(hit, ',')}"
-        lines.append(f"{rank}. **{hit.title or '(untitled)'}** — `{where}` ({score})")
+        title = markdown_text(hit.title) if hit.title else "(untitled)"
+        lines.append(f"{rank}. **{title}** — {_code(where)} ({score})")
         if hit.snippet:
-            lines.append(f"   > {hit.snippet}")
+            lines.append(f"   > {markdown_marks(hit)}")
     return "\n".join(lines)
 
 
@@ -139,7 +173,7 @@ def _text(response, style: Style, explain: bool, shown_path) -> str:
         dated = f"  · {date_of(hit.time)}" if hit.time else ""
         out.append(f"     {style.link(style.sgr(where, '36'), hit.path, hit.start_line)}{dated}")
         if hit.snippet:
-            out.append(f"     {style.marks(hit.snippet)}")
+            out.append(f"     {style.marks(hit)}")
         for reason in (r for r in hit.match_reasons if r["via_glossary"]):
             out.append(
                 f"     matched {reason['matched']} via glossary group {reason['via_glossary']!r} "

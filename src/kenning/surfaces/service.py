@@ -178,6 +178,6 @@ def hits_text(result: dict, limit_snippet: int = 240) -> str:
         said.append(f"chunk {hit['id']}")
         lines.append(f"{rank}. {hit['title'] or '(untitled)'} — {where} ({', '.join(said)})")
         if hit.get("snippet"):
-            lines.append("   " + hit["snippet"].replace("**", "")[:limit_snippet])
+            lines.append("   " + hit["snippet"][:limit_snippet])
     lines += [f"note: {n}" for n in result.get("notices", [])]
     return "\n".join(lines)

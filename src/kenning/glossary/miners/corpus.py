@@ -65,7 +65,6 @@ def snippet(text: str, start: int, end: int, width: int = SNIPPET_CHARS) -> str:
     return ("…" if a > 0 else "") + out + ("…" if b < len(text) else "")
 
 
-
 @dataclass
 class MinedShare:
     """How much of the index the miners read: `chunks` of the `of` chunks they could have read, in

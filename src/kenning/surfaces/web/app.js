@@ -26,10 +26,20 @@ function num(value, digits) {
   return typeof value === "number" && isFinite(value) ? value.toFixed(digits) : "";
 }
 
-function marked(snippet) {
-  // the API marks matched words **like this**: highlighted <mark> nodes, everything else as text
+function marked(hit) {
+  // the snippet is the document's own text; `highlights` are the matched words' [start, end)
+  // spans in code points: <mark> nodes for those, text nodes for the rest, nothing parsed as HTML
+  const chars = Array.from(String(hit.snippet));
   const out = el("p", { class: "snippet" });
-  String(snippet).split(/\*\*(.+?)\*\*/g).forEach((part, i) => out.append(i % 2 ? el("mark", {}, part) : part));
+  let cursor = 0;
+  for (const span of Array.isArray(hit.highlights) ? hit.highlights : []) {
+    const start = Math.max(cursor, Math.min(chars.length, +span[0] || 0));
+    const end = Math.max(start, Math.min(chars.length, +span[1] || 0));
+    if (start > cursor) out.append(chars.slice(cursor, start).join(""));
+    if (end > start) out.append(el("mark", {}, chars.slice(start, end).join("")));
+    cursor = end;
+  }
+  if (cursor < chars.length) out.append(chars.slice(cursor).join(""));
   return out;
 }
 
@@ -93,7 +103,7 @@ function render(data, explain) {
     const card = el("div", { class: "hit", role: "button", tabindex: "-1", "data-i": i },
       el("h3", {}, hit.title || "(untitled)", el("span", { class: "score" }, readable(hit))),
       el("div", { class: "where", title: hit.path || "" }, where(hit)),
-      hit.snippet ? marked(hit.snippet) : null,
+      hit.snippet ? marked(hit) : null,
       explain ? el("pre", { class: "explain" }, explainText(hit)) : null);
     card.addEventListener("click", () => { select(i); open(); });
     nodes.push(card);
