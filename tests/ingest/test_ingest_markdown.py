@@ -55,25 +55,26 @@ def test_heading_paths_and_line_ranges(tmp_path: Path):
     got = [(c.title, c.start_line, c.end_line) for c in parsed.chunks]
     assert got == [
         ("monte-cristo", 1, 2),
-        ("The Count of Monte Cristo > Chapter 25. The Unknown", 5, 13),
+        ("The Count of Monte Cristo > Chapter 25. The Unknown", 3, 13),
         ("The Count of Monte Cristo > Chapter 26. The Pont du Gard Inn", 14, 23),
         ("The Count of Monte Cristo > Chapter 26. The Pont du Gard Inn > The Diamond", 24, 27),
-        ("Appendix > Skipped level", 30, 30),
+        ("Appendix > Skipped level", 28, 30),
     ]
-    # "# The Count..." and "# Appendix" have empty bodies but subsections, so they are no chunks of
-    # their own; "#### Skipped level" has neither body nor subsections: it is kept as its heading line.
+    # "# The Count..." and "# Appendix" have empty bodies but subsections, so their lines go to their
+    # first subsection; "#### Skipped level" has neither body nor subsections: it is kept as its
+    # heading lines. A chunk's text is every line it spans, heading included, and no line is lost.
     lines = BOOK.splitlines()
-    assert parsed.chunks[-1].body == lines[29]
-    for chunk in parsed.chunks[:-1]:
+    assert parsed.chunks[-1].body == "\n".join(lines[27:30])
+    for chunk in parsed.chunks:
         assert chunk.doc_key == str(path.resolve())
-        # The body is the raw lines after the heading line, up to the section's last line.
-        first_body = chunk.start_line if chunk.title == "monte-cristo" else chunk.start_line + 1
-        assert chunk.body == "\n".join(lines[first_body - 1 : chunk.end_line])
+        assert chunk.body == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+    held = {n for c in parsed.chunks for n in range(c.start_line, c.end_line + 1)}
+    assert held == set(range(1, len(lines) + 1))
     ch25 = parsed.chunks[1]
     assert "# not a heading, a shell comment" in ch25.body
     assert "## nor this" in ch25.body
     assert "# still code: a shorter/different fence does not close" in parsed.chunks[2].body
-    assert parsed.chunks[3].body.strip() == "The abbé shows the diamond."
+    assert parsed.chunks[3].body.strip() == "### The Diamond\n\nThe abbé shows the diamond."
 
 
 def test_deeper_heading_after_skipped_level(tmp_path: Path):
@@ -147,7 +148,7 @@ def test_long_section_windows_keep_title_and_exact_lines(tmp_path: Path):
     file_lines = text.splitlines()
     long_chunks = [c for c in parsed.chunks if c.title == "Book > Long chapter"]
     assert len(long_chunks) > 3
-    assert long_chunks[0].start_line == 3  # the heading line
+    assert long_chunks[0].start_line == 1  # the heading lines: its own and its empty parent's
     assert long_chunks[-1].end_line == 63
     for prev, cur in zip(long_chunks, long_chunks[1:], strict=False):
         assert cur.start_line <= prev.end_line  # windows overlap
@@ -182,3 +183,28 @@ def test_markdown_libraries_load_only_for_a_run_that_reads_markdown(tmp_path: Pa
     run = subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split("\n")[:3] == ["False False", "True True", "Rotate Keys"]
+
+
+def test_heading_lines_are_stored_but_ranked_once_in_the_title(tmp_path: Path):
+    """A section's stored text holds its heading lines (get shows the file's lines), while what is
+    analysed as the body, embedded and quoted is the text after them, as before: the heading counts
+    once, in the title field, for every window of the section alike."""
+    from kenning import Index
+    from kenning.store.records import embedding_text, own_text
+
+    text = "# Tides\n\n## Neap tide\n\nThe moon pulls the sea.\n\nSetext\n======\n\nA second part.\n"
+    path = write(tmp_path, "a.md", text)
+    chunks = parse_file(path).chunks
+    assert chunks[0].body.startswith("# Tides\n\n## Neap tide\n")
+    assert own_text(chunks[0].title, chunks[0].body) == "\nThe moon pulls the sea.\n"
+    assert embedding_text(chunks[0].title, chunks[0].body) == "Tides > Neap tide\n\nThe moon pulls the sea.\n"
+    assert own_text(chunks[1].title, chunks[1].body) == "\nA second part."  # a setext heading too
+    assert own_text("f.py > def g", "# a comment\ndef g(): pass") == "# a comment\ndef g(): pass"
+    assert own_text("Todo", "# Todo") == "# Todo"  # a heading alone stays its own text
+    with Index(tmp_path / "ix") as ix:
+        ix.add([path])
+        hit = ix.search("neap", mode="lexical", explain=True).hits[0]
+        term = hit.explain["lexical"]["terms"][0]
+        assert term["title"]["tf"] == 1 and term["body"]["tf"] == 0  # counted once, in the title
+        assert ix.search('"pulls the sea"', mode="lexical").hits  # phrases still match, by position
+        assert "#" not in hit.snippet and hit.snippet.startswith("The moon")

@@ -266,7 +266,7 @@ def test_a_folder_of_everything_indexes_with_a_clean_summary(tmp_path, capsys):
 def test_a_heading_with_nothing_under_it_stays_findable(tmp_path):
     parsed = parse_file(write(tmp_path, "todo.md", "# Inbox\n## Call the plumber\n# Done\ntext\n# Someday\n"))
     assert [(c.title, c.body) for c in parsed.chunks] == [
-        ("Inbox > Call the plumber", "## Call the plumber"),
-        ("Done", "text"),
+        ("Inbox > Call the plumber", "# Inbox\n## Call the plumber"),
+        ("Done", "# Done\ntext"),
         ("Someday", "# Someday"),
     ]

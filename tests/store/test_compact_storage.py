@@ -222,7 +222,7 @@ def test_long_bodies_are_stored_compressed_and_read_back_whole(tmp_path, capsys)
     with Index(path) as ix:
         ix.add([docs])
         hit = ix.search("nightly backup", mode="lexical", limit=1).hits[0]
-        assert ix.get(hit.path)[0].body.strip() == prose.strip()
+        assert ix.get(hit.path)[0].body.strip() == f"# Restore\n\n{prose}".strip()
     with sqlite3.connect(path / DB_NAME) as conn:
         kinds = dict(
             conn.execute("SELECT length(title) > 0 AND instr(title, 'Keys'), typeof(body) FROM chunks")
@@ -250,7 +250,7 @@ def test_bodies_older_kenning_compressed_with_zlib_read_back_whole(tmp_path, cap
         conn.execute("UPDATE chunks SET body=? WHERE id=?", (zlib.compress(body, 1), chunk_id))
     with Index(path) as ix:
         hit = ix.search("nightly backup", mode="lexical", limit=1).hits[0]
-        assert ix.get(hit.path)[0].body.strip() == prose.strip()
+        assert ix.get(hit.path)[0].body.strip() == f"# Restore\n\n{prose}".strip()
     assert main(["verify", "--index", str(path), "--full"]) == 0, capsys.readouterr().out
 
 

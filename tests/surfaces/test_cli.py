@@ -38,7 +38,7 @@ def test_index_search_get_status(tmp_path, notes, capsys):
     code, out, _ = run(capsys, "search", "rotate signing keys", "--index", ix, "--json")
     data = json.loads(out)
     hit = data["hits"][0]
-    assert hit["title"] == "Auth > Tokens" and hit["start_line"] == 3
+    assert hit["title"] == "Auth > Tokens" and hit["start_line"] == 1  # the empty "# Auth" line too
     assert [hit["snippet"][s:e] for s, e in hit["highlights"]][:1] == ["rotate"]
 
     code, out, _ = run(capsys, "search", "parse query string", "--index", ix, "--json", "-n", "1")

@@ -45,8 +45,9 @@ def test_get_prints_each_line_once_with_its_number(tmp_path, notes, capsys):
         if line[:6].strip().isdigit()
     ]
     numbers = [int(n) for n, _ in numbered]
-    assert code == 0 and numbers == list(range(2, 203))  # windows overlap; every line still once
-    assert numbered[1][1] == "line 3 about the launch window and its checklist"
+    assert code == 0 and numbers == list(range(1, 203))  # windows overlap; every line still once
+    assert numbered[0][1] == "# Guide"  # the heading line too: the numbers are the file's
+    assert numbered[2][1] == "line 3 about the launch window and its checklist"
     code, out, _ = run(capsys, "get", f"{notes / 'guide.md'}:120-122", "--index", ix, "--json")
     lines = [row for s in json.loads(out)["sections"] for row in s["lines"]]
     assert [r["n"] for r in lines] == [120, 121, 122] and lines[0]["text"].startswith("line 120 ")

@@ -33,6 +33,7 @@ import numpy as np
 from kenning.answer.answer_type import TYPE_WORDS, states_answer
 from kenning.answer.planner import without_frame
 from kenning.answer.sources import AnswerSources
+from kenning.store.records import own_text
 
 RRF_K = 20.0
 # a sentence ends at . ! or ? (and any closing quotes) before white space, or at a blank line; a
@@ -107,7 +108,7 @@ def gather(sources: AnswerSources, angles, candidates: int) -> list[Passage]:
             rows[c].title,
             rows[c].start_line,
             rows[c].end_line,
-            rows[c].body,
+            own_text(rows[c].title, rows[c].body),
             fused[c],
             found_by[c],
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyroaring import BitMap
 
 from kenning.entities.extract import EXTRACTOR_VERSION, GlossaryMatcher, extract
+from kenning.store.records import own_text
 
 META_KEY = "entity_extractor"
 BATCH = 500
@@ -51,7 +52,7 @@ class EntityCollector:
         ids = list(live)
         for start in range(0, len(ids), BATCH):
             for cid, row in self.store.chunks_by_ids(ids[start : start + BATCH]).items():
-                self.add(cid, row.body, row.meta)
+                self.add(cid, own_text(row.title, row.body), row.meta)
         self.store.set_meta(META_KEY, str(EXTRACTOR_VERSION))
         return True
 

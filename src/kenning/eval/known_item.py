@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kenning.api.index import Index
 from kenning.lexical.bm25 import Bm25Params
 from kenning.search.fusion import FusionParams
+from kenning.store.records import own_text
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
 
@@ -53,7 +54,7 @@ def sample_sentences(index: Index, n: int, seed: int = 0, min_words: int = 8, ma
                 continue
             sentences = [
                 " ".join(s.split())
-                for s in _SENTENCE_END.split(row.body)
+                for s in _SENTENCE_END.split(own_text(row.title, row.body))
                 if min_words <= len(s.split()) <= max_words
             ]
             if sentences:

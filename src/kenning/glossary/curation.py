@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from kenning.analysis.analyzer import TOKEN_RE
 from kenning.analysis.protected import CaseStats, iter_words, protected_reason
 from kenning.glossary.terms import APPROVED, STATUSES, STRENGTH, GlossaryError, term_key
-from kenning.store.records import GlossaryTermRow
+from kenning.store.records import GlossaryTermRow, own_text
 
 
 class GlossaryCuration:
@@ -376,6 +376,6 @@ def _case_stats_for(store, analyzer, phrases: list[str], max_chunks: int = 400) 
                 break
         rows = store.chunks_by_ids(sorted(ids)[:max_chunks])
     for row in rows.values():
-        for word, _s, _e, mid in iter_words(row.body):
+        for word, _s, _e, mid in iter_words(own_text(row.title, row.body)):
             stats.add(word, mid)
     return stats

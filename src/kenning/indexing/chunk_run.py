@@ -27,6 +27,7 @@ from kenning.indexing.segments import dead_segments, land_spilled, merge_plan, m
 from kenning.indexing.spill import SpilledSegment, SpillFolder
 from kenning.indexing.term_table import RawCountChanges
 from kenning.indexing.tuning import WriterTuning
+from kenning.store.records import own_text
 
 
 @dataclass
@@ -99,7 +100,7 @@ class ChunkRun:
     def add_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> None:
         """Insert a new chunk and send it to analysis (call within `analysing`)."""
         chunk_id = self.store.insert_chunk(source_id, ordinal, chunk, content_hash)
-        self.analysis.add(chunk_id, chunk.title, chunk.body, chunk.meta)
+        self.analysis.add(chunk_id, chunk.title, own_text(chunk.title, chunk.body), chunk.meta)
         self.live.add(chunk_id)
         self.report.chunks_added += 1
 

@@ -133,15 +133,17 @@ def word_count(line: str) -> int:
 
 
 def split_lines_into_windows(
-    lines: list[str], first_line: int, options: ChunkOptions
+    lines: list[str], first_line: int, options: ChunkOptions, lead: int = 0
 ) -> list[tuple[int, int, str]]:
     """Cut a run of lines into overlapping windows of about `window_words` words.
 
     Cuts fall on line boundaries so every window keeps an exact line range. Returns
     (start_line, end_line, text) triples, lines numbered from `first_line`. A single line longer
-    than the window stays whole: splitting inside a line would lose the exact line range.
+    than the window stays whole: splitting inside a line would lose the exact line range. The first
+    `lead` lines (a section's headings, which its title already says) open the first window and
+    count no words, so the windows cut where they would without them.
     """
-    counts = [word_count(line) for line in lines]
+    counts = [0 if i < lead else word_count(line) for i, line in enumerate(lines)]
     if sum(counts) <= options.window_words:
         return [(first_line, first_line + len(lines) - 1, "\n".join(lines))]
     windows = []

@@ -44,35 +44,44 @@ def parse_markdown(text: str, doc_key: str, display: str, options: ChunkOptions)
     section_title = fallback_title
     heading_line: int | None = None  # 0-based index of the current section's heading
     body_first = body_start  # 0-based index of the current section's first body line
+    pending = body_start  # the first line no chunk holds yet: a chunk's text is every line it spans
 
     def close(end: int, next_level: int) -> None:
-        before = len(chunks)
-        chunks.extend(
-            windowed_chunks(
-                lines[body_first:end],
-                body_first + 1,
-                options,
-                title=section_title,
-                doc_key=doc_key,
-                start_line=heading_line + 1 if heading_line is not None else None,
-                time=time,
-                meta=meta,
+        nonlocal pending
+        if any(line.strip() for line in lines[body_first:end]):
+            # the section's own lines, its heading (and any empty parent heading before it) included,
+            # so a chunk's lines are the file's lines and `get file:1-4` shows lines 1 to 4
+            chunks.extend(
+                windowed_chunks(
+                    lines[pending:end],
+                    pending + 1,
+                    options,
+                    title=section_title,
+                    doc_key=doc_key,
+                    time=time,
+                    meta=meta,
+                    lead=body_first - pending,
+                )
             )
-        )
-        if len(chunks) == before and heading_line is not None and stack and next_level <= stack[-1][0]:
+            pending = end
+        elif heading_line is None:
+            pending = end  # blank lines before the first heading belong to no chunk
+        elif not stack or next_level <= stack[-1][0]:
             # A heading with nothing under it and no subsections ("# TODO") is still something the
-            # author wrote: it stays findable as a chunk of its own heading lines.
+            # author wrote: it stays findable as a chunk of its own heading lines. One with
+            # subsections leaves its lines to the first of them.
             chunks.append(
                 Chunk(
                     title=section_title,
-                    body="\n".join(lines[heading_line:body_first]),
+                    body="\n".join(lines[pending:body_first]),
                     doc_key=doc_key,
-                    start_line=heading_line + 1,
+                    start_line=pending + 1,
                     end_line=body_first,
                     time=time,
                     meta=copy.deepcopy(meta),
                 )
             )
+            pending = end
 
     for level, heading, start, end in _headings("\n".join(lines[body_start:]), body_start):
         close(start, level)

@@ -61,25 +61,21 @@ def windowed_chunks(
     *,
     title: str,
     doc_key: str,
-    start_line: int | None = None,
     time: float | None = None,
     page: int | None = None,
     meta: dict | None = None,
     keep_lines: bool = True,
+    lead: int = 0,
 ) -> list[Chunk]:
     """Chunks for a run of lines: one if short, overlapping windows with the same title if long.
-
-    `start_line` lets a section start at its heading line although the heading is not in the body.
-    Whitespace-only windows are dropped.
-    """
+    Each chunk's text is exactly its lines; whitespace-only windows are dropped. The first `lead`
+    lines are headings: they open the first window without counting toward its size."""
     if not any(line.strip() for line in lines):
         return []
     chunks = []
-    for i, (s, e, text) in enumerate(split_lines_into_windows(lines, first_line, options)):
+    for s, e, text in split_lines_into_windows(lines, first_line, options, lead):
         if not text.strip():
             continue
-        if i == 0 and start_line is not None:
-            s = start_line
         chunks.append(
             Chunk(
                 title=title,

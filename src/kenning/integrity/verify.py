@@ -29,7 +29,7 @@ from kenning.indexing.segments import SegmentBuilder
 from kenning.models.recorded import record_problem, recorded_embedder
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.errors import DECODING_ERRORS, StorageError
-from kenning.store.records import VECTOR_GRAPH_META, embedding_text, text_hash
+from kenning.store.records import VECTOR_GRAPH_META, embedding_text, own_text, text_hash
 
 MAX_MESSAGES = 20  # per stage; the rest are counted
 DEFAULT_SAMPLE = 1000
@@ -298,7 +298,8 @@ def _check_postings(
     builder = SegmentBuilder(analyzer)
     for chunk_id in sampled:
         if chunk_id in rows:
-            builder.add(chunk_id, rows[chunk_id].title, rows[chunk_id].body)
+            row = rows[chunk_id]
+            builder.add(chunk_id, row.title, own_text(row.title, row.body))
     expected = {}
     for term, ids, tft, tfb, _pt, _pb in builder.rows():
         for i, chunk_id in enumerate(ids.tolist()):

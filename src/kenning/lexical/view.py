@@ -24,6 +24,7 @@ from kenning.kernels.arrays import bitmap_of, sorted_unique
 from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, saturate
 from kenning.lexical.pruning import BLOCK_BITS
 from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
+from kenning.store.records import own_text
 
 _ABSENT = object()  # "not cached" (None is a cached answer: the term has no postings)
 
@@ -295,7 +296,9 @@ class LexicalView:
         matched = BitMap()
         for chunk_id, row in rows.items():
             for f in [field] if field else ["title", "body"]:
-                terms, positions = self.analyzer.positioned_terms(row.title if f == "title" else row.body)
+                terms, positions = self.analyzer.positioned_terms(
+                    row.title if f == "title" else own_text(row.title, row.body)
+                )
                 at: dict[str, set[int]] = {}
                 for term, position in zip(terms, positions, strict=True):
                     if term in wanted:  # only the phrase's own terms: most of a text is not

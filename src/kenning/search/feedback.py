@@ -24,6 +24,7 @@ from kenning.lexical.bm25 import idf
 from kenning.search.context import QueryState, SearchContext
 from kenning.search.fusion import FEEDBACK_FUSIONS, fuse
 from kenning.signals.base import Learned, feedback_channel
+from kenning.store.records import own_text
 
 
 def applies(state: QueryState) -> bool:
@@ -90,7 +91,7 @@ def expansion_terms(
     analyzer, view = ctx.analyzer, ctx.view
     weight: dict[str, float] = {}
     for row in ctx.store.chunks_by_ids(list(chunk_ids)).values():
-        terms = analyzer.terms(f"{row.title}\n{row.body}")
+        terms = analyzer.terms(f"{row.title}\n{own_text(row.title, row.body)}")
         for term, n in Counter(terms).items():
             weight[term] = weight.get(term, 0.0) + n / max(len(terms), 1)
     plan = state.plan

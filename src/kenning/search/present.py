@@ -24,6 +24,7 @@ from kenning.search.notices import Notice, NoticeKind
 from kenning.search.results import Funnel, Hit, SearchResponse
 from kenning.search.snippets import make_snippet
 from kenning.signals.base import explain_signal
+from kenning.store.records import own_text
 
 
 def present(ctx: SearchContext, state: QueryState) -> None:
@@ -120,7 +121,7 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
                     row.meta,
                 )
             )
-            snippet = make_snippet(row.body, term_set, ctx.analyzer)
+            snippet = make_snippet(own_text(row.title, row.body), term_set, ctx.analyzer)
             hits[-1].snippet, hits[-1].highlights = snippet.text, snippet.spans
         for hit in hits:
             hit.match_reasons = _match_reasons(hit.id, plan, state.found, ctx.view)

@@ -12,6 +12,7 @@ from kenning.search.notices import Notice, NoticeKind
 from kenning.search.postprocess import Candidate, describe, run_stages
 from kenning.search.request import SearchRequest
 from kenning.search.rerank import pool_size, rerank
+from kenning.store.records import embedding_text
 
 
 def post_active(request: SearchRequest) -> bool:
@@ -91,7 +92,7 @@ def postprocess(ctx: SearchContext, state: QueryState) -> None:
 def rerank_stage(ctx: SearchContext, state: QueryState) -> None:
     reranker, kept = ctx.reranker, state.kept  # post-processing never skips when a reranker follows
     rows = ctx.store.chunks_by_ids([c.id for c in kept])
-    texts = {cid: f"{row.title}\n{row.body}" if row.title else row.body for cid, row in rows.items()}
+    texts = {cid: embedding_text(row.title, row.body) for cid, row in rows.items()}
     try:
         reranked = rerank(kept, semantic_text(state.parsed, state.plan), texts, reranker, state.request.limit)
     except RerankError as exc:  # a reranker that is down or broken costs the reordering, not the answer

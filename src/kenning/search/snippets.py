@@ -54,7 +54,7 @@ def make_snippet(body: str, terms: set[str], analyzer, width: int = SNIPPET_TOKE
     # Start a little before the first match so the snippet reads as a phrase, not a fragment.
     first = max(0, best_start - 3) if best_start > 0 else 0
     text_start, text_end = spans[first][0], spans[end_tok][1]
-    folded = _Folded(ELLIPSIS if text_start > 0 else "")
+    folded = _Folded(ELLIPSIS if body[:text_start].strip() else "")
     cursor = text_start
     for i in range(first, end_tok + 1):
         s, e, _ = spans[i]
@@ -63,7 +63,10 @@ def make_snippet(body: str, terms: set[str], analyzer, width: int = SNIPPET_TOKE
             folded.add(body[s:e], matched=True)
             cursor = e
     folded.add(body[cursor:text_end])
-    if text_end < len(body.rstrip()):
+    rest = body[text_end:].strip()
+    if len(rest) <= 3 and not any(ch.isalnum() for ch in rest):
+        folded.add(rest)  # the sentence's own full stop, not an ellipsis
+    else:
         folded.add(" …")
     return folded.snippet()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,8 +34,51 @@ class MissingText(NamedTuple):
 
 
 def embedding_text(title: str, body: str) -> str:
-    """What an embedder sees for a chunk: its heading path, then its text."""
-    return f"{title}\n{body}" if title else body
+    """What an embedder sees for a chunk: its heading path, then its own text (`own_text`)."""
+    return f"{title}\n{own_text(title, body)}" if title else body
+
+
+def own_text(title: str, body: str) -> str:
+    """A chunk's text without the heading lines its title already says: what is analysed as the
+    body field, embedded, quoted and shown as a snippet. A Markdown section's stored text starts
+    with its own headings (so its lines are the file's lines); the title field holds them once, for
+    every window of the section alike."""
+    return body[own_text_start(title, body) :]
+
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_SETEXT_RULE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
+
+
+def own_text_start(title: str, body: str) -> int:
+    """Where `body`'s own text starts: after its leading heading lines that name parts of `title`
+    (and the blank lines between them); 0 when it starts with none or holds nothing else, so a
+    chunk stored without its heading reads exactly as before."""
+    if not title or "#" not in body[:1024] and "\n" not in body[:1024]:
+        return 0
+    parts = {_letters(part) for part in title.split(" > ")}
+    lines = body.split("\n", 64)[:64]  # headings come first: a few lines are enough to read
+    i = after = 0
+    while i < len(lines):
+        line = lines[i]
+        atx = _ATX.fullmatch(line)
+        if not line.strip():
+            i += 1
+        elif atx and _letters(atx.group(2) or "") in parts:
+            i = after = i + 1
+        elif i + 1 < len(lines) and _SETEXT_RULE.fullmatch(lines[i + 1]) and _letters(line) in parts:
+            i = after = i + 2
+        else:
+            break
+    if not after:
+        return 0
+    offset = sum(len(line) + 1 for line in lines[:after])
+    return offset if body[offset:].strip() else 0
+
+
+def _letters(text: str) -> str:
+    """Letters and digits only, casefolded: a heading line and its cleaned title compare equal."""
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
 # the substring index (Substrings protocol) finds words of this many characters or more (trigrams)

@@ -14,6 +14,7 @@ import numpy as np
 
 from kenning.analysis.analyzer import TOKEN_RE, Analyzer, fold
 from kenning.analysis.protected import CaseStats, iter_words
+from kenning.store.records import own_text
 
 SNIPPET_CHARS = 160
 
@@ -105,7 +106,7 @@ def load_passages(
     passages: list[Passage] = []
     prev = None
     for row in rows:
-        body = row.body
+        body = own_text(row.title, row.body)
         if (
             prev is not None
             and prev.source_id == row.source_id
