@@ -69,10 +69,33 @@ def test_page_docs_and_assets_need_nothing_from_outside(index_dir, http_server):
     status, page = fetch(f"{base}/")
     assert status == 200 and '<form id="search"' in page and "http" not in page.replace("http-equiv", "")
     status, docs = fetch(f"{base}/docs")
-    assert status == 200 and "/api/search" in docs and "cdn" not in docs.lower()
-    assert fetch(f"{base}/openapi.json")[0] == 200
+    assert status == 200 and "cdn" not in docs.lower() and "http" not in docs  # every script is ours
+    for name in ("swagger-ui-bundle.js", "swagger-ui.css"):  # Swagger UI, from an installed package
+        status, body = fetch(f"{base}/docs/{name}")
+        assert status == 200 and len(body) > 10_000, name
+    assert fetch(f"{base}/docs/../../etc/passwd")[0] == 404 and fetch(f"{base}/docs/index.j2")[0] == 404
+    status, spec = fetch(f"{base}/openapi.json")
+    search = json.loads(spec)["paths"]["/api/search"]["get"]
+    assert {"limit", "offset"} <= {p["name"] for p in search["parameters"]}
+    schemas = json.loads(spec)["components"]["schemas"]
+    assert search["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "SearchOutput"
+    )
+    assert "highlights" in schemas["SearchOutput"]["properties"]["hits"]["description"]
+    assert "application/problem+json" in search["responses"]["4XX"]["content"] and "Problem" in schemas
     assert fetch(f"{base}/web/app.js")[0] == 200
     assert fetch(f"{base}/web/..%2F..%2Fsurfaces%2Fservice.py")[0] == 404
+
+
+def test_search_pages_with_offset(index_dir, http_server):
+    base = http_server(index_dir)
+    _, whole = fetch(f"{base}/api/search?q=signing+keys+nightly+backup&mode=lexical&limit=2")
+    _, second = fetch(f"{base}/api/search?q=signing+keys+nightly+backup&mode=lexical&limit=1&offset=1")
+    whole, second = json.loads(whole), json.loads(second)
+    assert len(whole["hits"]) == 2 and second["offset"] == 1
+    assert [h["id"] for h in second["hits"]] == [whole["hits"][1]["id"]]
+    status, body = fetch(f"{base}/api/search?q=keys&offset=-1")
+    assert status == 422 and "offset" in json.loads(body)["detail"]
 
 
 def test_host_origin_and_tokens_are_checked(index_dir, http_server):

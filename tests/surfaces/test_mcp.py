@@ -45,6 +45,10 @@ async def exercise(client, notes_dir) -> dict:
     out = {"tools": sorted(t.name for t in (await client.list_tools()).tools)}
     result = await client.call_tool("search", {"query": "rotate signing keys", "limit": 3})
     out["search"] = result
+    paging = {"query": "signing keys nightly backup", "mode": "lexical"}
+    out["first_page"] = await client.call_tool("search", {**paging, "limit": 2})
+    out["next_page"] = await client.call_tool("search", {**paging, "limit": 1, "offset": 1})
+    out["past_the_end"] = await client.call_tool("search", {**paging, "offset": 5})
     out["get"] = await client.call_tool("get", {"path": f"{notes_dir / 'auth.md'}:5-6"})
     out["multi_get"] = await client.call_tool("multi_get", {"pattern": "notes/*.md", "max_chars": 100000})
     out["status"] = await client.call_tool("status", {})
@@ -66,6 +70,10 @@ def check(out: dict, notes_dir) -> None:
     search = out["search"]
     assert not search.is_error and search.structured_content["hits"][0]["path"].endswith("auth.md")
     assert "Auth > Tokens" in search.content[0].text
+    first, page = out["first_page"].structured_content, out["next_page"].structured_content
+    assert page["offset"] == 1 and [h["id"] for h in page["hits"]] == [first["hits"][1]["id"]]
+    assert out["next_page"].content[0].text.splitlines()[1].startswith("2. ")  # ranks go on from the offset
+    assert out["past_the_end"].content[0].text.startswith("No more results after the first 5")
     get = out["get"]
     lines = get.structured_content["sections"][0]["lines"]
     assert [row["n"] for row in lines] == [5, 6] and lines[0]["text"].startswith("Rotate the signing keys")

@@ -60,6 +60,9 @@ class Document:
     time: float | None = None
     kind: str | None = None
     window: Window | None = None  # set when only part of the document was asked for
+    # the first and last line numbers the whole document has (None without line numbers), so a
+    # reader of one range knows how far it may read on either side
+    span: tuple[int, int] | None = None
 
     @property
     def line_count(self) -> int:
@@ -86,6 +89,7 @@ class Document:
             "line_range": list(self.line_range) if self.line_range else None,
             "time": self.time,
             "window": self.window.to_dict() if self.window else None,
+            "document_lines": list(self.span) if self.span else None,
             "sections": [s.to_dict() for s in self.sections],
         }
 
@@ -159,7 +163,10 @@ def assemble(ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None 
         _merge(current, lines, row)
     path = rows[0].path or rows[0].doc_key if rows else ref
     times = [r.time for r in rows if r.time is not None]
-    return Document(ref, path, sections, line_range, max(times) if times else None)
+    starts = [r.end_line - r.body.count("\n") for r in rows if r.end_line is not None]
+    ends = [r.end_line for r in rows if r.end_line is not None]
+    span = (min(starts), max(ends)) if ends else None
+    return Document(ref, path, sections, line_range, max(times) if times else None, span=span)
 
 
 def window(document: Document, max_chars: int, offset: int = 0) -> Document:
@@ -190,7 +197,15 @@ def window(document: Document, max_chars: int, offset: int = 0) -> Document:
             shown += 1
         if kept:
             sections.append(Section(section.title, kept, section.page, section.chunk_ids))
-    part = Document(document.ref, document.path, sections, document.line_range, document.time, document.kind)
+    part = Document(
+        document.ref,
+        document.path,
+        sections,
+        document.line_range,
+        document.time,
+        document.kind,
+        span=document.span,
+    )
     part.window = Window(document.ref, offset, shown, total, chars_after, cut)
     return part
 

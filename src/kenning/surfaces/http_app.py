@@ -43,9 +43,29 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kenning.surfaces.mcp_server import build_mcp
 from kenning.surfaces.problems import PROBLEM_JSON, plain_errors, problem_body
 from kenning.surfaces.render import json_text
-from kenning.surfaces.service import WINDOW_CHARS, Service, WriteRefused
+from kenning.surfaces.schemas import (
+    AnswerOutput,
+    DocumentOutput,
+    DocumentsOutput,
+    IndexOutput,
+    Problem,
+    SearchOutput,
+    StatusOutput,
+)
+from kenning.surfaces.service import MAX_OFFSET, WINDOW_CHARS, Service, WriteRefused
 
 WEB = Path(__file__).parent / "web"
+
+# The interactive API page: Swagger UI from the files the fastapi-offline package installs (no CDN), started
+# by web/docs.js, which sends the token the web page keeps. Its stylesheet draws icons from data:
+# URLs, the one thing its policy allows beyond the page's own.
+SWAGGER_FILES = ("swagger-ui-bundle.js", "swagger-ui.css")
+DOCS_PAGE = (
+    "<!doctype html><html lang=en><meta charset=utf-8><title>kenning API</title>"
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    "<link rel=stylesheet href=/docs/swagger-ui.css><div id=swagger-ui></div>"
+    "<script src=/docs/swagger-ui-bundle.js></script><script src=/web/docs.js></script></html>"
+)
 FORWARDED = ("search", "get", "multi-get", "status")  # what the command line may run here
 # On every response. The page's script and style come from this server only, and no inline script
 # runs: text from the index that slipped into the page as markup could not execute. No framing
@@ -60,6 +80,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Opener-Policy": "same-origin",
 }
+DOCS_CSP = SECURITY_HEADERS["Content-Security-Policy"].replace("img-src 'self'", "img-src 'self' data:")
 
 
 WILDCARD = ("0.0.0.0", "::", "")  # listening on every interface
@@ -185,13 +206,22 @@ def create_app(
                     status = 405
                 response = problem_response(status, _unrouted(request, status))
         response.headers.update(SECURITY_HEADERS)
+        if request.url.path == "/docs":
+            response.headers["Content-Security-Policy"] = DOCS_CSP
         return response
 
-    @app.get("/api/search", summary="Search the index (the JSON of `kenning search --json`)")
+    @app.get(
+        "/api/search",
+        summary="Search the index (the JSON of `kenning search --json`)",
+        responses=documented(SearchOutput, "ranked hits, with why each matched"),
+    )
     def api_search(
         q: Annotated[str, Query(min_length=1, description="the query")],
         mode: Annotated[str | None, Query(description="auto, lexical, dense or hybrid")] = None,
-        limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=1000, description="how many hits (default 10)")] = None,
+        offset: Annotated[
+            int, Query(ge=0, le=MAX_OFFSET, description="skip this many better-ranked hits (the next page)")
+        ] = 0,
         collection: Annotated[list[str] | None, Query(description="only these collections")] = None,
         path: Annotated[list[str] | None, Query(description="only paths matching these globs")] = None,
         type: Annotated[list[str] | None, Query(description="only these kinds of file")] = None,  # noqa: A002
@@ -212,12 +242,19 @@ def create_app(
                 before=before,
                 meta=meta or (),
                 explain=explain,
+                offset=offset,
             )
         )
 
-    @app.get("/api/get", summary="A document once, lines numbered (path, path:START-END, chunk:ID)")
+    @app.get(
+        "/api/get",
+        summary="A document once, lines numbered (path, path:START-END, chunk:ID)",
+        responses=documented(DocumentOutput, "the lines that fit in max_chars, and the call that reads on"),
+    )
     def api_get(
-        path: Annotated[str, Query(min_length=1)],
+        path: Annotated[
+            str, Query(min_length=1, description="path, path:START-END, chunk:ID or kenning:///path")
+        ],
         offset: Annotated[int, Query(ge=0, description="skip this many of the document's lines")] = 0,
         max_chars: Annotated[
             int, Query(ge=100, le=1_000_000, description="at most this many characters of text")
@@ -229,24 +266,41 @@ def create_app(
             return problem_response(404, said)
         return document
 
-    @app.get("/api/multi-get", summary="Several documents by glob, within a size budget")
+    @app.get(
+        "/api/multi-get",
+        summary="Several documents by glob, within a size budget",
+        responses=documented(DocumentsOutput, "the documents that fit, and what was left out"),
+    )
     def api_multi_get(
-        pattern: Annotated[str, Query(min_length=1)], max_chars: Annotated[int, Query(ge=100)] = 50_000
+        pattern: Annotated[str, Query(min_length=1, description="a glob over the indexed paths")],
+        max_chars: Annotated[int, Query(ge=100, description="at most this many characters in all")] = 50_000,
     ):
         return _answer(lambda: service.read_many(pattern, max_chars=max_chars))
 
-    @app.get("/api/answer", summary="A cited answer, or found=false (the JSON of `kenning answer --json`)")
+    @app.get(
+        "/api/answer",
+        summary="A cited answer, or found=false (the JSON of `kenning answer --json`)",
+        responses=documented(AnswerOutput, "the answer and its citations, or what the sources do not say"),
+    )
     def api_answer(
         q: Annotated[str, Query(min_length=1, description="the question")],
         candidates: Annotated[int, Query(ge=1, le=50, description="passages to weigh")] = 20,
     ):
         return _answer(lambda: service.answer(q, candidates))
 
-    @app.get("/api/status", summary="What the index holds")
+    @app.get(
+        "/api/status",
+        summary="What the index holds",
+        responses=documented(StatusOutput, "counts and the model"),
+    )
     def api_status():
         return JSONResponse(content=_plain(service.status()))
 
-    @app.post("/api/index", summary="Index files and folders (a server started with --allow-write)")
+    @app.post(
+        "/api/index",
+        summary="Index files and folders (a server started with --allow-write)",
+        responses=documented(IndexOutput, "what was indexed, and each file that failed"),
+    )
     def api_index(body: dict):
         paths, collection = body.get("paths"), body.get("collection", "default")
         if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
@@ -272,7 +326,13 @@ def create_app(
 
     @app.get("/docs", include_in_schema=False)
     def docs():
-        return HTMLResponse(_docs_page(app.openapi()))
+        return HTMLResponse(DOCS_PAGE)
+
+    @app.get("/docs/{name}", include_in_schema=False)
+    def docs_asset(name: str):
+        if name not in SWAGGER_FILES:
+            return problem_response(404, "no such file")
+        return FileResponse(swagger_files() / name)
 
     @app.exception_handler(RequestValidationError)
     async def refused_parameters(request: Request, exc: RequestValidationError):
@@ -312,6 +372,26 @@ def create_app(
         return JSONResponse({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
 
     return app
+
+
+def swagger_files() -> Path:
+    """The folder holding Swagger UI's script and stylesheet (OpenAPI 3.1, which FastAPI writes)."""
+    import fastapi_offline
+
+    return Path(fastapi_offline.__file__).parent / "static"
+
+
+def documented(model, description: str) -> dict:
+    """An endpoint's responses for /openapi.json: its JSON on success, a problem on any error."""
+    problem = {
+        "model": Problem,
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
+    return {
+        200: {"model": model, "description": description},
+        "4XX": {**problem, "description": "a refused request: `detail` says what to change"},
+        "5XX": {**problem, "description": "kenning could not do it: `detail` says why"},
+    }
 
 
 def _unrouted(request: Request, status: int) -> str:
@@ -360,7 +440,7 @@ def _refused(request: Request, hosts, origins, token, local_token) -> tuple[int,
         if not local_token or not _bearer_is(request, local_token):
             return 401, "forwarded commands need this server's local token"
         return None
-    private = path.startswith(("/api/", "/mcp")) or path in ("/docs", "/openapi.json")
+    private = path.startswith(("/api/", "/mcp")) or path == "/openapi.json"  # /docs holds no data
     if token and private and not _bearer_is(request, token):
         return 401, "send the server's token: Authorization: Bearer TOKEN"
     return None
@@ -414,28 +494,3 @@ def _version() -> str:
     from kenning import __version__
 
     return __version__
-
-
-def _docs_page(spec: dict) -> str:
-    """The API described from its OpenAPI document, as plain HTML (no scripts from a CDN)."""
-    from html import escape
-
-    rows = []
-    for route, methods in spec.get("paths", {}).items():
-        for method, op in methods.items():
-            params = "".join(
-                f"<li><code>{escape(p['name'])}</code>{' (required)' if p.get('required') else ''}: "
-                f"{escape(p.get('description') or p.get('schema', {}).get('type', ''))}</li>"
-                for p in op.get("parameters", [])
-            )
-            summary = escape(op.get("summary", ""))
-            rows.append(
-                f"<h2><code>{method.upper()} {escape(route)}</code></h2><p>{summary}</p><ul>{params}</ul>"
-            )
-    return (
-        "<!doctype html><meta charset=utf-8><title>kenning API</title>"
-        "<link rel=stylesheet href=/web/style.css><main class=docs><h1>kenning API</h1>"
-        "<p>Machine-readable: <a href=/openapi.json>/openapi.json</a>. MCP: <code>/mcp</code>.</p>"
-        + "".join(rows)
-        + "</main>"
-    )

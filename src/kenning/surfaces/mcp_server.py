@@ -21,7 +21,9 @@ from pydantic import Field, ValidationError
 
 from kenning.api.documents import URI_PREFIX, document_uri
 from kenning.query.parser import well_formed
-from kenning.surfaces.mcp_schemas import (
+from kenning.surfaces.problems import plain_errors
+from kenning.surfaces.render import answer_text
+from kenning.surfaces.schemas import (
     AnswerOutput,
     DocumentOutput,
     DocumentsOutput,
@@ -30,9 +32,7 @@ from kenning.surfaces.mcp_schemas import (
     SearchOutput,
     StatusOutput,
 )
-from kenning.surfaces.problems import plain_errors
-from kenning.surfaces.render import answer_text
-from kenning.surfaces.service import WINDOW_CHARS, Service, hits_text
+from kenning.surfaces.service import MAX_OFFSET, WINDOW_CHARS, Service, hits_text
 from kenning.surfaces.terminal import visible
 
 INSTRUCTIONS = """kenning searches the user's own files (notes, code, PDFs, chat logs) with a hybrid of
@@ -169,6 +169,10 @@ def build_mcp(service: Service) -> MCPServer:
             Mode, Field(description="auto (hybrid when the index has vectors), lexical, dense, hybrid")
         ] = "auto",
         limit: Annotated[int, Field(description="How many results", ge=1, le=100)] = 10,
+        offset: Annotated[
+            int,
+            Field(description="Skip this many better-ranked results (the next page)", ge=0, le=MAX_OFFSET),
+        ] = 0,
         collections: Annotated[list[str], Field(description="Only these collections")] = [],  # noqa: B006
         paths: Annotated[
             list[str], Field(description="Only files whose path matches one of these globs")
@@ -196,6 +200,7 @@ def build_mcp(service: Service) -> MCPServer:
                 before=before,
                 meta=meta,
                 explain=explain,
+                offset=offset,
             )
         )
         return _result(result, hits_text(result))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from kenning.api.index import Index
@@ -78,18 +79,27 @@ class Service:
         before: str | None = None,
         meta=(),
         explain: bool = False,
+        offset: int = 0,
         **knobs,
     ) -> dict:
-        """The `--json` of `kenning search` for the same query and settings."""
+        """The `--json` of `kenning search` for the same query and settings; with `offset`, the
+        `limit` hits after the first `offset` (the same ranking, read further on)."""
         settings = {**self.defaults, **{k: v for k, v in knobs.items() if v is not None}}
         if mode is not None:
             settings["mode"] = mode
         if limit is not None:
             settings["limit"] = limit
+        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+            raise ValueError(f"offset should be a whole number from 0 to {MAX_OFFSET}, got {offset!r}")
         filters = Filters.parse(collections, paths, kinds, since, before, meta)
         request = build_request(query, filters=filters, explain=explain, **settings)
+        if offset:
+            request = replace(request, limit=request.limit + offset)
         with self.lock:
-            return self.index.search(request).to_dict()
+            result = self.index.search(request).to_dict()
+        result["hits"] = result["hits"][offset:]
+        result["offset"] = offset
+        return result
 
     def read(self, ref: str, max_chars: int | None = None, offset: int = 0) -> dict | None:
         """A document as `kenning get --json` gives it; with `max_chars`, a window of it that says
@@ -157,13 +167,18 @@ class Service:
             raise WriteRefused("this server is read-only: start it with --allow-write to index or curate")
 
 
+MAX_OFFSET = 10_000  # hits a page may start after: deep enough for any reader, bounded for the server
+
+
 def hits_text(result: dict, limit_snippet: int = 240) -> str:
     """A short text form of a search result (what an agent reads first)."""
-    hits = result["hits"]
+    hits, offset = result["hits"], result.get("offset", 0)
+    if not hits and offset:
+        return f"No more results after the first {offset} for {result['query']!r}"
     if not hits:
         return f"No results for {result['query']!r}: {result.get('empty_reason')}"
     lines = [f"{len(hits)} result(s) for {result['query']!r}:"]
-    for rank, hit in enumerate(hits, 1):
+    for rank, hit in enumerate(hits, offset + 1):
         where = hit["path"] or hit["doc_key"]
         if hit.get("page") is not None:
             where += f" p.{hit['page']}"

@@ -1,7 +1,8 @@
-"""What each MCP tool returns, as the output schemas the tools advertise (`outputSchema`).
+"""What the MCP tools and the HTTP API return, as schemas: each MCP tool's `outputSchema`, and the
+response models /openapi.json (and the /docs page) show.
 
 The schemas name the fields an agent relies on and say what they mean; each allows more fields, so
-the structured content stays the same JSON as the command line's `--json`. The SDK checks every
+the structured content stays the same JSON as the command line's `--json`. The MCP SDK checks every
 result against its tool's schema, so these cannot drift from what the tools return.
 """
 
@@ -26,6 +27,7 @@ class SearchOutput(_Open):
         )
     )
     notices: list[str] = Field(description="what the reader should know: relaxed constraints, missing words")
+    offset: int = Field(0, description="how many better-ranked hits came before these (paging)")
     empty_reason: str | None = Field(None, description="why nothing was found, when nothing was")
 
 
@@ -35,6 +37,9 @@ class DocumentOutput(_Open):
     sections: list[dict[str, Any]] = Field(description="titled parts, each with its numbered lines {n, text}")
     window: dict[str, Any] | None = Field(
         None, description="the part returned: lines_shown, lines_after, and `next`, the call that reads on"
+    )
+    document_lines: list[int] | None = Field(
+        None, description="[first, last]: the line numbers the whole document has, to read on from a range"
     )
 
 
@@ -72,3 +77,12 @@ class GlossaryOutput(_Open):
     canonical: str
     aliases: list[str]
     scope: str
+
+
+class Problem(_Open):
+    """An RFC 9457 problem, the body of every HTTP 4xx and 5xx (application/problem+json)."""
+
+    type: str = Field("about:blank")
+    title: str = Field(description="the status's standard phrase")
+    status: int
+    detail: str = Field(description="what went wrong and what to do, in one sentence")
