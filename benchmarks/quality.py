@@ -12,7 +12,7 @@ row share kenning's vectors but none of its pipeline. benchmarks/report.py calls
 docs/benchmarks.md.
 
     pip install -e '.[bench]'
-    python benchmarks/quality.py            # cranfield, msmarco-5k, cacm; embeds each corpus once (cached)
+    python benchmarks/quality.py            # the six dev sets; embeds each corpus once (cached)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from lib.datasets import BOOKS, mean_ndcg, read_corpus, set_dirs  # noqa: E402
+from lib.datasets import BOOKS, DEV_SETS, mean_ndcg, read_corpus, set_dirs  # noqa: E402
 from lib.peers import Bm25sSystem, Fts5System, MiniLmSystem, TantivySystem, rrf  # noqa: E402
 from lib.tables import text_table  # noqa: E402
 from tune_hybrid import format_folds, leave_one_out, sweep  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("datasets", nargs="*", default=set_dirs())
+    parser.add_argument("datasets", nargs="*", default=set_dirs(DEV_SETS))
     parser.add_argument("--books", default=str(BOOKS), help="a folder for the known-item check too")
     parser.add_argument("--known", type=int, default=60, help="sentences per corpus (default 60)")
     parser.add_argument("--jobs", type=int, default=2)

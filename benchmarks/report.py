@@ -31,11 +31,11 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lib.datasets import DATA, ROOT  # noqa: E402
+from lib.datasets import DATA, DEV_SETS, ROOT  # noqa: E402
 from lib.tables import markdown_table  # noqa: E402
 from quality import quality_rows  # noqa: E402
 
-SETS = ["cranfield", "msmarco-5k", "cacm", "scifact", "npl", "med"]
+SETS = list(DEV_SETS)
 QUICK_SETS = ["cranfield", "cacm", "med"]
 KENNING = ["kenning hybrid", "kenning lexical", "kenning dense"]
 PEERS = ["bm25s", "tantivy", "SQLite FTS5", "MiniLM exact cosine", "RRF bm25s + MiniLM"]

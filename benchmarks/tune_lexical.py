@@ -6,7 +6,7 @@ expense. A set's bar is its best lexical peer (bm25s, tantivy or SQLite FTS5, li
 in the same run; --bars gives them instead.
 
     pip install -e '.[bench]'
-    python benchmarks/tune_lexical.py [DATASET ...] [--bars 0.40,0.73]
+    python benchmarks/tune_lexical.py [DATASET ...] [--bars 0.40,0.73]    # default: all six dev sets
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from lib.datasets import mean_ndcg, read_corpus, set_dirs
+from lib.datasets import DEV_SETS, mean_ndcg, read_corpus, set_dirs
 from lib.peers import Bm25sSystem, Fts5System, TantivySystem
 from lib.tables import text_table
 
@@ -25,11 +25,11 @@ from kenning import Bm25Params, Index
 from kenning.eval import load_beir, ranked_doc_keys
 
 GRID = {
-    "variant": ["classic", "plus", "l"],
     "k1": [0.9, 1.2, 1.5],
-    "b": [0.5, 0.75, 0.9],
-    "title_weight": [1.0, 2.0],
-    "coord_floor": [0.5, 0.8, 1.0],
+    "b": [0.6, 0.75, 0.9],
+    "title_weight": [1.0, 1.5, 2.0],
+    "coord_floor": [0.5, 0.65, 0.8],
+    "k3": [2.0, 4.0, 8.0],
 }
 
 
@@ -52,7 +52,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("datasets", nargs="*", default=set_dirs(["cranfield", "msmarco-5k"]))
+    parser.add_argument("datasets", nargs="*", default=set_dirs(DEV_SETS))
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--bars", help="nDCG@10 bar per dataset, comma-separated (default: measured)")
     args = parser.parse_args()
