@@ -25,10 +25,11 @@ from kenning import Bm25Params, Index
 from kenning.eval import load_beir, ranked_doc_keys
 
 GRID = {
-    "k1": [0.9, 1.2, 1.5],
-    "b": [0.6, 0.75, 0.9],
-    "title_weight": [1.0, 1.5, 2.0],
-    "coord_floor": [0.5, 0.65, 0.8],
+    "variant": ["classic", "bm25f"],
+    "coordination": ["clauses", "idf"],
+    "k1": [0.9, 1.2, 1.5, 2.0],
+    "title_weight": [1.0, 1.5, 2.0, 2.5],
+    "coord_floor": [0.3, 0.5, 0.65],
     "k3": [2.0, 4.0, 8.0],
 }
 

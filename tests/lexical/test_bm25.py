@@ -96,9 +96,50 @@ def test_field_weights_change_ranking(index):
     assert scores(index, "cherry", title_only)["d3"] > 0.0
 
 
-@pytest.mark.parametrize("variant", ["classic", "plus", "l"])
-def test_explain_matches_ranking_score(index, variant):
-    p = Bm25Params(variant=variant, coord_floor=0.6)
+def test_bm25f_saturates_the_fields_together(index):
+    p = Bm25Params(variant="bm25f", k1=1.2, b=0.75, title_weight=2.0, body_weight=1.0, coord_floor=1.0)
+    got = scores(index, "apple", p)
+    # d1: t = 2 * 1 / 1 (title) + 1 * 2 / 0.925 (body) = 4.162162; S = t * 2.2 / (t + 1.2)
+    t = 2.0 / 1.0 + 2.0 / 0.925
+    assert got["d1"] == pytest.approx(IDF_APPLE * t * 2.2 / (t + 1.2), rel=1e-9)
+    # d3: body only, t = 1 / 1.375
+    t3 = 1.0 / 1.375
+    assert got["d3"] == pytest.approx(IDF_APPLE * t3 * 2.2 / (t3 + 1.2), rel=1e-9)
+    # the cap: however often a word is in both fields, it earns less than (k1 + 1) idf
+    assert got["d1"] < IDF_APPLE * 2.2 < scores(index, "apple", Bm25Params(coord_floor=1.0, k1=1.2))["d1"]
+
+
+def test_idf_coordination_counts_rare_clauses_more(index):
+    # "apple banana cherry": apple [d1, d3], banana [d1, d2], cherry [d2, d3]: all df 2, so idf
+    # coordination equals count coordination here; "pie" (d3 only) is rarer
+    count = Bm25Params(coord_floor=0.5)
+    by_idf = Bm25Params(coord_floor=0.5, coordination="idf")
+    same = "apple banana cherry"
+    assert scores(index, same, by_idf) == pytest.approx(scores(index, same, count), rel=1e-12)
+    idf_pie = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    flat = scores(index, "banana pie", Bm25Params(coord_floor=1.0))
+    got = scores(index, "banana pie", by_idf)
+    # d3 holds the rare "pie", d1 and d2 the common "banana": each held share of the query's idf
+    assert got["d3"] == pytest.approx(flat["d3"] * (0.5 + 0.5 * idf_pie / (idf_pie + IDF_BANANA)), rel=1e-9)
+    assert got["d2"] == pytest.approx(
+        flat["d2"] * (0.5 + 0.5 * IDF_BANANA / (idf_pie + IDF_BANANA)), rel=1e-9
+    )
+    with pytest.raises(ValueError, match="unknown coordination 'votes'"):
+        Bm25Params(coordination="votes")
+    from kenning.surfaces.render import explain_lines
+
+    hit = next(h for h in index.search("banana pie", params=by_idf, explain=True).hits if h.doc_key == "d3")
+    share = idf_pie / (idf_pie + IDF_BANANA)
+    assert hit.explain["lexical"]["matched_share"] == pytest.approx(share)
+    assert f"(1/2 clauses, {share:.0%} of their idf)" in explain_lines(hit.explain)[-1]
+
+
+@pytest.mark.parametrize(
+    "variant,coordination",
+    [("classic", "clauses"), ("plus", "clauses"), ("l", "clauses"), ("bm25f", "clauses"), ("bm25f", "idf")],
+)
+def test_explain_matches_ranking_score(index, variant, coordination):
+    p = Bm25Params(variant=variant, coord_floor=0.6, coordination=coordination)
     response = index.search("apple cherry pie banana", limit=10, params=p, explain=True)
     assert response.hits
     for hit in response.hits:

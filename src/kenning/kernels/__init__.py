@@ -35,7 +35,7 @@ def weigh(ids, tf_title, tf_body, title_len, body_len, avg_title, avg_body, para
     has the formula); `field` keeps one field's part only. Chunk ids and term frequencies per
     posting (frequencies as stored: one or two bytes, or empty when all zero), lengths uint16 per
     chunk id. None without the C module."""
-    if _native is None:
+    if _native is None or params.variant not in VARIANT_CODES:  # bm25f: kenning.lexical.bm25 alone
         return None
     raw = _native.weigh(
         _ids(ids), _frequencies(tf_title), _frequencies(tf_body), title_len, body_len, float(avg_title),

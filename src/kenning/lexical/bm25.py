@@ -4,7 +4,10 @@ scoring clauses.
 Per query term t and document d, each field f in {title, body} gets a saturated term frequency
 S_f(tf, len) and the term contributes  idf(t) * (title_weight * S_title + body_weight * S_body).
 The document score is the sum over matched terms, each weighted by how often the query says it,
-times a coordination factor coord = floor + (1 - floor) * matched_terms / query_terms.
+times a coordination factor coord = floor + (1 - floor) * matched_terms / query_terms
+(coordination="clauses"), or with each clause counted by its idf, so that holding the query's rare
+word counts for more than holding its common ones (coordination="idf"; a clause no chunk holds
+counts as the rarest word).
 
 Query term weight (Robertson's k3 saturation of the query term frequency qtf):
   w(qtf) = (k3 + 1) qtf / (k3 + qtf)     k3 = 0: every distinct term once; large k3: raw qtf
@@ -15,6 +18,12 @@ Variants of S (norm = 1 - b + b * len / avg_len):
 - plus:    classic + delta for tf > 0                         (BM25+, Lv & Zhai 2011: a matched term
                                                                never scores ~0 in a very long document)
 - l:       c = tf / norm,  (k1 + 1)(c + delta) / (k1 + c + delta) for tf > 0    (BM25L, Lv & Zhai 2011)
+- bm25f:   the fields' frequencies are weighted and normalised first and saturated once:
+           t = title_weight tf_title / norm_title + body_weight tf_body / norm_body,
+           S = t (k1 + 1) / (t + k1)                          (Robertson, Zaragoza & Taylor 2004)
+           so a common word in both title and body earns at most (k1 + 1) idf, as in one field,
+           where saturating each field alone lets it earn (title_weight + body_weight)(k1 + 1) idf
+           and outweigh a rare word the other documents hold once.
 IDF: ln(1 + (N - df + 0.5) / (df + 0.5)), floored at zero.
 """
 
@@ -28,7 +37,8 @@ from pyroaring import BitMap
 
 from kenning.common.numbers import check_number
 
-VARIANTS = ("classic", "plus", "l")
+VARIANTS = ("classic", "plus", "l", "bm25f")
+COORDINATIONS = ("clauses", "idf")
 
 
 @dataclass(frozen=True)
@@ -50,10 +60,15 @@ class Bm25Params:
     body_weight: float = 1.0
     coord_floor: float = 0.5
     k3: float = 4.0
+    coordination: str = "clauses"
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown BM25 variant {self.variant!r}: choose one of {', '.join(VARIANTS)}")
+        if self.coordination not in COORDINATIONS:
+            raise ValueError(
+                f"unknown coordination {self.coordination!r}: choose one of {', '.join(COORDINATIONS)}"
+            )
         check_number("k1", self.k1, 0, 100)
         check_number("b", self.b, 0, 1)
         check_number("delta", self.delta, 0, 100)
@@ -77,8 +92,34 @@ def idf(n_docs: int, df: int) -> float:
     return max(0.0, math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)))
 
 
+def joint_saturate(
+    tf_title: np.ndarray,
+    title_len: np.ndarray,
+    avg_title: float,
+    tf_body: np.ndarray,
+    body_len: np.ndarray,
+    avg_body: float,
+    p: Bm25Params,
+    field: str | None = None,
+) -> np.ndarray:
+    """BM25F: the fields' weighted, length-normalised frequencies summed, then saturated once (their
+    weights are inside, unlike `saturate`'s); `field` keeps one field's frequency only."""
+    t = np.zeros(len(np.atleast_1d(tf_title)))
+    if field != "body" and avg_title > 0:
+        t = t + p.title_weight * np.asarray(tf_title, dtype=np.float64) / _norm(title_len, avg_title, p.b)
+    if field != "title" and avg_body > 0:
+        t = t + p.body_weight * np.asarray(tf_body, dtype=np.float64) / _norm(body_len, avg_body, p.b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, t * (p.k1 + 1.0) / (t + p.k1), 0.0)
+
+
+def _norm(length, avg_len: float, b: float) -> np.ndarray:
+    return 1.0 - b + b * np.asarray(length, dtype=np.float64) / avg_len
+
+
 def saturate(tf: np.ndarray, length: np.ndarray, avg_len: float, p: Bm25Params) -> np.ndarray:
-    """The variant's saturated term frequency for one field; zero where tf == 0."""
+    """The variant's saturated term frequency for one field; zero where tf == 0 (not for bm25f,
+    whose fields saturate together: `joint_saturate`)."""
     tf = np.asarray(tf, dtype=np.float64)
     norm = 1.0 - p.b + p.b * (np.asarray(length, dtype=np.float64) / avg_len if avg_len > 0 else 1.0)
     present = tf > 0

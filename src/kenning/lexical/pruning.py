@@ -92,7 +92,7 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
     pay (then score exhaustively). `allowed`: a boolean mask over chunk ids (the funnel's survivors)
     or None for all."""
     smallest = MAXSCORE_FROM_IDS if kernels.NATIVE else PRUNE_FROM_IDS
-    if k <= 0 or view.max_id + 1 < smallest or not prunable(clauses):
+    if k <= 0 or view.max_id + 1 < smallest or not prunable(clauses) or not bounded(params):
         return None
     if kernels.NATIVE:
         return _maxscore(view, clauses, found, params, allowed, k)
@@ -210,9 +210,18 @@ def _score_blocks(blocks: np.ndarray, spans, coord, allowed):
     return ids, scores
 
 
+def bounded(params) -> bool:
+    """Whether these knobs are the ones the pruning bounds and kernels are written for: per-field
+    saturation and coordination by clause count (bm25f and idf coordination score exhaustively)."""
+    return params.variant != "bm25f" and params.coordination == "clauses"
+
+
 def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
     """Exact BM25 with coordination for the given chunk ids only (plain clauses), equal to what the
     exhaustive path computes for them."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not bounded(params):
+        return view.score(clauses, found, params)[ids] if len(ids) else np.zeros(0)
     terms = _terms(view, clauses, found, params)
     return _score_ids(np.asarray(ids, dtype=np.int64), terms, _coordination(params, len(clauses)))
 

@@ -21,7 +21,7 @@ from pyroaring import BitMap
 from kenning import kernels
 from kenning.common.cache import BoundedCache, IndexCaches, nbytes
 from kenning.kernels.arrays import bitmap_of, sorted_unique
-from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, saturate
+from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, joint_saturate, saturate
 from kenning.lexical.pruning import BLOCK_BITS
 from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
 from kenning.store.records import own_text
@@ -344,6 +344,11 @@ class LexicalView:
         `field` keeps one field's part only (for `title:word`); None sums both with their weights.
         """
         ids = postings.ids
+        if params.variant == "bm25f":
+            return joint_saturate(
+                postings.tf_title, self.title_len[ids], self.avg_title_len,
+                postings.tf_body, self.body_len[ids], self.avg_body_len, params, field,
+            )  # fmt: skip
         out = np.zeros(len(ids))
         if field != "body":
             out += params.title_weight * saturate(
@@ -465,10 +470,43 @@ class LexicalView:
             return np.zeros(size)
         scores = np.bincount(np.concatenate(ids_parts), weights=np.concatenate(weight_parts), minlength=size)
         scores = scores.astype(np.float64, copy=False)  # bincount of nothing comes back as int64
-        if use_coord and matched_parts:
+        if use_coord and matched_parts and params.coordination == "idf":
+            weights = self.clause_weights(clauses, found)
+            held = [
+                w
+                for w, clause in zip(weights, clauses, strict=True)
+                if self._holders(clause, found) is not None
+            ]
+            matched = np.bincount(
+                np.concatenate(matched_parts),
+                weights=np.concatenate(
+                    [np.full(len(ids), w) for ids, w in zip(matched_parts, held, strict=True)]
+                ),
+                minlength=size,
+            )
+            scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / sum(weights))
+        elif use_coord and matched_parts:
             matched = np.bincount(np.concatenate(matched_parts), minlength=size)
             scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(clauses))
         return scores
+
+    @staticmethod
+    def _holders(clause: ScoringClause, found) -> object | None:
+        """What says which chunks a clause counts as matched in: its chunk set, or its one term's
+        postings (None: no chunk)."""
+        if clause.docs is not None:
+            return clause.docs
+        return found.get(clause.terms[0].term)
+
+    def clause_weights(self, clauses: list[ScoringClause], found) -> list[float]:
+        """Each clause's weight in idf coordination: the idf of its rarest term; a clause no chunk
+        holds weighs as a word one chunk would hold (the rarest a word can be)."""
+        rarest = idf(self.n_docs, 1)
+        out = []
+        for clause in clauses:
+            held = [found[t.term].df for t in clause.terms if found.get(t.term) is not None]
+            out.append(idf(self.n_docs, min(held)) if held else rarest)
+        return out
 
     def term_frequencies(self, postings: TermPostings | None, chunk_id: int) -> tuple[float, float]:
         """(title tf, body tf) of one chunk in a term's postings."""
@@ -478,6 +516,28 @@ class LexicalView:
         if pos < len(postings.ids) and postings.ids[pos] == chunk_id:
             return float(postings.tf_title[pos]), float(postings.tf_body[pos])
         return 0.0, 0.0
+
+    def _joint_parts(self, tf_t, t_len, tf_b, b_len, params: Bm25Params, field) -> tuple[float, float]:
+        """BM25F's one saturated value for a chunk, split between title and body in proportion to
+        the weighted, normalised frequency each field brought (idf not applied)."""
+        one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
+        whole = float(joint_saturate(
+            one(tf_t), one(t_len), self.avg_title_len, one(tf_b), one(b_len), self.avg_body_len, params, field
+        )[0])  # fmt: skip
+        title = float(
+            joint_saturate(one(tf_t), one(t_len), self.avg_title_len, one(0), one(b_len), 0.0, params)[0]
+        )
+        body = float(
+            joint_saturate(one(0), one(t_len), 0.0, one(tf_b), one(b_len), self.avg_body_len, params)[0]
+        )
+        title = title if field != "body" else 0.0
+        body = body if field != "title" else 0.0
+        if not whole or not (title or body):
+            return 0.0, 0.0
+        # the parts' shares of the weighted frequency: t = t_title + t_body, and S(t) is split alike
+        t_title = title * params.k1 / (params.k1 + 1.0 - title) if title else 0.0
+        t_body = body * params.k1 / (params.k1 + 1.0 - body) if body else 0.0
+        return whole * t_title / (t_title + t_body), whole * t_body / (t_title + t_body)
 
     def explain(
         self,
@@ -490,6 +550,7 @@ class LexicalView:
         rows = []
         total = 0.0
         matched = 0
+        held_flags: list[bool] = []
         t_len = float(self.title_len[chunk_id]) if chunk_id <= self.max_id else 0.0
         b_len = float(self.body_len[chunk_id]) if chunk_id <= self.max_id else 0.0
         for clause in clauses:
@@ -500,11 +561,15 @@ class LexicalView:
                 term_idf = idf(self.n_docs, df)
                 tf_t, tf_b = self.term_frequencies(postings, chunk_id)
                 counts = st.docs is None or chunk_id in st.docs
-                s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
-                s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
                 w_idf = weight * term_idf
-                title_part = w_idf * params.title_weight * s_t if counts and st.field != "body" else 0.0
-                body_part = w_idf * params.body_weight * s_b if counts and st.field != "title" else 0.0
+                if params.variant == "bm25f":  # one saturation, shared by the fields as their frequencies are
+                    title_part, body_part = self._joint_parts(tf_t, t_len, tf_b, b_len, params, st.field)
+                    title_part, body_part = (w_idf * title_part, w_idf * body_part) if counts else (0.0, 0.0)
+                else:
+                    s_t = float(saturate(np.array([tf_t]), np.array([t_len]), self.avg_title_len, params)[0])
+                    s_b = float(saturate(np.array([tf_b]), np.array([b_len]), self.avg_body_len, params)[0])
+                    title_part = w_idf * params.title_weight * s_t if counts and st.field != "body" else 0.0
+                    body_part = w_idf * params.body_weight * s_b if counts and st.field != "title" else 0.0
                 total += title_part + body_part
                 rows.append(
                     {
@@ -521,17 +586,24 @@ class LexicalView:
                     }
                 )
             if clause.docs is not None:
-                matched += chunk_id in clause.docs
+                held = chunk_id in clause.docs
             else:
-                matched += any(
+                held = any(
                     self.term_frequencies(found.get(st.term), chunk_id) != (0.0, 0.0) for st in clause.terms
                 )
+            matched += held
+            held_flags.append(held)
         use_coord = params.coord_floor < 1.0 and len(clauses) > 1
-        coord = params.coord_floor + (1.0 - params.coord_floor) * matched / len(clauses) if use_coord else 1.0
+        share = matched / len(clauses) if clauses else 0.0
+        if params.coordination == "idf" and clauses:
+            weights = self.clause_weights(clauses, found)
+            share = sum(w for w, h in zip(weights, held_flags, strict=True) if h) / sum(weights)
+        coord = params.coord_floor + (1.0 - params.coord_floor) * share if use_coord else 1.0
         return {
             "terms": rows,
             "matched_clauses": matched,
             "clauses": len(clauses),
+            "matched_share": share,  # of the clauses, or of their idf (coordination="idf")
             "sum": total,
             "coordination": coord,
             "score": total * coord,

@@ -29,7 +29,7 @@ from kenning.eval import DatasetError, evaluate, known_item, open_eval_index
 from kenning.indexing.reports import display_path
 from kenning.ingest.chunk import IngestError
 from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES, byte_size
-from kenning.lexical.bm25 import VARIANTS, Bm25Params
+from kenning.lexical.bm25 import COORDINATIONS, VARIANTS, Bm25Params
 from kenning.models.embed.base import EmbedderError
 from kenning.models.rerankers import RerankError
 from kenning.places.locate import find_config
@@ -100,6 +100,7 @@ KNOB_HELP = {
     "body_weight": "weight of body matches",
     "coord_floor": "coordination floor 0..1; 1 disables it",
     "k3": "query term frequency saturation (0: each distinct term once)",
+    "coordination": "what the coordination counts: matched clauses, or their idf",
 }
 
 
@@ -109,7 +110,9 @@ def _add_knobs(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("lexical scoring (BM25) knobs")
     for name, text in KNOB_HELP.items():
         default = getattr(defaults, name)
-        kind = {"choices": VARIANTS} if name == "variant" else {"type": float}
+        kind = {"type": float}
+        if name in ("variant", "coordination"):
+            kind = {"choices": VARIANTS if name == "variant" else COORDINATIONS}
         g.add_argument(
             f"--{name.replace('_', '-')}", default=None, help=f"{text} (default {default})", **kind
         )

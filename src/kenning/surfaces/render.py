@@ -288,9 +288,11 @@ def explain_lines(ex: dict) -> list[str]:
             f"  title tf {t['tf']:g} → {t['contribution']:.3f}"
             f"  body tf {b['tf']:g} → {b['contribution']:.3f}  = {row['contribution']:.3f}"
         )
+    held = f"{lex['matched_clauses']}/{lex['clauses']} clauses"
+    if lex.get("params", {}).get("coordination") == "idf":
+        held += f", {lex['matched_share']:.0%} of their idf"
     out.append(
-        f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} "
-        f"({lex['matched_clauses']}/{lex['clauses']} clauses) = {lex['score']:.4f}"
+        f"     sum {lex['sum']:.3f} × coordination {lex['coordination']:.3f} ({held}) = {lex['score']:.4f}"
     )
     graph = ex.get("graph")
     if graph:
