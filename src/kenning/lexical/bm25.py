@@ -105,16 +105,27 @@ def joint_saturate(
     """BM25F: the fields' weighted, length-normalised frequencies summed, then saturated once (their
     weights are inside, unlike `saturate`'s); `field` keeps one field's frequency only."""
     t = np.zeros(len(np.atleast_1d(tf_title)))
-    if field != "body" and avg_title > 0:
-        t = t + p.title_weight * np.asarray(tf_title, dtype=np.float64) / _norm(title_len, avg_title, p.b)
-    if field != "title" and avg_body > 0:
-        t = t + p.body_weight * np.asarray(tf_body, dtype=np.float64) / _norm(body_len, avg_body, p.b)
+    if field != "body":
+        t = t + field_frequency(tf_title, title_len, avg_title, p.title_weight, p.b)
+    if field != "title":
+        t = t + field_frequency(tf_body, body_len, avg_body, p.body_weight, p.b)
+    return saturate_once(t, p.k1)
+
+
+def field_frequency(tf, length, avg_len: float, weight: float, b: float) -> np.ndarray:
+    """One field's part of BM25F's frequency: weight x tf / (1 - b + b len / avg_len); 0 for a field
+    no chunk has (avg_len 0)."""
+    tf = np.asarray(tf, dtype=np.float64)
+    if avg_len <= 0:
+        return np.zeros(tf.shape)
+    return weight * tf / (1.0 - b + b * np.asarray(length, dtype=np.float64) / avg_len)
+
+
+def saturate_once(t: np.ndarray, k1: float) -> np.ndarray:
+    """t (k1 + 1) / (t + k1), zero where t is."""
+    t = np.asarray(t, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t > 0, t * (p.k1 + 1.0) / (t + p.k1), 0.0)
-
-
-def _norm(length, avg_len: float, b: float) -> np.ndarray:
-    return 1.0 - b + b * np.asarray(length, dtype=np.float64) / avg_len
+        return np.where(t > 0, t * (k1 + 1.0) / (t + k1), 0.0)
 
 
 def saturate(tf: np.ndarray, length: np.ndarray, avg_len: float, p: Bm25Params) -> np.ndarray:

@@ -223,7 +223,7 @@ def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
     if not bounded(params):
         return view.score(clauses, found, params)[ids] if len(ids) else np.zeros(0)
     terms = _terms(view, clauses, found, params)
-    return _score_ids(np.asarray(ids, dtype=np.int64), terms, _coordination(params, len(clauses)))
+    return _score_ids(ids, terms, _coordination(params, len(clauses)))
 
 
 def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | None]:

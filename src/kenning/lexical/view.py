@@ -21,7 +21,15 @@ from pyroaring import BitMap
 from kenning import kernels
 from kenning.common.cache import BoundedCache, IndexCaches, nbytes
 from kenning.kernels.arrays import bitmap_of, sorted_unique
-from kenning.lexical.bm25 import Bm25Params, ScoringClause, idf, joint_saturate, saturate
+from kenning.lexical.bm25 import (
+    Bm25Params,
+    ScoringClause,
+    field_frequency,
+    idf,
+    joint_saturate,
+    saturate,
+    saturate_once,
+)
 from kenning.lexical.pruning import BLOCK_BITS
 from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
 from kenning.store.records import own_text
@@ -443,8 +451,8 @@ class LexicalView:
         """
         size = self.max_id + 1
         use_coord = params.coord_floor < 1.0 and len(clauses) > 1
-        ids_parts, weight_parts, matched_parts = [], [], []
-        for clause in clauses:
+        ids_parts, weight_parts, matched_parts, matched_of = [], [], [], []
+        for n, clause in enumerate(clauses):
             weight = (params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0) * clause.boost
             for st in clause.terms:
                 postings = found.get(st.term)
@@ -464,39 +472,23 @@ class LexicalView:
             if use_coord:
                 if clause.docs is not None:
                     matched_parts.append(np.frombuffer(clause.docs.to_array(), dtype=np.uint32))
+                    matched_of.append(n)
                 elif (postings := found.get(clause.terms[0].term)) is not None:
                     matched_parts.append(postings.ids)
+                    matched_of.append(n)
         if not ids_parts:
             return np.zeros(size)
         scores = np.bincount(np.concatenate(ids_parts), weights=np.concatenate(weight_parts), minlength=size)
         scores = scores.astype(np.float64, copy=False)  # bincount of nothing comes back as int64
         if use_coord and matched_parts and params.coordination == "idf":
             weights = self.clause_weights(clauses, found)
-            held = [
-                w
-                for w, clause in zip(weights, clauses, strict=True)
-                if self._holders(clause, found) is not None
-            ]
-            matched = np.bincount(
-                np.concatenate(matched_parts),
-                weights=np.concatenate(
-                    [np.full(len(ids), w) for ids, w in zip(matched_parts, held, strict=True)]
-                ),
-                minlength=size,
-            )
-            scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / sum(weights))
+            each = [np.full(len(ids), weights[n]) for ids, n in zip(matched_parts, matched_of, strict=True)]
+            held = np.bincount(np.concatenate(matched_parts), weights=np.concatenate(each), minlength=size)
+            scores *= params.coord_floor + (1.0 - params.coord_floor) * (held / sum(weights))
         elif use_coord and matched_parts:
             matched = np.bincount(np.concatenate(matched_parts), minlength=size)
             scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(clauses))
         return scores
-
-    @staticmethod
-    def _holders(clause: ScoringClause, found) -> object | None:
-        """What says which chunks a clause counts as matched in: its chunk set, or its one term's
-        postings (None: no chunk)."""
-        if clause.docs is not None:
-            return clause.docs
-        return found.get(clause.terms[0].term)
 
     def clause_weights(self, clauses: list[ScoringClause], found) -> list[float]:
         """Each clause's weight in idf coordination: the idf of its rarest term; a clause no chunk
@@ -520,23 +512,12 @@ class LexicalView:
     def _joint_parts(self, tf_t, t_len, tf_b, b_len, params: Bm25Params, field) -> tuple[float, float]:
         """BM25F's one saturated value for a chunk, split between title and body in proportion to
         the weighted, normalised frequency each field brought (idf not applied)."""
-        one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
-        whole = float(joint_saturate(
-            one(tf_t), one(t_len), self.avg_title_len, one(tf_b), one(b_len), self.avg_body_len, params, field
-        )[0])  # fmt: skip
-        title = float(
-            joint_saturate(one(tf_t), one(t_len), self.avg_title_len, one(0), one(b_len), 0.0, params)[0]
-        )
-        body = float(
-            joint_saturate(one(0), one(t_len), 0.0, one(tf_b), one(b_len), self.avg_body_len, params)[0]
-        )
-        title = title if field != "body" else 0.0
-        body = body if field != "title" else 0.0
-        if not whole or not (title or body):
+        t_title = float(field_frequency(tf_t, t_len, self.avg_title_len, params.title_weight, params.b))
+        t_body = float(field_frequency(tf_b, b_len, self.avg_body_len, params.body_weight, params.b))
+        t_title, t_body = (0.0 if field == "body" else t_title), (0.0 if field == "title" else t_body)
+        if t_title + t_body <= 0:
             return 0.0, 0.0
-        # the parts' shares of the weighted frequency: t = t_title + t_body, and S(t) is split alike
-        t_title = title * params.k1 / (params.k1 + 1.0 - title) if title else 0.0
-        t_body = body * params.k1 / (params.k1 + 1.0 - body) if body else 0.0
+        whole = float(saturate_once(t_title + t_body, params.k1))
         return whole * t_title / (t_title + t_body), whole * t_body / (t_title + t_body)
 
     def explain(

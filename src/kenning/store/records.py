@@ -53,27 +53,41 @@ _SETEXT_RULE = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
 def own_text_start(title: str, body: str) -> int:
     """Where `body`'s own text starts: after its leading heading lines that name parts of `title`
     (and the blank lines between them); 0 when it starts with none or holds nothing else, so a
-    chunk stored without its heading reads exactly as before."""
-    if not title or "#" not in body[:1024] and "\n" not in body[:1024]:
+    chunk stored without its heading reads exactly as before. Reads only the lines it passes."""
+    if not title:
         return 0
-    parts = {_letters(part) for part in title.split(" > ")}
-    lines = body.split("\n", 64)[:64]  # headings come first: a few lines are enough to read
-    i = after = 0
-    while i < len(lines):
-        line = lines[i]
-        atx = _ATX.fullmatch(line)
+    parts: set[str] | None = None
+    pos = after = 0
+    while pos < len(body):
+        end = _line_end(body, pos)
+        line = body[pos:end]
         if not line.strip():
-            i += 1
-        elif atx and _letters(atx.group(2) or "") in parts:
-            i = after = i + 1
-        elif i + 1 < len(lines) and _SETEXT_RULE.fullmatch(lines[i + 1]) and _letters(line) in parts:
-            i = after = i + 2
-        else:
-            break
-    if not after:
-        return 0
-    offset = sum(len(line) + 1 for line in lines[:after])
-    return offset if body[offset:].strip() else 0
+            pos = end + 1
+            continue
+        parts = parts if parts is not None else {_letters(part) for part in title.split(" > ")}
+        atx = _ATX.fullmatch(line)
+        if atx and _letters(atx.group(2) or "") in parts:
+            pos = after = end + 1
+            continue
+        rule_end = _line_end(body, end + 1) if end < len(body) else end
+        if (
+            not atx
+            and rule_end > end
+            and _SETEXT_RULE.fullmatch(body[end + 1 : rule_end])
+            and _letters(line) in parts
+        ):
+            pos = after = rule_end + 1
+            continue
+        break
+    return after if after and _TEXT.search(body, after) else 0
+
+
+def _line_end(text: str, start: int) -> int:
+    end = text.find("\n", start)
+    return len(text) if end < 0 else end
+
+
+_TEXT = re.compile(r"\S")
 
 
 def _letters(text: str) -> str:
