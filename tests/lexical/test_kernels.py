@@ -144,11 +144,14 @@ def test_bitmap_of_unordered_or_repeated_ids():
     k=st.integers(1, 30),
     masked=st.booleans(),
     chunks=st.sampled_from([400, 5000]),
+    weighted=st.booleans(),
 )
-def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, masked, chunks):
+def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, masked, chunks, weighted):
     """Same ids, order and scores (to the bit) as summing every posting in the query's order and
     taking top_k; scores drawn from a few values, so ties (broken by id) are common. 5,000 chunk
-    ids span several of the kernel's windows, with gaps between them when a term is rare."""
+    ids span several of the kernel's windows, with gaps between them when a term is rare. With
+    `weighted`, each term holds its own share of the coordination (idf coordination), the whole
+    including clauses no chunk holds."""
     from kenning.kernels.topk import top_k
 
     rng = np.random.default_rng(seed)
@@ -159,19 +162,22 @@ def test_maxscore_is_the_exhaustive_top_k(seed, terms, extra_clauses, floor, k, 
         scores.append(rng.choice([0.5, 1.25, 2.0, 3.0, 7.5], n) * rng.choice([1.0, 0.1]))
     allowed = rng.random(chunks + 5) < 0.7 if masked else None
     clauses = terms + extra_clauses
-    sums, matched = np.zeros(chunks), np.zeros(chunks, dtype=np.int64)
-    for i, s in zip(ids, scores, strict=True):
+    holds = rng.uniform(0.1, 9.0, clauses).tolist() if weighted else [1.0] * clauses
+    whole = sum(holds) if weighted else clauses
+    sums, holding = np.zeros(chunks), np.zeros(chunks)
+    for i, s, h in zip(ids, scores, holds, strict=False):
         sums[i] += s
-        matched[i] += 1
-    held = np.flatnonzero(matched)
+        holding[i] += h
+    held = np.flatnonzero(holding)
     if masked:
         held = held[allowed[held]]
-    coord = floor + (1.0 - floor) * (matched[held] / clauses)
+    coord = floor + (1.0 - floor) * (holding[held] / whole)
     want_ids, want_scores = top_k(held, sums[held] * coord, k)
     maxima = [float(s.max()) if len(s) else 0.0 for s in scores]
     given_maxima = [m if rng.random() < 0.5 else None for m in maxima]  # None: the kernel finds it
+    shares = (holds[:terms], whole) if weighted else None
     got_ids, got_scores, scored, essential, found = kernels.maxscore(
-        ids, scores, given_maxima, clauses, floor, k, allowed
+        ids, scores, given_maxima, clauses, floor, k, allowed, None, shares
     )
     assert got_ids.tolist() == want_ids.tolist()
     assert np.array_equal(got_scores.view(np.uint64), want_scores.view(np.uint64))
@@ -276,6 +282,14 @@ def test_maxscore_searches_a_common_terms_title_hits_apart():
 
 
 @native
+@native
+def test_maxscore_rejects_held_weights_it_cannot_use():
+    ids, scores = [np.arange(3)], [np.ones(3)]
+    for held in [((1.0, 2.0), 3.0), ((-1.0,), 3.0), ((1.0,), 0.0), ((4.0,), 3.0)]:
+        with pytest.raises(ValueError, match="held"):
+            kernels.maxscore(ids, scores, [None], 1, 0.5, 2, None, None, held)
+
+
 def test_maxscore_rejects_ids_without_lengths():
     """A chunk id past the lengths is an error, not a read outside them."""
     lengths = np.ones(10, dtype=np.uint16)

@@ -82,6 +82,7 @@ def test_pruned_top_k_equals_exhaustive_on_random_queries(index, monkeypatch, sh
             "variant": rng.choice(["classic", "plus", "l"]),
             "coord_floor": rng.choice([0.0, 0.5, 1.0]),
             "k1": rng.choice([0.5, 0.9, 1.6]),
+            "coordination": rng.choice(["clauses", "idf"]),
         }
         fast, funnel = ranking(index, query, pruning=True, **settings)
         full, _ = ranking(index, query, pruning=False, **settings)

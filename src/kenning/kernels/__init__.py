@@ -95,7 +95,7 @@ def roaring_union_bytes(id_arrays) -> bytes | None:
     return _native.roaring_union_bytes(tuple(_ids(ids) for ids in id_arrays))
 
 
-def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None):
+def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None, held=None):
     """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
     id, with MaxScore by windows of chunk ids: (ids, scores, chunks scored, terms still essential at the
     end, each term's largest score). `ids` and `scores` hold one array per present term, in the
@@ -105,12 +105,22 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
     the rest's is several times lower (no title weight), so it stops being essential much sooner.
     `maxima` holds each term's largest score (a (title hits, rest) pair for a split term, as the
     kernel returns them), or None to have it found (without weighing every posting);
-    `allowed` is a bool mask over chunk ids or None."""
+    `allowed` is a bool mask over chunk ids or None. The coordination is floor + (1 - floor) x the
+    share of the query a chunk holds: of `clauses` clauses, each present term one, or with `held` =
+    (a weight per present term, their whole), that weighted share (idf coordination)."""
     if _native is None:
         return None
     maxima = tuple(m if m is None or isinstance(m, tuple) else float(m) for m in maxima)
     got_ids, got_scores, scored, essential, found = _native.maxscore(
-        tuple(_ids(i) for i in ids), tuple(scores), maxima, clauses, float(floor), k, allowed, weighing
+        tuple(_ids(i) for i in ids),
+        tuple(scores),
+        maxima,
+        clauses,
+        float(floor),
+        k,
+        allowed,
+        weighing,
+        None if held is None else (tuple(float(w) for w in held[0]), float(held[1])),
     )
     return (
         np.frombuffer(got_ids, dtype=np.int64),

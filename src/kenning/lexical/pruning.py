@@ -9,9 +9,9 @@ MaxScore (Turtle & Flood 1995; kenning/kernels/c/scoring.c), over the terms' pos
 chunk ids (the candidates of a window are gathered term by term, then visited in id order), is what
 runs where kenning's C module is built. Terms are ordered by their largest contribution; once
 the k-th best score exceeds what a chunk holding only the weakest few terms could reach (their maxima
-summed, times the coordination that many matches earn), those terms stop supplying candidates and
-are only looked up, by a galloping search, for chunks the other terms bring, while those chunks can
-still reach the k-th best. On a large index a query of common and rare words then scores a small
+summed, times the coordination holding them all earns: by their count, or by their idf), those terms
+stop supplying candidates and are only looked up, by a galloping search, for chunks the other terms
+bring, while those chunks can still reach the k-th best. On a large index a query of common and rare words then scores a small
 share of the chunks its terms match.
 
 Block-max pruning (the NumPy path) cuts the chunk-id space into blocks of 2^`BLOCK_BITS` ids. For every
@@ -25,7 +25,8 @@ per postings block inside block-max WAND; over numpy arrays, whole id blocks are
 vectorises).
 
 Pruning needs plain clauses (one term each, no per-term or per-clause chunk sets: phrases and
-glossary expansions score exhaustively), and pays off only on a large enough index
+glossary expansions score exhaustively) and per-field saturation (bm25f scores exhaustively), and
+pays off only on a large enough index
 (`MAXSCORE_FROM_IDS`, the NumPy path `PRUNE_FROM_IDS`); the NumPy path also only when the blocks
 left to score hold a small share of the query's postings (`MAX_SCORED_SHARE`). Otherwise the
 caller scores exhaustively. Either way the results are the same.
@@ -68,6 +69,7 @@ class _Term:
     term: str
     ids: np.ndarray  # sorted chunk ids holding it
     contribution: np.ndarray  # its weighted score in each of those chunks
+    held: float  # what holding it counts for in the coordination (1.0: one clause; idf: its idf)
     blocks: np.ndarray  # the id blocks it occurs in, ascending
     block_max: np.ndarray  # its largest contribution in each of them
     block_start: np.ndarray  # where each one's postings begin in `ids` (one more entry: the end)
@@ -100,10 +102,11 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
     present = [t for t in terms if t is not None]
     if not present:
         return None
-    coord = _coordination(params, len(clauses))
+    coord = _coordination(view, clauses, found, params)
     n_blocks = int(max(t.blocks[-1] for t in present)) + 1
     occupied = np.concatenate([t.blocks for t in present])
-    held = np.bincount(occupied, minlength=n_blocks)
+    holding = np.concatenate([np.full(len(t.blocks), t.held) for t in present])
+    held = np.bincount(occupied, weights=holding, minlength=n_blocks)
     # (a hair above the exact sums: they are added in another order, and rounding must not make a
     # chunk's score exceed its block's bound)
     bounds = np.bincount(occupied, weights=np.concatenate([t.block_max for t in present]), minlength=n_blocks)
@@ -133,8 +136,9 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
     maximum: finding it would weigh a common term's postings whole (a hundred thousand or more on a
     large index) for that one number, and keeping weighed scores for later queries would make the
     cache larger without making warm queries faster."""
-    present = []
-    for clause in clauses:
+    holds = _holds(view, clauses, found, params)
+    present, held = [], []
+    for clause, holding in zip(clauses, holds, strict=True):
         st = clause.terms[0]
         postings = found.get(st.term)
         if postings is None:
@@ -143,6 +147,7 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
         if weight < 0:  # (a maximum is then a minimum: the exhaustive path scores it)
             return None
         present.append((st, postings, weight))
+        held.append(holding)
     if not present:
         return None
     known = [view.cached_bound(st.term, params, st.field, weight) for st, _, weight in present]
@@ -161,6 +166,7 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
         k,
         allowed,
         kernels.weighing_of(view.title_len, view.body_len, view.avg_title_len, view.avg_body_len, params),
+        (held, sum(holds)) if params.coordination == "idf" else None,
     )
     for (st, _, weight), bound, new in zip(present, known, bounds, strict=True):
         if bound is None:
@@ -188,7 +194,7 @@ def _score_blocks(blocks: np.ndarray, spans, coord, allowed):
     contributions exactly as the exhaustive path does, without sorting."""
     size = len(blocks) << BLOCK_BITS
     places = np.arange(len(blocks), dtype=np.int64) << BLOCK_BITS
-    local_parts, value_parts = [], []
+    local_parts, value_parts, held_parts = [], [], []
     for term, lo, lengths in spans:
         count = int(lengths.sum())
         if not count:
@@ -196,14 +202,16 @@ def _score_blocks(blocks: np.ndarray, spans, coord, allowed):
         at = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(count)
         local_parts.append(np.repeat(places, lengths) + (term.ids[at] & ((1 << BLOCK_BITS) - 1)))
         value_parts.append(term.contribution[at])
+        held_parts.append(np.full(count, term.held))
     if not local_parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     local = np.concatenate(local_parts)
     sums = np.bincount(local, weights=np.concatenate(value_parts), minlength=size)
     matched = np.bincount(local, minlength=size)
-    held = np.flatnonzero(matched)
-    ids = (blocks[held >> BLOCK_BITS] << BLOCK_BITS) + (held & ((1 << BLOCK_BITS) - 1))
-    scores = sums[held] * coord(matched[held])
+    holding = np.bincount(local, weights=np.concatenate(held_parts), minlength=size)
+    there = np.flatnonzero(matched)
+    ids = (blocks[there >> BLOCK_BITS] << BLOCK_BITS) + (there & ((1 << BLOCK_BITS) - 1))
+    scores = sums[there] * coord(holding[there])
     if allowed is not None:
         inside = (ids < len(allowed)) & allowed[np.minimum(ids, len(allowed) - 1)]
         ids, scores = ids[inside], scores[inside]
@@ -212,8 +220,8 @@ def _score_blocks(blocks: np.ndarray, spans, coord, allowed):
 
 def bounded(params) -> bool:
     """Whether these knobs are the ones the pruning bounds and kernels are written for: per-field
-    saturation and coordination by clause count (bm25f and idf coordination score exhaustively)."""
-    return params.variant != "bm25f" and params.coordination == "clauses"
+    saturation (bm25f scores exhaustively), with either coordination."""
+    return params.variant != "bm25f"
 
 
 def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
@@ -223,14 +231,14 @@ def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
     if not bounded(params):
         return view.score(clauses, found, params)[ids] if len(ids) else np.zeros(0)
     terms = _terms(view, clauses, found, params)
-    return _score_ids(ids, terms, _coordination(params, len(clauses)))
+    return _score_ids(ids, terms, _coordination(view, clauses, found, params))
 
 
 def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | None]:
     """Each clause's term with its weighted contributions, and (`blocks`) their block maxima (None:
     no postings)."""
     out: list[_Term | None] = []
-    for clause in clauses:
+    for clause, holding in zip(clauses, _holds(view, clauses, found, params), strict=True):
         st = clause.terms[0]
         postings = found.get(st.term)
         if postings is None:
@@ -244,16 +252,25 @@ def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | N
         if weight != 1.0:
             contribution = contribution * weight
             block_max = None if block_max is None else block_max * weight
-        out.append(_Term(st.term, postings.ids, contribution, occupied, block_max, block_start))
+        out.append(_Term(st.term, postings.ids, contribution, holding, occupied, block_max, block_start))
     return out
 
 
-def _coordination(params, n_clauses: int):
-    """matched clauses -> the coordination factor, the exhaustive path's expression."""
-    use = params.coord_floor < 1.0 and n_clauses > 1
+def _holds(view, clauses, found, params) -> list[float]:
+    """What holding each clause counts for in the coordination: one clause each, or its idf."""
+    if params.coordination == "idf":
+        return view.clause_weights(clauses, found)
+    return [1.0] * len(clauses)
 
-    def coord(matched):
-        return params.coord_floor + (1.0 - params.coord_floor) * (matched / n_clauses) if use else 1.0
+
+def _coordination(view, clauses, found, params):
+    """what a chunk holds (the summed `held` of its clauses) -> the coordination factor, the
+    exhaustive path's expression."""
+    use = params.coord_floor < 1.0 and len(clauses) > 1
+    whole = sum(_holds(view, clauses, found, params)) if params.coordination == "idf" else len(clauses)
+
+    def coord(held):
+        return params.coord_floor + (1.0 - params.coord_floor) * (held / whole) if use else 1.0
 
     return coord
 
@@ -262,7 +279,7 @@ def _score_ids(ids: np.ndarray, terms: list[_Term | None], coord) -> np.ndarray:
     """Scores of `ids`, summed clause by clause in the query's order (as the exhaustive bincount
     sums them), then coordination."""
     scores = np.zeros(len(ids))
-    matched = np.zeros(len(ids), dtype=np.int64)
+    held = np.zeros(len(ids))
     if not len(ids):
         return scores
     for term in terms:
@@ -271,8 +288,8 @@ def _score_ids(ids: np.ndarray, terms: list[_Term | None], coord) -> np.ndarray:
         at = np.minimum(np.searchsorted(term.ids, ids), len(term.ids) - 1)
         hit = term.ids[at] == ids
         scores[hit] += term.contribution[at[hit]]
-        matched += hit
-    return scores * coord(matched)
+        held[hit] += term.held
+    return scores * coord(held)
 
 
 def _kth(scores: np.ndarray, k: int) -> float:

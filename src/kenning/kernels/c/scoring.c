@@ -178,6 +178,7 @@ typedef struct {
     const uint32_t *sel; /* a term's title part: the offsets of its postings with a title hit */
     int rest;            /* a term's other part: its postings with a title hit are not in it */
     Py_ssize_t term;     /* the query term the list is, or is a part of */
+    double held;         /* what holding the term counts for in the coordination (1.0: a clause) */
 } Cursor;
 
 /* A common term's title hits are split from its other postings into a list of their own (from
@@ -319,9 +320,17 @@ static void seek(Cursor *c, int64_t id)
     c->at = hi;
 }
 
-static double coordination(double floor, Py_ssize_t matched, Py_ssize_t clauses)
+/* floor + (1 - floor) x the share of the query a chunk holds: `held` of `whole` (matched clauses of
+ * all clauses, or their idf of the query's idf), as the exhaustive path computes it */
+static double coordination(double floor, double held, double whole)
 {
-    return floor + (1.0 - floor) * ((double)matched / (double)clauses);
+    return floor + (1.0 - floor) * (held / whole);
+}
+
+/* an upper bound on the coordination of a chunk that holds at most `held` of `whole` */
+static inline double coordination_bound(double floor, double held, double whole)
+{
+    return coordination(floor, held < whole ? held : whole, whole);
 }
 
 
@@ -335,26 +344,27 @@ static double coordination(double floor, Py_ssize_t matched, Py_ssize_t clauses)
 #define WINDOW_BITS 10
 #define WINDOW (1 << WINDOW_BITS)
 
-/* One window's shared arrays: the offsets touched, and per offset the lists matched and their sum. */
+/* One window's shared arrays: the offsets touched, and per offset the coordination the lists matched
+ * hold (a bound only: summed in another order than the exact) and their scores' sum. */
 typedef struct {
     uint64_t *touched;
-    uint16_t *count;
+    double *held_at;
     double *partial_at;
 } Window;
 
 /* A list's posting at window offset `off` with its score: kept in the list's arrays (`v`, `b`) and
  * counted in the window's. */
-static inline void put(Window *win, double *v, uint64_t *b, uint32_t off, double score)
+static inline void put(Window *win, double *v, uint64_t *b, uint32_t off, double score, double held)
 {
     v[off] = score;
     b[off >> 6] |= 1ull << (off & 63);
     win->touched[off >> 6] |= 1ull << (off & 63);
-    win->count[off]++;
+    win->held_at[off] += held;
     win->partial_at[off] += score;
 }
 
 const char maxscore_doc[] = PyDoc_STR(
-    "maxscore(ids, scores, maxima, clauses, floor, k, allowed, weighing=None)\n"
+    "maxscore(ids, scores, maxima, clauses, floor, k, allowed, weighing=None, held=None)\n"
     "    -> (ids, scores, scored, essential, maxima)\n\n"
     "The exact top k by summed scores times coordination, ties by ascending id (Turtle &\n"
     "Flood's MaxScore, by windows of chunk ids). ids: a tuple of uint32 buffers (ascending), one per\n"
@@ -367,7 +377,9 @@ const char maxscore_doc[] = PyDoc_STR(
     "its own. maxima: each term's largest score (a bound: no score may exceed it), or for a\n"
     "split term a (title hits, rest) pair of them, or None to have them found: the exact maximum\n"
     "of given scores, a bound from the largest frequencies for weighed postings (weight must then\n"
-    "be >= 0). clauses: the coordination's denominator; floor: its floor (1.0: none); allowed: a\n"
+    "be >= 0). clauses: the coordination's denominator; floor: its floor (1.0: none); held: None\n"
+    "(each term counts 1 of `clauses`) or (a float per term, their whole): what holding each term\n"
+    "counts for in the coordination, of a whole that may hold terms no chunk has; allowed: a\n"
     "bool buffer over chunk ids or None. Returns the top k best first (int64 and float64 bytes),\n"
     "how many chunks were scored, how many terms still had an essential list (candidates came\n"
     "from them) at the end, and the maxima (floats, pairs for split terms).");
@@ -375,11 +387,11 @@ const char maxscore_doc[] = PyDoc_STR(
 
 PyObject *maxscore(PyObject *self, PyObject *args)
 {
-    PyObject *ids_t, *scores_t, *maxima_t, *allowed_o, *weighing_o = Py_None;
+    PyObject *ids_t, *scores_t, *maxima_t, *allowed_o, *weighing_o = Py_None, *held_o = Py_None;
     Py_ssize_t clauses, k;
     double floor;
-    if (!PyArg_ParseTuple(args, "O!O!O!ndnO|O", &PyTuple_Type, &ids_t, &PyTuple_Type, &scores_t, &PyTuple_Type,
-                          &maxima_t, &clauses, &floor, &k, &allowed_o, &weighing_o))
+    if (!PyArg_ParseTuple(args, "O!O!O!ndnO|OO", &PyTuple_Type, &ids_t, &PyTuple_Type, &scores_t, &PyTuple_Type,
+                          &maxima_t, &clauses, &floor, &k, &allowed_o, &weighing_o, &held_o))
         return NULL;
     Py_ssize_t terms = PyTuple_GET_SIZE(ids_t);
     if (PyTuple_GET_SIZE(scores_t) != terms || PyTuple_GET_SIZE(maxima_t) != terms || clauses < 1 || k < 1 ||
@@ -401,7 +413,7 @@ PyObject *maxscore(PyObject *self, PyObject *args)
     double *bound = PyMem_Calloc(most + 1, sizeof(double));
     double *bound_sum = PyMem_Calloc(most + 1, sizeof(double)); /* the first j maxima summed */
     double *found = PyMem_Calloc(most, sizeof(double));
-    double *coord = PyMem_Calloc(most + 1, sizeof(double)); /* by matches: no division per chunk */
+    double *held_sum = PyMem_Calloc(most + 1, sizeof(double)); /* the first j lists' coordination held */
     char *present = PyMem_Calloc(most, 1);
     Scored *heap = PyMem_Calloc(k, sizeof(Scored));
     /* one window's essential postings: each list's score by offset, the lists present (a bit per
@@ -409,17 +421,18 @@ PyObject *maxscore(PyObject *self, PyObject *args)
     double *val = PyMem_Calloc((size_t)most * WINDOW, sizeof(double));
     uint64_t *bits = PyMem_Calloc((size_t)most * (WINDOW / 64), sizeof(uint64_t));
     uint64_t *touched = PyMem_Calloc(WINDOW / 64, sizeof(uint64_t));
-    uint16_t *count = PyMem_Calloc(WINDOW, sizeof(uint16_t));
+    double *held_at = PyMem_Calloc(WINDOW, sizeof(double));
     double *partial_at = PyMem_Calloc(WINDOW, sizeof(double));
     Py_ssize_t got = 0, size = 0, scored = 0, essential_from = 0, weighed = 0;
+    double whole = (double)clauses; /* the coordination's denominator: clauses, or the query's idf */
     const unsigned char *allowed = NULL;
     Py_ssize_t allowed_n = 0;
     int has_allowed = 0, bad = 0;
     PyObject *result = NULL, *maxima_out = NULL;
     double *tables = NULL;
     Weighing how = {NULL, NULL, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, {NULL, NULL, 0.0}, {NULL, NULL, 0.0}};
-    if (!views || !given || !cursors || !sels || !order || !rank || !bound || !bound_sum || !found || !coord ||
-        !present || !heap || !val || !bits || !touched || !count || !partial_at) {
+    if (!views || !given || !cursors || !sels || !order || !rank || !bound || !bound_sum || !found ||
+        !held_sum || !present || !heap || !val || !bits || !touched || !held_at || !partial_at) {
         PyErr_NoMemory();
         goto done;
     }
@@ -481,6 +494,33 @@ PyObject *maxscore(PyObject *self, PyObject *args)
                 PyErr_SetString(PyExc_ValueError, "maxscore: ids and scores of different lengths");
                 goto done;
             }
+        }
+    }
+    if (held_o == Py_None) {
+        for (Py_ssize_t t = 0; t < terms; t++)
+            given[t].held = 1.0;
+    } else {
+        PyObject *each_o;
+        if (!PyArg_ParseTuple(held_o, "O!d", &PyTuple_Type, &each_o, &whole))
+            goto done;
+        if (PyTuple_GET_SIZE(each_o) != terms || !(whole > 0.0)) {
+            PyErr_SetString(PyExc_ValueError, "maxscore: held needs one weight per term and a whole > 0");
+            goto done;
+        }
+        double sum = 0.0;
+        for (Py_ssize_t t = 0; t < terms; t++) {
+            given[t].held = PyFloat_AsDouble(PyTuple_GET_ITEM(each_o, t));
+            if (given[t].held == -1.0 && PyErr_Occurred())
+                goto done;
+            if (!(given[t].held >= 0.0)) {
+                PyErr_SetString(PyExc_ValueError, "maxscore: a held weight below zero");
+                goto done;
+            }
+            sum += given[t].held;
+        }
+        if (sum > whole * (1.0 + 1e-9)) {
+            PyErr_SetString(PyExc_ValueError, "maxscore: the terms' held weights exceed their whole");
+            goto done;
         }
     }
     if (weighed >= TABLE_FROM && (tables = tabulate(&how)) == NULL) /* as weigh() tabulates a common term's */
@@ -548,8 +588,6 @@ PyObject *maxscore(PyObject *self, PyObject *args)
         allowed_n = views[got].len;
         got++;
     }
-    for (Py_ssize_t m = 0; m <= lists; m++)
-        coord[m] = coordination(floor, m, clauses);
     for (Py_ssize_t j = 0; j < lists; j++)
         order[j] = j;
     /* lists by their largest score, ascending (insertion sort: a query has a few) */
@@ -562,19 +600,21 @@ PyObject *maxscore(PyObject *self, PyObject *args)
     for (Py_ssize_t j = 0; j < lists; j++)
         rank[order[j]] = j;
     /* bound[j]: the most a chunk holding only the first j lists of that order can score (the sum of
-     * their maxima times the coordination of j matches (more than it can get when two are parts of
-     * one term: a bound still), a hair above, for rounding: the exact sums
-     * are added in another order) */
+     * their maxima times the coordination of holding all j (more than it can get when two are parts
+     * of one term: a bound still), a hair above, for rounding: the exact sums are added in another
+     * order) */
     {
-        double sum = 0.0;
+        double sum = 0.0, held = 0.0;
         bound[0] = 0.0;
         for (Py_ssize_t j = 0; j < lists; j++) {
             sum += cursors[order[j]].max;
+            held += cursors[order[j]].held;
             bound_sum[j + 1] = sum;
-            bound[j + 1] = sum * coord[j + 1] * (1.0 + 1e-9);
+            held_sum[j + 1] = held;
+            bound[j + 1] = sum * coordination_bound(floor, held, whole) * (1.0 + 1e-9);
         }
     }
-    Window win = {touched, count, partial_at};
+    Window win = {touched, held_at, partial_at};
     for (;;) {
         /* the window starts at the smallest id under the essential lists' cursors; the lists
          * essential at its start stay so until it ends (their postings in it are gathered, so
@@ -598,12 +638,12 @@ PyObject *maxscore(PyObject *self, PyObject *args)
             Py_ssize_t at = c->at, n = c->n;
             if (c->sel == NULL && !c->rest) { /* a whole term: the tight loop */
                 for (; at < n && ids[at] < end; at++)
-                    put(&win, v, b, (uint32_t)(ids[at] - base), cursor_score(c, at, &how, &bad));
+                    put(&win, v, b, (uint32_t)(ids[at] - base), cursor_score(c, at, &how, &bad), c->held);
             } else { /* a part of one */
                 uint32_t id;
                 for (; at < n && (id = id_of(c, at)) < end; at++)
                     if (!not_in_list(c, at))
-                        put(&win, v, b, (uint32_t)(id - base), cursor_score(c, at, &how, &bad));
+                        put(&win, v, b, (uint32_t)(id - base), cursor_score(c, at, &how, &bad), c->held);
             }
             c->at = at;
         }
@@ -614,9 +654,9 @@ PyObject *maxscore(PyObject *self, PyObject *args)
                 uint32_t off = (w << 6) | (uint32_t)__builtin_ctzll(word);
                 word &= word - 1;
                 int64_t id = base + off;
-                Py_ssize_t matched = count[off];
+                double held = held_at[off];
                 double partial = partial_at[off];
-                count[off] = 0;
+                held_at[off] = 0.0;
                 partial_at[off] = 0.0;
                 if (has_allowed && (id >= allowed_n || !allowed[id]))
                     continue;
@@ -625,7 +665,9 @@ PyObject *maxscore(PyObject *self, PyObject *args)
                 double rest = bound_sum[ess];
                 int hopeless = 0;
                 for (Py_ssize_t j = ess - 1; j >= 0; j--) {
-                    if ((partial + rest) * coord[matched + j + 1] * (1.0 + 1e-9) < threshold) {
+                    /* (the lists 0..j could add held_sum[j + 1] to what it holds) */
+                    double most_held = held + held_sum[j + 1];
+                    if ((partial + rest) * coordination_bound(floor, most_held, whole) * (1.0 + 1e-9) < threshold) {
                         hopeless = 1;
                         break;
                     }
@@ -637,21 +679,26 @@ PyObject *maxscore(PyObject *self, PyObject *args)
                         found[t] = cursor_score(c, c->at, &how, &bad);
                         present[t] = 1;
                         partial += found[t];
-                        matched++;
+                        held += c->held;
                     }
                 }
                 if (!hopeless) {
-                    /* the exact score, summed in the query's order as the exhaustive path sums it */
-                    double score = 0.0;
+                    /* the exact score and coordination, summed in the query's order as the
+                     * exhaustive path sums them */
+                    double score = 0.0, exact_held = 0.0;
                     for (Py_ssize_t t = 0; t < lists; t++) {
                         if (rank[t] >= ess) {
-                            if (bits[(size_t)t * (WINDOW / 64) + w] & (1ull << (off & 63)))
+                            if (bits[(size_t)t * (WINDOW / 64) + w] & (1ull << (off & 63))) {
                                 score += val[(size_t)t * WINDOW + off];
+                                exact_held += cursors[t].held;
+                            }
                         } else if (present[t]) {
                             score += found[t];
+                            exact_held += cursors[t].held;
                         }
                     }
-                    score *= coord[matched];
+                    if (floor < 1.0)
+                        score *= coordination(floor, exact_held, whole);
                     scored++;
                     Scored entry = {score, id};
                     if (size < k) {
@@ -719,13 +766,13 @@ done:
     PyMem_Free(bound);
     PyMem_Free(bound_sum);
     PyMem_Free(found);
-    PyMem_Free(coord);
+    PyMem_Free(held_sum);
     PyMem_Free(present);
     PyMem_Free(heap);
     PyMem_Free(val);
     PyMem_Free(bits);
     PyMem_Free(touched);
-    PyMem_Free(count);
+    PyMem_Free(held_at);
     PyMem_Free(partial_at);
     return result;
 }
