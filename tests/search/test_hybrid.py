@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kenning import Index
+from kenning import Bm25Params, Index
 from kenning.query.filters import Filters
 from kenning.search.fusion import Channel, FusionParams, fuse
 from kenning.search.notices import NoticeKind
@@ -207,6 +207,19 @@ def test_feedback_learns_from_the_first_pass(index):
         "feedback"
         not in index.search("automobile", mode="hybrid", fusion=FusionParams(feedback_k=0)).funnel.channels
     )
+
+
+@pytest.mark.parametrize("k1,title_weight", [(0.5, 1.0), (3.0, 2.5)])
+def test_feedback_terms_are_scored_with_the_requests_lexical_knobs(index, k1, title_weight):
+    """ "Release" holds no query word, so its lexical score is feedback's alone: gamma x the BM25 of the
+    one learned term ("oil"), under the knobs the request gave, not the defaults."""
+    anything = FusionParams(min_similarity=-1.0, feedback_k=1)
+    knobs = Bm25Params(k1=k1, title_weight=title_weight)
+    response = index.search("automobile", mode="hybrid", fusion=anything, params=knobs)
+    assert response.funnel.channels["feedback"]["terms"] == ["oil"]
+    release = next(h for h in response.hits if h.title == "Release")
+    alone = next(h for h in index.search("oil", mode="lexical", params=knobs).hits if h.title == "Release")
+    assert release.channels["lexical"]["score"] == pytest.approx(anything.feedback_gamma * alone.score)
 
 
 def test_rerank_fusion_never_adds_candidates(index):

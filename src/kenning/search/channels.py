@@ -33,6 +33,7 @@ def signal_query(ctx: SearchContext, state: QueryState) -> SignalQuery:
         depth=max(request.limit, fusion.depth),
         min_similarity=fusion.min_similarity,
         knobs=dict(fusion.knobs),
+        bm25=request.params,
     )
 
 

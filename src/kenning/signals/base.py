@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from kenning.kernels.topk import top_k
+from kenning.lexical.bm25 import Bm25Params
 
 
 @dataclass
@@ -53,6 +54,7 @@ class SignalQuery:
     depth: int  # how many candidates each channel contributes
     min_similarity: float  # the cosine a chunk found only by vectors must reach
     knobs: Mapping[str, float] = field(default_factory=dict)  # every signal knob's value
+    bm25: Bm25Params = field(default_factory=Bm25Params)  # the request's lexical knobs
     vector: np.ndarray | None = None  # the query's embedding, once a signal has made it
     cosine: Callable | None = None  # ids -> cosine with the query as asked (None without vectors)
     memo: dict = field(default_factory=dict)  # what a signal worked out for this query, for its explain

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from kenning.kernels.topk import top_k
-from kenning.lexical.bm25 import Bm25Params, ScoringClause, ScoringTerm
+from kenning.lexical.bm25 import ScoringClause, ScoringTerm
 from kenning.signals.base import Channel
 
 
@@ -30,15 +32,16 @@ class LexicalSignal:
         )
 
     def feedback(self, ctx, query, learned) -> Channel:
-        """The query's BM25 plus the learned terms' (weighted, at `gamma`), over chunks the query
-        itself found."""
+        """The query's BM25 plus the learned terms' (weighted, at `gamma`, scored with the request's
+        knobs and no coordination: they are not the query's words), over chunks the query itself
+        found."""
         combined = query.lexical
         if learned.terms and learned.gamma > 0:
             terms = [t for t, _ in learned.terms]
             best = learned.terms[0][1]
             found = ctx.view.postings(terms)
             clauses = [ScoringClause([ScoringTerm(t)], boost=w / best) for t, w in learned.terms]
-            extra = ctx.view.score(clauses, found, Bm25Params(coord_floor=1.0), query.allowed)
+            extra = ctx.view.score(clauses, found, replace(query.bm25, coord_floor=1.0), query.allowed)
             combined = query.lexical + learned.gamma * extra
         candidates = np.flatnonzero((combined > 0) & query.allowed[: len(combined)]).astype(np.int64)
         ids, scores = query.best_found(candidates, combined[candidates], query.depth)
