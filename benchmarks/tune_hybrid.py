@@ -25,7 +25,7 @@ import json
 import sys
 from multiprocessing import Pool
 
-from lib.datasets import open_embedded_eval_index, set_dirs
+from lib.datasets import DEV_SETS, open_embedded_eval_index, set_dirs
 
 from kenning import Bm25Params
 from kenning.eval import load_beir, ndcg_at, ranked_doc_keys
@@ -40,9 +40,9 @@ REFERENCES = {  # the single channels and their plain RRF: what the bars are mad
 
 def grid() -> list[FusionParams]:
     settings = []
-    for w in [1.0, 1.5, 2.0, 2.5, 3.0]:
+    for w in [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0]:
         settings.append(FusionParams(mode="zscore", w_dense=w, feedback_k=0))
-        for k, terms, gamma in itertools.product([2, 3], [10, 20], [0.35, 0.5, 0.7]):
+        for k, terms, gamma in itertools.product([2, 3], [10, 20], [0.2, 0.35, 0.5, 0.7]):
             settings.append(
                 FusionParams(
                     mode="zscore", w_dense=w, feedback_k=k, feedback_terms=terms, feedback_gamma=gamma
@@ -89,25 +89,29 @@ def open_dataset(directory: str):
     if directory not in _OPEN:
         dataset = load_beir(directory)
         index = open_embedded_eval_index(directory)
-        index._embedders[index.embedding_model()["spec"]] = MemoEmbedder(index.embedder())
+        index.vectors.embedders[index.embedding_model()["spec"]] = MemoEmbedder(index.embedder())
         _OPEN[directory] = (dataset, index)
     return _OPEN[directory]
 
 
-def score(job: tuple[str, str, FusionParams | None]) -> tuple[str, str, FusionParams | None, float]:
-    """Mean nDCG@10 of one (dataset, mode, fusion) over every judged query, queries as plain text."""
-    directory, mode, fusion = job
+Job = tuple[str, str, FusionParams | None, Bm25Params]  # dataset, mode, fusion, lexical knobs
+
+
+def score(job: Job) -> tuple[str, str, FusionParams | None, float]:
+    """Mean nDCG@10 of one (dataset, mode, fusion, lexical knobs) over every judged query, queries as
+    plain text."""
+    directory, mode, fusion, lexical = job
     dataset, index = open_dataset(directory)
     total = sum(
-        ndcg_at(ranked_doc_keys(index, text, 10, Bm25Params(), mode, fusion), dataset.qrels[qid])
+        ndcg_at(ranked_doc_keys(index, text, 10, lexical, mode, fusion), dataset.qrels[qid])
         for qid, text in dataset.queries.items()
     )
     return directory, mode, fusion, total / len(dataset.queries)
 
 
 def describe(fusion: FusionParams) -> str:
-    default = FusionParams()
-    changed = {k: v for k, v in fusion.to_dict().items() if k == "mode" or v != getattr(default, k)}
+    default = FusionParams().to_dict()
+    changed = {k: v for k, v in fusion.to_dict().items() if k == "mode" or v != default[k]}
     return " ".join(f"{k}={v}" for k, v in changed.items())
 
 
@@ -127,11 +131,18 @@ def format_folds(folds: list[dict]) -> str:
     return "  ".join(f"{f['held_out']} {f['scores'][f['held_out']]:.4f} ({f['margin']:+.4f})" for f in folds)
 
 
-def sweep(datasets: list[str], jobs: int = 2, settings: list[FusionParams] | None = None) -> dict:
-    """Every reference and every setting on every dataset: {'references', 'bars', 'rows'}."""
+def sweep(
+    datasets: list[str],
+    jobs: int = 2,
+    settings: list[FusionParams] | None = None,
+    lexical: Bm25Params | None = None,
+) -> dict:
+    """Every reference and every setting on every dataset, with these lexical knobs (default:
+    kenning's): {'references', 'bars', 'rows'}."""
     settings = grid() if settings is None else settings
-    work = [(d, mode, f) for d in datasets for mode, f in REFERENCES.values()]
-    work += [(d, "hybrid", f) for d in datasets for f in settings]
+    lexical = Bm25Params() if lexical is None else lexical
+    work = [(d, mode, f, lexical) for d in datasets for mode, f in REFERENCES.values()]
+    work += [(d, "hybrid", f, lexical) for d in datasets for f in settings]
     with Pool(jobs) as pool:
         results = pool.map(score, work, chunksize=4)
     names = {d: load_beir(d).name for d in datasets}
@@ -173,16 +184,35 @@ def print_report(result: dict, top: int = 15) -> None:
                 print(f"      {f['held_out']:<11} <- {describe(f['chosen'])}")
 
 
+def lexical_params(settings: list[str]) -> Bm25Params:
+    """Bm25Params from KNOB=VALUE strings (numbers where the default is one)."""
+    default = Bm25Params().to_dict()
+    given = {}
+    for item in settings:
+        key, _, value = item.partition("=")
+        if key not in default:
+            raise SystemExit(f"unknown lexical knob {key!r}: choose from {', '.join(default)}")
+        given[key] = value if isinstance(default[key], str) else float(value)
+    return Bm25Params(**given)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("datasets", nargs="*", default=set_dirs())
+    parser.add_argument("datasets", nargs="*", default=set_dirs(DEV_SETS))
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--lexical",
+        nargs="*",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="lexical knobs other than the defaults, as Bm25Params fields (k1=2.0 coordination=idf)",
+    )
     args = parser.parse_args()
-    result = sweep(args.datasets, args.jobs)
+    result = sweep(args.datasets, args.jobs, lexical=lexical_params(args.lexical))
     if args.json:
         rows = [{"fusion": f.to_dict(), "scores": s} for f, s in result["rows"]]
         out = {"references": result["references"], "bars": result["bars"], "rows": rows}

@@ -55,12 +55,12 @@ def index(tmp_path):
 def test_a_registered_signal_is_fused_and_explained(toy, index):
     plain = index.search("car oil", mode="hybrid", embedder="fake", explain=True)
     assert all("newest" not in h.channels for h in plain.hits)  # weight 0: not run
-    loud = index.search("car oil", mode="hybrid", embedder="fake", explain=True, w_newest=50.0)
+    loud = index.search("car oil", mode="hybrid", embedder="fake", explain=True, w_newest=200.0)
     assert loud.hits[0].title == "Doc 2"  # the newest chunk wins when the toy's weight is high
     assert set(loud.hits[0].channels) >= {"lexical", "dense", "newest"}
     assert loud.hits[0].explain["newest"] == {"chunk_id": loud.hits[0].id, "note": "newer is better"}
     weights = loud.funnel.channels["fusion"]["weights"]
-    assert weights["newest"]["weight"] == 50.0 and "newest" in loud.funnel.timings_ms
+    assert weights["newest"]["weight"] == 200.0 and "newest" in loud.funnel.timings_ms
 
 
 def test_its_knobs_are_everywhere_knobs_are(toy, tmp_path, monkeypatch):

@@ -256,7 +256,7 @@ class DenseSignal:
     moved towards the first pass's top chunks."""
 
     name = "dense"
-    weight = 2.0
+    weight = 3.0
     knobs = ()
     help = "cosine similarity of embeddings"
 
