@@ -28,7 +28,7 @@ Document embeddings are cached as /tmp/embcache/<model>/<set>.npy (with a .json 
 the document-id digest and the embedding time), so a rerun only embeds the queries; passages/s
 then comes from the cached run. Delete the cache (or pass --no-cache) to time again.
 
-e5-small is slow (about 4 passages/s on one core), so it runs its sets in increasing corpus size and
+e5-small is slow (1 to 4 passages/s on one core), so it runs its sets in increasing corpus size and
 stops after med, cranfield and cacm when its mean nDCG@10 over those three is more than 0.01 below
 minilm-int8's (--e5-all runs it on every set regardless).
 
