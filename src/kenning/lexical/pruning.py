@@ -11,8 +11,8 @@ runs where kenning's C module is built. Terms are ordered by their largest contr
 the k-th best score exceeds what a chunk holding only the weakest few terms could reach (their maxima
 summed, times the coordination holding them all earns: by their count, or by their idf), those terms
 stop supplying candidates and are only looked up, by a galloping search, for chunks the other terms
-bring, while those chunks can still reach the k-th best. On a large index a query of common and rare words then scores a small
-share of the chunks its terms match.
+bring, while those chunks can still reach the k-th best. On a large index a query of common and
+rare words then scores a small share of the chunks its terms match.
 
 Block-max pruning (the NumPy path) cuts the chunk-id space into blocks of 2^`BLOCK_BITS` ids. For every
 term the index keeps, per block, the largest contribution the term makes to any chunk in it (kept
@@ -98,11 +98,12 @@ def pruned_top_k(view, clauses, found, params, allowed, k: int) -> PrunedTop | N
         return None
     if kernels.NATIVE:
         return _maxscore(view, clauses, found, params, allowed, k)
-    terms = _terms(view, clauses, found, params, blocks=True)
+    holds = _holds(view, clauses, found, params)
+    terms = _terms(view, clauses, found, params, holds, blocks=True)
     present = [t for t in terms if t is not None]
     if not present:
         return None
-    coord = _coordination(view, clauses, found, params)
+    coord = _coordination(params, holds)
     n_blocks = int(max(t.blocks[-1] for t in present)) + 1
     occupied = np.concatenate([t.blocks for t in present])
     holding = np.concatenate([np.full(len(t.blocks), t.held) for t in present])
@@ -166,7 +167,7 @@ def _maxscore(view, clauses, found, params, allowed, k: int) -> PrunedTop | None
         k,
         allowed,
         kernels.weighing_of(view.title_len, view.body_len, view.avg_title_len, view.avg_body_len, params),
-        (held, sum(holds)) if params.coordination == "idf" else None,
+        (held, sum(holds)),
     )
     for (st, _, weight), bound, new in zip(present, known, bounds, strict=True):
         if bound is None:
@@ -230,15 +231,15 @@ def score_ids(view, clauses, found, params, ids: np.ndarray) -> np.ndarray:
     ids = np.asarray(ids, dtype=np.int64)
     if not bounded(params):
         return view.score(clauses, found, params)[ids] if len(ids) else np.zeros(0)
-    terms = _terms(view, clauses, found, params)
-    return _score_ids(ids, terms, _coordination(view, clauses, found, params))
+    holds = _holds(view, clauses, found, params)
+    return _score_ids(ids, _terms(view, clauses, found, params, holds), _coordination(params, holds))
 
 
-def _terms(view, clauses, found, params, blocks: bool = False) -> list[_Term | None]:
-    """Each clause's term with its weighted contributions, and (`blocks`) their block maxima (None:
-    no postings)."""
+def _terms(view, clauses, found, params, holds: list[float], blocks: bool = False) -> list[_Term | None]:
+    """Each clause's term with its weighted contributions and its share of the coordination
+    (`holds`), and (`blocks`) their block maxima (None: no postings)."""
     out: list[_Term | None] = []
-    for clause, holding in zip(clauses, _holds(view, clauses, found, params), strict=True):
+    for clause, holding in zip(clauses, holds, strict=True):
         st = clause.terms[0]
         postings = found.get(st.term)
         if postings is None:
@@ -263,11 +264,11 @@ def _holds(view, clauses, found, params) -> list[float]:
     return [1.0] * len(clauses)
 
 
-def _coordination(view, clauses, found, params):
+def _coordination(params, holds: list[float]):
     """what a chunk holds (the summed `held` of its clauses) -> the coordination factor, the
-    exhaustive path's expression."""
-    use = params.coord_floor < 1.0 and len(clauses) > 1
-    whole = sum(_holds(view, clauses, found, params)) if params.coordination == "idf" else len(clauses)
+    exhaustive path's expression (a sum of ones is the clause count exactly)."""
+    use = params.coord_floor < 1.0 and len(holds) > 1
+    whole = sum(holds)
 
     def coord(held):
         return params.coord_floor + (1.0 - params.coord_floor) * (held / whole) if use else 1.0
