@@ -7,15 +7,15 @@ import pytest
 from pyroaring import BitMap
 
 from kenning import Index
-from kenning.entities.extract import GlossaryMatcher, extract
-from kenning.entities.graph import EntityGraph, relatedness
+from kenning.entities.extract import OPENING, GlossaryMatcher, extract
+from kenning.entities.graph import EntityGraph, edge_weight, relatedness, signed_root_g2
 from kenning.store.records import EntityPosting
 from kenning.surfaces.cli import main
 
 
 def test_names_codes_tags_and_glossary_terms_are_extracted_and_folded():
     text = (
-        "Edmond Dantès sailed the Pharaon to Marseilles. The young man smiled at M. Morrel. "
+        "Then Edmond Dantès sailed the Pharaon to Marseilles. The young man smiled at M. Morrel. "
         "Later the Count of Monte Cristo called `parseQueryString` on PostgreSQL."
     )
     found = extract(
@@ -46,13 +46,18 @@ def test_a_sentence_opening_word_is_a_name_only_where_it_is_one_elsewhere():
     assert extract("in 1893 Jonathan Harker left")["jonathan harker"] == ("Jonathan Harker", "name")
 
 
-def test_significance_formula():
+def test_significance_is_the_signed_root_of_the_log_likelihood_ratio():
     n, a, b, k = 1000, 10, 10, 8
-    expected = a * b / n
-    z = (k - expected) / math.sqrt(expected * (1 - a / n) * (1 - b / n))
-    assert relatedness(n, a, b, k) == pytest.approx(math.tanh(math.log1p(z) / 3))
+    cells = [(k, a * b / n), (a - k, a * (n - b) / n), (b - k, (n - a) * b / n)]
+    cells.append((n - a - b + k, (n - a) * (n - b) / n))
+    g2 = 2 * sum(o * math.log(o / e) for o, e in cells if o > 0)
+    assert signed_root_g2(n, a, b, k) == pytest.approx(math.sqrt(g2))
+    assert relatedness(n, a, b, k) == pytest.approx(math.tanh(math.log1p(math.sqrt(g2)) / 3))
     assert relatedness(n, 500, 500, 200) < 0  # less often together than chance: avoidance
     assert relatedness(n, 10, n, 10) == 0.0  # an entity in every chunk says nothing
+    # one sighting is not significance: the z score of a = 33, b = 1, k = 1 is 7.5, its root G2 2.6
+    assert signed_root_g2(1873, 33, 1, 1) < 3
+    assert edge_weight(1873, 33, 1, 1) < edge_weight(1873, 33, 40, 10)
 
 
 def graph_of(postings: dict[str, list[int]], n: int) -> EntityGraph:
@@ -72,7 +77,7 @@ def test_a_true_pair_outranks_a_promiscuous_hub_with_perfect_jaccard_overlap():
     assert by_significance[0].key == "edmond"
     hub = [e for e in by_significance if e.key == "marseille"]
     assert not hub or hub[0].weight < by_significance[0].weight
-    assert by_significance[0].weight == pytest.approx(relatedness(1000, 400, 50, 50))
+    assert by_significance[0].weight == pytest.approx(edge_weight(1000, 400, 50, 50))
 
 
 def test_the_walk_takes_the_max_across_seeds_and_mass_is_normalised():
@@ -156,3 +161,81 @@ def test_entities_follow_the_index_incrementally(novel, tmp_path):
     (book / "extra.md").unlink()
     index.add([book])
     assert index.entity_graph().df("quincey morris") == 0
+
+
+def test_a_name_is_split_at_punctuation_and_never_repeats_a_word():
+    assert sorted(extract("Then Julie, Julie, come here.")) == ["julie"]
+    assert "italy sinbad" not in extract("He sailed to Italy; Sinbad waited.")
+    assert sorted(k for k in extract("They saw Emmanuel Emmanuel there.")) == ["emmanuel"]
+    found = extract("They took the train to Buda-Pesth with Quincey P. Morris.")
+    assert "buda pesth" in found and "quincey p morris" in found
+
+
+def test_an_opening_word_is_recorded_for_the_corpus_to_judge():
+    found = extract("Happily Van Helsing came. Poor Lucy! The poor man wept.")
+    assert "van helsing" in found  # the rest of a run an opener begins is a name either way
+    assert OPENING + "happily" in found and OPENING + "happily van helsing" in found
+    assert "happily" not in found and "poor" not in found
+    # a word after a possessive is capitalised as a title ("Seward's Diary"), not as a name
+    assert "diary" not in extract("We read Dr. Seward's Diary today.")
+
+
+def settled(postings: dict[str, list[int]], n: int, word_chunks=None) -> EntityGraph:
+    return EntityGraph(
+        [EntityPosting(k, k.strip(OPENING).title(), "name", BitMap(v)) for k, v in postings.items()],
+        BitMap(range(n)),
+        word_chunks,
+    )
+
+
+def test_an_opener_is_a_name_only_where_the_corpus_capitalises_it_inside_sentences():
+    graph = settled(
+        {
+            OPENING + "hello": [1, 2, 3],
+            OPENING + "hello carconte": [1],
+            "carconte": [1, 4],
+            OPENING + "dantes": [5, 6],
+            "dantes": [7, 8],
+            OPENING + "journal": list(range(10, 40)),
+            "journal": [41],
+        },
+        50,
+    )
+    assert graph.lookup("hello") is None and graph.lookup("hello carconte") is None
+    assert graph.df("dantes") == 4  # seen inside sentences: its openings count too
+    assert graph.df("journal") == 1  # once inside against thirty openings: the openings are titles
+
+
+def test_a_word_mostly_written_in_lower_case_is_not_a_name():
+    graph = settled({"diary": [1, 2, 3], "lucy": [1, 4]}, 100, lambda words: {"diary": 40, "lucy": 2})
+    assert graph.lookup("diary") is None and graph.lookup("lucy") == "lucy"
+
+
+def test_a_full_name_and_its_unambiguous_parts_are_one_entity():
+    graph = settled(
+        {
+            "edmond dantes": [1, 2, 3],
+            "dantes": [1, 2, 3, 4, 5, 6],
+            "edmond": [1, 2, 7],
+            "jonathan harker": [10, 11, 12],
+            "mina harker": [13, 14],
+            "harker": [10, 13, 15],
+            "jonathan": [10, 16],
+            "london directory": [20, 21],
+            "london": [20, 22, 23],
+        },
+        30,
+    )
+    assert graph.lookup("dantes") == graph.lookup("edmond") == "edmond dantes"
+    assert graph.df("dantes") == 7 and graph.members[graph.index["dantes"]][0] == "edmond dantes"
+    assert graph.resolve("What did Dantès find?") == ["edmond dantes"]
+    assert graph.lookup("harker") == "harker"  # Jonathan's and Mina's: ambiguous, kept apart
+    assert graph.lookup("jonathan") == "jonathan harker"
+    assert graph.lookup("london") == "london"  # "Directory" is no name: not a person's full name
+
+
+def test_pairs_seen_together_too_rarely_are_not_neighbours():
+    rare = {"dracula": list(range(30)), "hamlet": [0, 1], "arthur": list(range(20, 60))}
+    graph = graph_of(rare, 200)
+    keys = [e.key for e in graph.neighbours("dracula", 8)]
+    assert "hamlet" not in keys and keys == ["arthur"]

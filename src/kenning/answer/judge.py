@@ -62,25 +62,36 @@ class Verdict:
         }
 
 
-def missing_names(passage, names: list[str]) -> list[str]:
-    """The question's names (folded entity keys) the passage does not hold as whole words."""
+def missing_names(passage, names: list[str], forms=None) -> list[str]:
+    """The question's names (folded entity keys) the passage does not hold as whole words, in any of
+    their forms (`forms(key)`: the keys naming the same entity, "dantes" for "edmond dantes")."""
     words = set(_WORD.findall(fold(f"{passage.heading} {passage.body}")))
-    return [n for n in names if not all(w in words for w in n.split())]
+    forms = forms or (lambda key: [key])
+    return [n for n in names if not any(all(w in words for w in f.split()) for f in forms(n))]
 
 
-def names_apart(passages, names: list[str]) -> list[str]:
+def names_apart(passages, names: list[str], forms=None) -> list[str]:
     """The names no passage holds together with the others: [] when one passage holds them all, else
     what the passage holding the most of them lacks."""
     if not names:
         return []
-    gaps = [missing_names(p, names) for p in passages]
+    gaps = [missing_names(p, names, forms) for p in passages]
     return min(gaps, key=len) if gaps else list(names)
 
 
-def judge(chosen, passages, names: list[str], kind: str | None, has_vectors: bool, thresholds=MIN_SUPPORT):
-    """`chosen`: the (sentence, passage) pairs the answer would quote, best first."""
+def judge(
+    chosen,
+    passages,
+    names: list[str],
+    kind: str | None,
+    has_vectors: bool,
+    thresholds=MIN_SUPPORT,
+    forms=None,
+):
+    """`chosen`: the (sentence, passage) pairs the answer would quote, best first; `forms(name)`: the
+    keys naming the same entity as a name."""
     threshold = thresholds["vectors" if has_vectors else "words"]
-    missing = names_apart(passages, names)
+    missing = names_apart(passages, names, forms)
     if not chosen:
         stated = False if kind is not None else None
         return Verdict(False, 0.0, threshold, missing, [], answer_type=kind, value_stated=stated)

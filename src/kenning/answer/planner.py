@@ -115,7 +115,7 @@ def known_names(sources: AnswerSources, question: str) -> list[str]:
     graph = sources.entity_graph()
     if not len(graph):
         return []
-    return graph.resolve(question, name_like=lambda key: _capitalised_in(question, key))
+    return graph.resolve(question, name_like=lambda key: _capitalised_in(question, key), as_written=True)
 
 
 def rule_angles(sources: AnswerSources, question: str, has_vectors: bool) -> list[Angle]:
@@ -128,14 +128,14 @@ def rule_angles(sources: AnswerSources, question: str, has_vectors: bool) -> lis
     others = [w for w in words if fold(w) not in name_words]
     angles = []
     if names and others:
-        surfaces = [graph.surfaces[graph.index[k]] for k in names]
+        surfaces = [graph.surface_of(k) for k in names]
         angles.append(Angle(" ".join(surfaces), "entities", "lexical", WIDE_ANGLE_WEIGHT))
     if others:
         event_mode = "dense" if has_vectors else "lexical"
         angles.append(Angle(" ".join(others), "event", event_mode, WIDE_ANGLE_WEIGHT))
     rare = sorted(others, key=lambda w: -_idf(sources, w))[:2]
     if rare and (names or len(others) > 2):
-        lead = [graph.surfaces[graph.index[names[0]]]] if names else []
+        lead = [graph.surface_of(names[0])] if names else []
         angles.append(Angle(" ".join(lead + rare), "details", "lexical"))
     return angles
 

@@ -159,14 +159,33 @@ class Index:
         """A generation's entity graph, built once."""
         from kenning.entities.graph import EntityGraph
 
-        return self.caches.view(generation, "graph", lambda: EntityGraph.load(self.store, live))
+        return self.caches.view(
+            generation, "graph", lambda: EntityGraph.load(self.store, live, self._word_chunks)
+        )
+
+    def _word_chunks(self, words: list[str]) -> dict[str, int]:
+        """How many live chunks hold each word in their text, in any case (its index term's body
+        postings; titles repeat a document's name in every chunk): the graph tells a name from a
+        common word that a heading or a title capitalised by it."""
+        terms: dict[str, str] = {}
+        for word in words:
+            analysed = self.analyzer.terms(word)
+            if len(analysed) == 1:
+                terms[word] = analysed[0]
+        wanted = sorted(set(terms.values()))
+        counts: dict[str, int] = {}
+        with self.store.reading():
+            view = self.lexical.view()
+            for start in range(0, len(wanted), 1000):
+                for term, postings in view.postings(wanted[start : start + 1000]).items():
+                    counts[term] = int(np.count_nonzero(postings.tf_body)) if postings is not None else 0
+        return {word: counts.get(term, 0) for word, term in terms.items()}
 
     def entity_neighbours(self, name: str, limit: int = 20, scoring: str = "relatedness") -> dict:
         """An entity (as written, any case or accents) and its neighbours with a, b, k, z and weight.
         Raises ValueError when no chunk holds it, naming the closest entities."""
         graph = self.entity_graph()
-        found = graph.resolve(name)
-        key = found[0] if len(found) == 1 and found[0] == " ".join(graph.resolve_words(name)) else None
+        key = graph.lookup(" ".join(graph.resolve_words(name)))
         if key is None:
             close = graph.similar(name)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -176,6 +195,8 @@ class Index:
             "entity": key,
             "surface": graph.surfaces[i],
             "kind": graph.kinds[i],
+            "members": graph.members[i][1:],
+            "also_written": graph.member_surfaces[i][1:],
             "chunks": graph.df(key),
             "n": graph.n,
             "scoring": scoring,

@@ -2,8 +2,12 @@
 
 Four kinds, all without a model:
 - name: runs of capitalised words inside a sentence ("Marie Curie", "Van Gogh", "Zürich"), the
-  whole run (two to four words) and each of its words; a capitalised word that only ever opens a
-  sentence in this chunk is not taken on its own (it is capitalised because it comes first);
+  whole run (two to four words) and each of its words. A run holds only words separated by spaces
+  (or joined by a hyphen or apostrophe), so "Julie, Julie" and "Italy; Sinbad" are two names, and
+  it never repeats a word. A capitalised word that opens a sentence in this chunk and is nowhere
+  capitalised inside one here is capitalised perhaps only because it comes first: it is recorded
+  under OPENING + its key (and so is a run it opens), and the entity graph keeps it only if the
+  corpus shows the word capitalised inside a sentence somewhere (kenning.entities.graph);
 - code: identifiers in source code and in Markdown backticks with two or more parts
   (`parseQueryString`, `max_retries`, `HttpClient`);
 - tag: front-matter `tags`, `keywords` and `categories`;
@@ -22,16 +26,18 @@ from collections.abc import Iterable
 from kenning.analysis.analyzer import fold, identifier_parts
 from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 
-EXTRACTOR_VERSION = 1
+EXTRACTOR_VERSION = 2
 MAX_NAME_WORDS = 4
+OPENING = "\x1f"  # prefixes the key of a name whose first word may be capitalised only as an opener
 
 _WORD = re.compile(r"[^\W\d_]+")
 _WORD_SPLIT = re.compile(r"([^\W\d_]+)")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _SENTENCE_END = set('.!?:;"“”«»()[]—–-*#>|')
+_INSIDE_NAME = {"-", "'", "’"}  # what may join two words of one name with no space: "Buda-Pesth"
 # lower-case words that may sit inside a name: "Duke of Wellington", "Ludwig van Beethoven"
-_PARTICLES = {"of", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "y"}
+PARTICLES = {"of", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "y"}
 # capitalised words that are never a name on their own (titles, pronouns, months and the like)
 NOT_NAMES = set(ENGLISH_QUERY_STOPWORDS) | {
     "mr",
@@ -52,6 +58,9 @@ NOT_NAMES = set(ENGLISH_QUERY_STOPWORDS) | {
     "doctor",
     "lord",
     "lady",
+    "hon",
+    "rev",
+    "god",  # mostly an exclamation in running text ("thank God", "God knows")
     "oh",
     "ah",
     "yes",
@@ -93,6 +102,7 @@ _ABBREVIATIONS = {
     "gen",
     "lt",
     "rev",
+    "hon",
 }
 TAG_KEYS = ("tags", "keywords", "categories")
 
@@ -137,15 +147,26 @@ def _names(text: str, found: dict) -> None:
             before = gaps[i]
             if i == 0 or "\n" in before:
                 first = True
-            elif _SENTENCE_END.isdisjoint(before):
+            elif _SENTENCE_END.isdisjoint(before) or before in _INSIDE_NAME:
                 first = False
-            else:  # "Dr. Smith": a full stop after a title does not open a sentence
-                first = not (before.strip() == "." and fold(words[i - 1]) in _ABBREVIATIONS)
+            elif before.strip() == "." and (len(words[i - 1]) == 1 or fold(words[i - 1]) in _ABBREVIATIONS):
+                first = False  # "Dr. Smith", "Quincey P. Morris": a title's or an initial's full stop
+            else:
+                first = True
+            if not first and words[i - 1].lower() == "s" and gaps[i - 1][-1:] in ("'", "’"):
+                first = True  # "Seward's Diary": a word after a possessive is capitalised as a title
             opened[i] = first
         return first
 
+    def joined(i: int) -> bool:
+        """Whether words[i] may continue a name begun by words[i - 1]: only spaces between them (or a
+        hyphen or apostrophe with no space), and no sentence opening there."""
+        gap = gaps[i]
+        initial = gap.strip() == "." and len(words[i - 1]) == 1 and words[i - 1].isupper()
+        return (gap.isspace() or gap in _INSIDE_NAME or initial) and not opens(i)
+
     def next_is_name(i: int) -> bool:
-        if i + 1 >= len(words) or opens(i + 1):
+        if i + 1 >= len(words) or not joined(i + 1):
             return False
         following = words[i + 1]
         return _capitalised(following) and fold(following) not in NOT_NAMES
@@ -154,12 +175,33 @@ def _names(text: str, found: dict) -> None:
     inside = {
         fold(words[i]) for i in starts if not (opens(i) or words[i].islower()) and _capitalised(words[i])
     }
+    lowered: set[str] | None = None  # the chunk's lower-case words, worked out when first asked
+
+    def common(folded: str) -> bool:
+        """A word this chunk also writes in lower case ("Poor Lucy", "poor man") is a common word."""
+        nonlocal lowered
+        if lowered is None:
+            lowered = {w for w in words if w.islower()}
+        return folded in lowered
+
     run: list[str] = []
+    opener = False  # whether run[0] may be capitalised only because it opens a sentence
 
     def close() -> None:
-        while run and (fold(run[-1]) in _PARTICLES or fold(run[-1]) in NOT_NAMES):
+        nonlocal opener
+        while run and (fold(run[-1]) in PARTICLES or fold(run[-1]) in NOT_NAMES):
             run.pop()
-        kept = [w for w in run if fold(w) not in _PARTICLES]
+        if opener and run:
+            # the opener and any run it begins are kept only where the corpus shows it capitalised
+            # inside a sentence; the rest of the run is a name either way ("Happily Van Helsing")
+            first = run.pop(0)
+            if len(run) + 1 <= MAX_NAME_WORDS:
+                found.setdefault(OPENING + entity_key([first, *run]), (" ".join([first, *run]), "name"))
+            found.setdefault(OPENING + fold(first), (first, "name"))
+            while run and run[0].islower():  # "Happily of ...": a lower-case particle opens no name
+                run.pop(0)
+        opener = False
+        kept = [w for w in run if fold(w) not in PARTICLES]
         if len(run) >= 2 and len(run) <= MAX_NAME_WORDS:
             found.setdefault(entity_key(run), (" ".join(run), "name"))
         for w in kept:
@@ -181,19 +223,23 @@ def _names(text: str, found: dict) -> None:
         word = words[i]
         i += 1
         folded = word if word.islower() and word.isascii() else fold(word)
-        if opens(i - 1) and run:
+        if run and not joined(i - 1):
             close()
         if folded == "s" and gaps[i - 1][-1:] in ("'", "’"):  # a possessive ends the name
             if run:
                 close()
             continue
         if _capitalised(word):
+            if run and folded in {fold(w) for w in run}:
+                close()  # "Julie Julie", "Emmanuel Emmanuel": a name does not repeat a word
             if not run and folded in NOT_NAMES:
                 continue
-            if opens(i - 1) and folded not in inside and not next_is_name(i - 1):
-                continue  # capitalised only because it opens the sentence
+            if not run and opens(i - 1) and folded not in inside:
+                if common(word.lower()) and not next_is_name(i - 1):
+                    continue  # "Now", "Poor": written in lower case here too
+                opener = True
             run.append(word)
-        elif run and folded in _PARTICLES and next_is_name(i - 1):
+        elif run and folded in PARTICLES and next_is_name(i - 1):
             run.append(word)
         elif run:
             close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from kenning.entities.graph import SCORINGS
+from kenning.surfaces.terminal import terminal_safe
 
 
 def add_graph_parser(subparsers, add_common) -> None:
@@ -29,11 +30,14 @@ def cmd_graph(args, open_index) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{result['surface']} ({result['kind']}): in {result['chunks']} of {result['n']} chunks")
+    surface = terminal_safe(result["surface"])
+    print(f"{surface} ({result['kind']}): in {result['chunks']} of {result['n']} chunks")
+    if result["also_written"]:
+        print(f"  also written: {terminal_safe(', '.join(result['also_written']))}")
     if not result["neighbours"]:
         print("  no neighbour occurs with it more often than chance")
     print(f"  {'neighbour':<32} {'a':>6} {'b':>6} {'k':>6} {'z':>8} {'weight':>7}")
     for e in result["neighbours"]:
         counts = f"{e['a']:>6} {e['b']:>6} {e['k']:>6}"
-        print(f"  {e['surface'][:32]:<32} {counts} {e['z']:>8.2f} {e['weight']:>7.3f}")
+        print(f"  {terminal_safe(e['surface'])[:32]:<32} {counts} {e['z']:>8.2f} {e['weight']:>7.3f}")
     return 0
