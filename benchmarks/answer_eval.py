@@ -9,7 +9,10 @@ The book is indexed (and embedded) into a cache folder once; every question goes
   only the answer's first citation;
 - not-found recall: of the unanswerable questions (false premises, absent facts), the share answered
   "not found";
-- false not-found rate: of the answerable questions, the share answered "not found".
+- false not-found rate: of the answerable questions, the share answered "not found";
+- answer hit: of the answerable questions, the share whose one-line answer (Answer.lead) holds at
+  least half of the gold answer's key words (its index terms), reported per question form beside
+  the same measure on the first cited sentence.
 
 --sweep also reports the three numbers for every judge threshold, from the same run (the judge's
 support and missing names are recorded per question), so a threshold chosen on one book can be
@@ -32,6 +35,7 @@ from pathlib import Path
 from kenning import Index
 from kenning.answer.answering import answer_question
 from kenning.answer.judge import MIN_SUPPORT
+from kenning.answer.lead import question_form
 from kenning.models.chat import make_chat_model
 
 
@@ -60,6 +64,7 @@ def in_chapter(heading: str, chapters: list[str]) -> bool:
 def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **search) -> list[dict]:
     out = []
     sources = index.answer_sources(**search)
+    analyzer = index.analyzer
     for q in questions:
         started = time.perf_counter()
         answer = answer_question(sources, q["question"], llm=llm, candidates=candidates)
@@ -79,9 +84,36 @@ def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **s
             "first_cited_right": bool(answer.citations)
             and in_chapter(answer.citations[0].heading, q.get("chapters", [])),
             "closest_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.closest),
+            "form": question_form(q["question"]),
+            "lead": answer.lead,
+            "answer_hit": answer.found and answer_hit(analyzer, q.get("answer"), answer.lead),
+            "sentence_hit": answer.found
+            and answer_hit(analyzer, q.get("answer"), answer.citations[0].quote if answer.citations else ""),
         }
         out.append(record)
     return out
+
+
+def answer_hit(analyzer, gold: str | None, lead: str) -> bool:
+    """Whether the one-line answer holds the gold answer's key words: at least half of its index terms
+    (stemmed, stopwords dropped), so "Three" hits "Three", "A band of Szgany" hits "the Szgany"."""
+    if not gold or not lead:
+        return False
+    wanted = set(analyzer.query_terms(gold))
+    return bool(wanted) and len(wanted & set(analyzer.terms(lead))) >= len(wanted) / 2
+
+
+def by_form(records: list[dict]) -> dict[str, dict]:
+    """Answer hit (the lead) and sentence hit (the first cited sentence) of the answerable questions,
+    per question form."""
+    out: dict[str, dict] = {}
+    for r in records:
+        if r["answerable"]:
+            row = out.setdefault(r["form"], {"questions": 0, "answer_hit": 0, "sentence_hit": 0})
+            row["questions"] += 1
+            row["answer_hit"] += bool(r["answer_hit"])
+            row["sentence_hit"] += bool(r["sentence_hit"])
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["questions"]))
 
 
 def score(records: list[dict], decide=None) -> dict:
@@ -104,6 +136,8 @@ def score(records: list[dict], decide=None) -> dict:
         ),
         "false_not_found": sum(not decide(r) for r in answerable) / len(answerable) if answerable else 0.0,
         "evidence_in_right_chapter": sum(r["closest_right"] for r in answerable) / max(1, len(answerable)),
+        "answer_hit": sum(bool(r.get("answer_hit")) for r in answerable) / max(1, len(answerable)),
+        "sentence_hit": sum(bool(r.get("sentence_hit")) for r in answerable) / max(1, len(answerable)),
     }
 
 
@@ -177,6 +211,14 @@ def main() -> None:
         f"first citation hit {report['first_citation_hit']:.3f}   "
         f"(a right-chapter passage among the closest: {report['evidence_in_right_chapter']:.3f})"
     )
+    print(
+        f"  answer hit {report['answer_hit']:.3f} (the one-line answer holds the gold answer's key words; "
+        f"the first cited sentence alone: {report['sentence_hit']:.3f}), by question form:"
+    )
+    for form, row in by_form(records).items():
+        n = row["questions"]
+        hits = f"answer hit {row['answer_hit'] / n:.3f}  sentence {row['sentence_hit'] / n:.3f}"
+        print(f"    {form:<9} {n:>3} questions  {hits}")
     if "separation" in report:
         parts = "  ".join(f"{k} {v:.3f}" for k, v in report["separation"].items())
         print(f"  AUC, answerable over unanswerable, where every name is found: {parts}")

@@ -171,3 +171,72 @@ def _states_name(sentence: str, question: str) -> bool:
         if title in _TITLES and title in asked and new(match.group(2)):
             return True
     return False
+
+
+def value_spans(sentence: str, kind: str, question: str) -> list[str]:
+    """The spans of `sentence` that state a value of `kind`, in order: what a one-line answer quotes
+    ("Brookfield", "1893", "forty thousand francs", "three days", "three proposals")."""
+    if kind == NAME:
+        return _name_spans(sentence, question)
+    cleaned = _CLOCK.sub(lambda m: " " * len(m.group(0)), sentence)  # keep offsets
+    if kind == YEAR:
+        return [m.group(0) for m in _YEAR.finditer(cleaned)]
+    if kind == MONEY:
+        signed = [
+            m.group(0) + sentence[m.end() :].split(maxsplit=1)[0] for m in _SIGN_AMOUNT.finditer(cleaned)
+        ]
+        return signed + _counted_spans(sentence, cleaned, _CURRENCY_AFTER)
+    if kind == DURATION:
+        return _counted_spans(sentence, cleaned, _UNIT_AFTER)
+    if kind == NUMBER:
+        return _number_spans(sentence, cleaned)
+    return []
+
+
+def _counted_spans(sentence: str, cleaned: str, unit: re.Pattern) -> list[str]:
+    out = []
+    for match in unit.finditer(cleaned):
+        before = list(re.finditer(r"\d[\d,.]*|[^\W\d_]+(?:-[^\W\d_]+)*", cleaned[: match.start()]))[-3:]
+        counts = [m for m in before if _is_count(m.group(0)) or m.group(0).lower() in {"a", "an"}]
+        if counts:
+            out.append(sentence[counts[0].start() : match.end()])
+        elif match.group(0).lower() == "fortnight":
+            out.append(match.group(0))
+    return out
+
+
+def _number_spans(sentence: str, cleaned: str) -> list[str]:
+    tokens = list(re.finditer(r"\d[\d,.]*|[^\W\d_]+(?:-[^\W\d_]+)*", cleaned))
+    out = []
+    for i, token in enumerate(tokens):
+        word = token.group(0).lower().strip(".,")
+        if not _is_count(word):
+            continue
+        around = [t.group(0).lower() for t in tokens[max(0, i - 1) : i] + tokens[i + 1 : i + 2]]
+        if any(w in _MONTHS for w in around):
+            continue
+        end = token.end()
+        j = i + 1
+        while j < len(tokens) and _is_count(tokens[j].group(0)) and j - i < 4:  # "forty thousand"
+            end, j = tokens[j].end(), j + 1
+        if j < len(tokens) and sentence[end : tokens[j].start()].isspace():  # the thing counted
+            end = tokens[j].end()
+        out.append(sentence[token.start() : end])
+    return out
+
+
+def _name_spans(sentence: str, question: str) -> list[str]:
+    asked = _asked(question)
+    out = []
+    for match in _NAMING.finditer(sentence):
+        between = {w.lower() for w in match.group(2).split()}
+        key = fold(re.sub(r"['’]s$", "", match.group(4).strip("_"))).strip("'’-")
+        if not between & _NOT_NAMING and len(key) > 1 and key not in asked and key not in NOT_NAMES:
+            rest = re.match(r"(?:\s+[A-ZÀ-Þ][^\W\d_]*)*", sentence[match.end(4) :])
+            out.append(match.group(4) + (rest.group(0) if rest else ""))
+    for match in _TITLED.finditer(sentence):
+        title = fold(match.group(1))
+        key = fold(match.group(2))
+        if title in _TITLES and title in asked and key not in asked and key not in NOT_NAMES:
+            out.append(match.group(0))
+    return out

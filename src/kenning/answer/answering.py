@@ -1,11 +1,13 @@
 """Cited answers: plan, gather, judge, then answer with a citation on every sentence, or say plainly
 what the sources do not say.
 
-Without a model (the default) the answer is extractive: the best supporting sentences, each cited
-with its file, heading path, line range and the quoted words. With a chat model (kenning.models.chat)
-the model writes the answer from the numbered passages and must cite one after every sentence; a
-sentence it does not cite is kept only when one place in the passages holds nearly all its words
-(then that place is cited), else dropped; a model that finds no answer says NOT FOUND.
+Without a model (the default) the answer is extractive: a one-line answer (kenning.answer.lead: the
+name, place, date or value the question asks for, taken from the cited sentences), then the best
+supporting sentences, each cited with its file, heading path, line range and the quoted words.
+With a chat model (kenning.models.chat) the model writes the answer from the numbered passages and
+must cite one after every sentence; a sentence it does not cite is kept only when one place in the
+passages holds nearly all its words (then that place is cited), else dropped; a model that finds no
+answer says NOT FOUND. Its first sentence is the one-line answer.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 from kenning.answer.answer_type import question_type
 from kenning.answer.evidence import Sentence, gather, score_sentences
 from kenning.answer.judge import judge
+from kenning.answer.lead import lead_line
 from kenning.answer.planner import plan_angles, question_names
 from kenning.answer.sources import AnswerSources
 
@@ -69,11 +72,13 @@ class Answer:
     judge: dict
     closest: list[Citation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    lead: str = ""  # the one-line answer (kenning.answer.lead); "" when not found
 
     def to_dict(self) -> dict:
         return {
             "question": self.question,
             "found": self.found,
+            "lead": self.lead,
             "answer": self.answer,
             "citations": [c.to_dict() for c in self.citations],
             "queries": self.queries,
@@ -98,7 +103,7 @@ def answer_question(sources: AnswerSources, question: str, llm=None, candidates:
     kind = question_type(question)
     score_sentences(sources, question, passages, embed, name_keys, kind)
     chosen = choose_sentences(passages, kind)
-    verdict = judge(chosen, passages, name_keys, kind, embed is not None)
+    verdict = judge(chosen, passages, name_keys, kind, embed is not None, forms=sources.entity_graph().forms)
     queries = [a.to_dict() for a in angles]
     closest = _closest(passages)
     method = "extractive" if llm is None else f"llm:{llm.name}"
@@ -124,7 +129,10 @@ def answer_question(sources: AnswerSources, question: str, llm=None, candidates:
     quoted = [(s, p) for s, p in chosen if p is chosen[0][1] or s.support >= verdict.threshold or kind]
     citations = [_cite(p, s) for s, p in quoted]
     text = " ".join(s.text for s, _ in quoted)
-    return Answer(question, True, text, citations, queries, method, verdict.to_dict(), closest, notes)
+    graph = sources.entity_graph()
+    by_support = sorted((s for s, _ in quoted), key=lambda s: -s.support)  # the best evidence first
+    lead = lead_line(question, kind, [s.text for s in by_support], lambda key: graph.lookup(key) is not None)
+    return Answer(question, True, text, citations, queries, method, verdict.to_dict(), closest, notes, lead)
 
 
 def _vetoed(verdict) -> bool:
@@ -288,7 +296,10 @@ def _with_model(llm, question, passages, queries, verdict, closest, notes) -> An
             closest,
             notes,
         )
-    return Answer(question, True, " ".join(sentences), citations, queries, method, judged, closest, notes)
+    lead = re.sub(r"\s*\[\d+\]", "", sentences[0]).strip()
+    return Answer(
+        question, True, " ".join(sentences), citations, queries, method, judged, closest, notes, lead
+    )
 
 
 def _content_words(text: str) -> set[str]:

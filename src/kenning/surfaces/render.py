@@ -377,7 +377,8 @@ def answer_text(result: dict) -> str:
             for c in result["closest"]
         ]
         return "\n".join(lines)
-    lines = [result["answer"]]
+    lines = [f"Answer: {result['lead']}"] if result.get("lead") else []
+    lines.append(result["answer"])
     for n, c in enumerate(result["citations"], 1):
         lines.append(f"[{n}] {c['path']}:{c['start_line']}-{c['end_line']} ({c['heading']}): {c['quote']!r}")
     return "\n".join(lines)
