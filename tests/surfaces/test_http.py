@@ -62,6 +62,7 @@ def test_api_returns_what_the_command_line_prints(index_dir, http_server, capsys
     status, body = fetch(f"{base}/api/answer?q=How+often+are+the+signing+keys+rotated%3F")
     main(["answer", "How often are the signing keys rotated?", "--index", str(index_dir), "--json"])
     assert status == 200 and json.loads(body) == json.loads(capsys.readouterr().out)
+    assert "quarter" in json.loads(body)["lead"].lower()  # the one-line answer leads
 
 
 def test_page_docs_and_assets_need_nothing_from_outside(index_dir, http_server):

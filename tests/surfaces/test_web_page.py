@@ -178,6 +178,7 @@ def test_the_answer_panel_cites_lines_and_says_not_found_plainly(index_dir, http
     panel = browser.find_element(By.ID, "answer")
     assert panel.find_element(By.TAG_NAME, "h2").text == "Answer"
     assert "quarter" in panel.text.lower()
+    assert "quarter" in panel.find_element(By.CSS_SELECTOR, ".answer-lead").text.lower()  # the lead first
     assert "answer=true" in browser.current_url  # a shared link asks again
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".hit"))  # the results still come below it
     assert panel.location["y"] < browser.find_element(By.CSS_SELECTOR, ".hit").location["y"]

@@ -53,6 +53,7 @@ class DocumentsOutput(_Open):
 class AnswerOutput(_Open):
     question: str
     found: bool = Field(description="false when the sources do not say")
+    lead: str = Field("", description="the one-line answer (a name, place, date or value), or empty")
     answer: str = Field(description="the answer, or what the sources do not say")
     citations: list[dict[str, Any]] = Field(description="path, heading, line range, quote, chunk_id")
 

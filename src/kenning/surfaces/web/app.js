@@ -329,7 +329,9 @@ async function ask() {
       link.addEventListener("click", (e) => { e.preventDefault(); openAt(c.path, c.start_line, c.end_line); });
       return el("li", {}, link, el("span", { class: "where" }, " " + place), c.quote ? el("blockquote", {}, c.quote) : null);
     }));
-    const nodes = [el("h2", {}, data.found ? "Answer" : "Not found in the indexed sources"), el("p", { class: "answer-text" }, data.answer || "")];
+    const nodes = [el("h2", {}, data.found ? "Answer" : "Not found in the indexed sources")];
+    if (data.found && data.lead) nodes.push(el("p", { class: "answer-lead" }, el("strong", {}, data.lead)));
+    nodes.push(el("p", { class: "answer-text" }, data.answer || ""));
     if (data.found) nodes.push(cited(data.citations));
     else if ((data.closest || []).length) nodes.push(el("h3", {}, "Closest passages (they do not answer it)"), cited(data.closest));
     panel.replaceChildren(...nodes);
