@@ -20,7 +20,11 @@ checked on another, and how well each part of the support separates answerable f
 questions (AUC):
 
     python benchmarks/answer_eval.py --questions benchmarks/data/dracula_questions.jsonl \\
-        --book ../shared/data/books/dracula.md [--sweep] [--graph 0.4] [--json]
+        --book ../shared/data/books/dracula.md [--beside ../shared/data/books/monte-cristo.md] \\
+        [--sweep] [--graph 0.4] [--json]
+
+--beside indexes other books with the question's book, as a reader's library would hold them: a
+citation in another book is never right, and the share of answers citing one is reported.
 """
 
 from __future__ import annotations
@@ -39,11 +43,13 @@ from kenning.answer.lead import question_form
 from kenning.models.chat import make_chat_model
 
 
-def open_book(book: Path, embedder: str | None = None) -> Index:
+def open_book(book: Path, embedder: str | None = None, beside: list[Path] = ()) -> Index:
+    """The book's index (with `beside`: other books indexed with it, as distractors)."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kenning" / "answers"
-    digest = hashlib.sha1(str(book.resolve()).encode()).hexdigest()[:10]
+    key = "\n".join(str(b.resolve()) for b in [book, *beside])
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     index = Index(base / f"{book.stem}-{digest}")
-    index.add([book])
+    index.add([book, *beside])
     index.embed(embedder)
     return index
 
@@ -61,13 +67,22 @@ def in_chapter(heading: str, chapters: list[str]) -> bool:
     return any(c.strip().casefold() in parts for c in chapters)
 
 
-def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **search) -> list[dict]:
+def run(
+    index: Index, questions: list[dict], llm=None, candidates: int = 20, book: str | None = None, **search
+) -> list[dict]:
+    """Every question answered and scored. `book`: the file name the questions are about, when other
+    books are indexed beside it (a citation in another book is never right, and is counted)."""
     out = []
     sources = index.answer_sources(**search)
     analyzer = index.analyzer
     for q in questions:
         started = time.perf_counter()
         answer = answer_question(sources, q["question"], llm=llm, candidates=candidates)
+        chapters = q.get("chapters", [])
+
+        def right(c, chapters=chapters) -> bool:
+            return (book is None or Path(c.path).name == book) and in_chapter(c.heading, chapters)
+
         record = {
             "id": q["id"],
             "answerable": q["answerable"],
@@ -80,10 +95,10 @@ def run(index: Index, questions: list[dict], llm=None, candidates: int = 20, **s
             "answer_type": answer.judge["answer_type"],
             "value_stated": answer.judge["value_stated"],
             "seconds": time.perf_counter() - started,
-            "cited_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.citations),
-            "first_cited_right": bool(answer.citations)
-            and in_chapter(answer.citations[0].heading, q.get("chapters", [])),
-            "closest_right": any(in_chapter(c.heading, q.get("chapters", [])) for c in answer.closest),
+            "cited_right": any(right(c) for c in answer.citations),
+            "first_cited_right": bool(answer.citations) and right(answer.citations[0]),
+            "closest_right": any(right(c) for c in answer.closest),
+            "other_book_cited": book is not None and any(Path(c.path).name != book for c in answer.citations),
             "form": question_form(q["question"]),
             "lead": answer.lead,
             "answer_hit": answer.found and answer_hit(analyzer, q.get("answer"), answer.lead),
@@ -138,6 +153,8 @@ def score(records: list[dict], decide=None) -> dict:
         "evidence_in_right_chapter": sum(r["closest_right"] for r in answerable) / max(1, len(answerable)),
         "answer_hit": sum(bool(r.get("answer_hit")) for r in answerable) / max(1, len(answerable)),
         "sentence_hit": sum(bool(r.get("sentence_hit")) for r in answerable) / max(1, len(answerable)),
+        "other_book_cited": sum(bool(r.get("other_book_cited")) for r in records if r["found"])
+        / max(1, sum(r["found"] for r in records)),
     }
 
 
@@ -179,16 +196,22 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--graph", type=float, help="weight of the entity graph signal in every search (w_graph)")
     ap.add_argument("--embedder", help="embedder spec for the book's vectors (default: minilm)")
+    ap.add_argument(
+        "--beside", type=Path, action="append", default=[], help="another book indexed with it (repeatable)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if not args.book.is_file():  # an index of nothing would score every question "not found"
-        ap.error(f"--book {args.book}: no such file")
+    for book in [args.book, *args.beside]:  # an index of nothing would score every question "not found"
+        if not book.is_file():
+            ap.error(f"{book}: no such file")
     questions = load_questions(args.questions)
-    with open_book(args.book, args.embedder) as index:
+    with open_book(args.book, args.embedder, args.beside) as index:
         search = {"w_graph": args.graph} if args.graph is not None else {}
-        records = run(index, questions, make_chat_model(args.llm), args.candidates, **search)
+        book = args.book.name if args.beside else None
+        records = run(index, questions, make_chat_model(args.llm), args.candidates, book, **search)
     report = {
         "book": args.book.name,
+        "beside": [b.name for b in args.beside],
         "method": args.llm or "extractive",
         "w_graph": args.graph,
         "threshold": MIN_SUPPORT["vectors"],
@@ -201,7 +224,8 @@ def main() -> None:
         print(json.dumps(report | {"per_question": records}, indent=2))
         return
     print(
-        f"{report['book']} ({report['method']}, threshold {report['threshold']}): "
+        f"{report['book']}{' beside ' + ', '.join(report['beside']) if report['beside'] else ''} "
+        f"({report['method']}, threshold {report['threshold']}): "
         f"{report['answerable']} answerable, {report['unanswerable']} unanswerable, "
         f"{report['seconds_per_question']:.2f} s per question"
     )
@@ -211,6 +235,8 @@ def main() -> None:
         f"first citation hit {report['first_citation_hit']:.3f}   "
         f"(a right-chapter passage among the closest: {report['evidence_in_right_chapter']:.3f})"
     )
+    if report["beside"]:
+        print(f"  answers citing another book: {report['other_book_cited']:.3f}")
     print(
         f"  answer hit {report['answer_hit']:.3f} (the one-line answer holds the gold answer's key words; "
         f"the first cited sentence alone: {report['sentence_hit']:.3f}), by question form:"

@@ -206,11 +206,11 @@ def test_names_the_judge_looks_for(library):
     assert question_names(sources, "What did Captain Nemo P. Smith tell the pilot?") == ["nemo", "smith"]
 
 
-def _passage(cid, rank, *sentences, heading=None):
+def _passage(cid, rank, *sentences, heading=None, path="book.md"):
     from kenning.answer.evidence import Passage, Sentence
 
     heading = heading or f"Book > Chapter {cid}"
-    p = Passage(cid, "book.md", heading, 1, 1, " ".join(t for t, _ in sentences), 1.0, ["question"])
+    p = Passage(cid, path, heading, 1, 1, " ".join(t for t, _ in sentences), 1.0, ["question"])
     p.sentences = [Sentence(t, 1, 1, window_words=support, rank=rank) for t, support in sentences]
     return p
 
@@ -254,6 +254,22 @@ def test_a_question_asking_for_a_value_is_answered_by_a_sentence_stating_one():
         s.states = False
     verdict = judge(choose_sentences([talk, age], "number"), [talk, age], ["lucy"], "number", True)
     assert not verdict.found and verdict.answer_type == "number" and verdict.value_stated is False
+
+
+def test_citations_stay_in_the_best_passage_s_document_unless_another_names_the_question_s_people():
+    from kenning.answer.answering import in_one_document
+
+    lucy = _passage(1, 1, ("Lucy's mother fell dead of fright when the wolf broke the window.", 0.9))
+    other = _passage(2, 2, ("His mother died of grief in the Catalan village.", 0.9), path="other.md")
+    named = _passage(3, 3, ("Lucy, he said, had a mother who died.", 0.9), path="other.md")
+    later = _passage(4, 4, ("Lucy's mother had been ill for a long time.", 0.8))
+    chosen = [(p.sentences[0], p) for p in (lucy, other, named, later)]
+    # another book's passage is quoted only when it names the question's people
+    kept = in_one_document(chosen, ["lucy"])
+    assert [p.chunk_id for _, p in kept] == [1, 3, 4]
+    # a question that names no one stays in the best passage's document
+    assert [p.chunk_id for _, p in in_one_document(chosen, [])] == [1, 4]
+    assert in_one_document([], ["lucy"]) == []
 
 
 def test_names_must_meet_in_one_passage():

@@ -21,7 +21,7 @@ from kenning.analysis.analyzer import fold
 from kenning.analysis.stopwords import ENGLISH_QUERY_STOPWORDS
 from kenning.answer.answer_type import question_type
 from kenning.answer.evidence import Sentence, gather, score_sentences
-from kenning.answer.judge import judge
+from kenning.answer.judge import judge, missing_names
 from kenning.answer.lead import lead_line
 from kenning.answer.planner import plan_angles, question_names
 from kenning.answer.sources import AnswerSources
@@ -102,8 +102,9 @@ def answer_question(sources: AnswerSources, question: str, llm=None, candidates:
     name_keys = question_names(sources, question)
     kind = question_type(question)
     score_sentences(sources, question, passages, embed, name_keys, kind)
-    chosen = choose_sentences(passages, kind)
-    verdict = judge(chosen, passages, name_keys, kind, embed is not None, forms=sources.entity_graph().forms)
+    forms = sources.entity_graph().forms
+    chosen = in_one_document(choose_sentences(passages, kind), name_keys, forms)
+    verdict = judge(chosen, passages, name_keys, kind, embed is not None, forms=forms)
     queries = [a.to_dict() for a in angles]
     closest = _closest(passages)
     method = "extractive" if llm is None else f"llm:{llm.name}"
@@ -170,6 +171,18 @@ def choose_sentences(passages, kind: str | None) -> list:
         close = [s for s in ranked if s.support >= NEAR_BEST * best.support]
         chosen.extend((s, passage) for s in sorted(close, key=lambda s: passage.sentences.index(s)))
     return chosen
+
+
+def in_one_document(chosen, names: list[str], forms=None) -> list:
+    """The chosen (sentence, passage) pairs that stay in the document of the best one: the place is
+    chosen first (its document, then its sections by how well they support the question). A passage
+    from another document (another book, another file) is quoted only when it names every one of the
+    question's names, so a question about one book's people never cites a sentence from another
+    book, and a question that names no one stays in one document."""
+    if not chosen:
+        return chosen
+    home = chosen[0][1].path
+    return [(s, p) for s, p in chosen if p.path == home or (names and not missing_names(p, names, forms))]
 
 
 def one_per_section(ranked) -> list:
