@@ -107,3 +107,26 @@ def test_a_snippet_starting_like_a_list_or_heading_is_not_read_as_one():
 def test_pieces_walk_the_spans_in_order():
     snippet = Snippet("alpha beta gamma", [(0, 5), (11, 16)])
     assert list(snippet.pieces()) == [("alpha", True), (" beta ", False), ("gamma", True)]
+
+
+def test_snippets_are_made_only_for_the_hits_that_are_read(tmp_path, monkeypatch):
+    """A caller asking for many hits to rerank them does not pay for snippets it never reads."""
+    import kenning.search.present as present
+
+    notes = tmp_path / "n"
+    notes.mkdir()
+    for i in range(12):
+        (notes / f"note{i}.md").write_text(f"# Launch {i}\n\nThe launch review {i} went well.\n")
+    made = []
+    real = present.make_snippet
+    monkeypatch.setattr(present, "make_snippet", lambda *a, **k: made.append(1) or real(*a, **k))
+    with Index(tmp_path / "ix") as ix:
+        ix.add([notes])
+        response = ix.search("launch review", mode="lexical", limit=10)
+    assert len(response.hits) == 10 and made == []
+    first = response.hits[0]
+    assert "launch" in first.snippet.lower() and first.highlights
+    assert first.snippet == first.snippet and len(made) == 1  # made once, on the first read
+    hits = response.to_dict()["hits"]  # what the surfaces print: every hit's snippet, made now
+    assert len(made) == 10 and all(h["snippet"] and h["highlights"] for h in hits)
+    assert hits[0]["snippet"] == first.snippet and "_snippet" not in hits[0]

@@ -12,6 +12,8 @@ plain statement of what emptied the result when nothing matched.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from pyroaring import BitMap
 
@@ -121,8 +123,7 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
                     row.meta,
                 )
             )
-            snippet = make_snippet(own_text(row.title, row.body), term_set, ctx.analyzer)
-            hits[-1].snippet, hits[-1].highlights = snippet.text, snippet.spans
+            hits[-1]._snippet = partial(_snippet_of, row, term_set, ctx.analyzer)
         for hit in hits:
             hit.match_reasons = _match_reasons(hit.id, plan, state.found, ctx.view)
     if request.explain:
@@ -133,6 +134,11 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
                 if said is not None:
                     hit.explain[name] = said
     return hits
+
+
+def _snippet_of(row, terms: set[str], analyzer):
+    """The hit's snippet, made when it is first read (kenning.search.results.Hit)."""
+    return make_snippet(own_text(row.title, row.body), terms, analyzer)
 
 
 def _clause_weights(plan: QueryPlan, view) -> dict[str, float]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 
 from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
 from kenning.query.plan import QueryPlan
 from kenning.search.notices import Notice, texts
+from kenning.search.snippets import Snippet
 
 
 @dataclass
@@ -36,9 +39,6 @@ class Hit:
     page: int | None = None
     time: float | None = None
     meta: dict = field(default_factory=dict)
-    snippet: str = ""  # the document's own text around the best matches (whitespace folded)
-    # where the matched words sit in `snippet`: [start, end) character offsets (code points)
-    highlights: list[tuple[int, int]] = field(default_factory=list)
     match_reasons: list[dict] = field(default_factory=list)
     channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
     adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
@@ -52,6 +52,35 @@ class Hit:
     relaxed: list[str] = field(default_factory=list)
     verbatim: bool = False  # holds the whole query word for word (see _verbatim)
     explain: dict | None = None
+    # the snippet, or what makes it on first read: a caller that asks for a hundred hits to rerank
+    # them, or reads only their ids and scores, does not pay for a hundred snippets it never shows
+    _snippet: Snippet | Callable[[], Snippet] | None = field(default=None, repr=False, compare=False)
+
+    def _made(self) -> Snippet:
+        if callable(self._snippet):
+            self._snippet = self._snippet()
+        return self._snippet or Snippet()
+
+    @property
+    def snippet(self) -> str:
+        """The document's own text around the best matches (whitespace folded)."""
+        return self._made().text
+
+    @property
+    def highlights(self) -> list[tuple[int, int]]:
+        """Where the matched words sit in `snippet`: [start, end) character offsets (code points)."""
+        return self._made().spans
+
+    def to_dict(self) -> dict:
+        """Every field, the snippet and its highlights included (made now if not yet read)."""
+        out: dict = {}
+        for f in fields(self):
+            if f.name.startswith("_"):
+                continue
+            out[f.name] = copy.deepcopy(getattr(self, f.name))
+            if f.name == "meta":
+                out["snippet"], out["highlights"] = self.snippet, [tuple(s) for s in self.highlights]
+        return out
 
     def location(self) -> str:
         """`file:12-40`, `file p.3`, or just the file."""
@@ -101,5 +130,5 @@ class SearchResponse:
             "filters": self.filters.to_dict(),
             "params": self.params.to_dict(),
             "funnel": asdict(self.funnel),
-            "hits": [asdict(h) for h in self.hits],
+            "hits": [h.to_dict() for h in self.hits],
         }
