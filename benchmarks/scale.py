@@ -2,6 +2,7 @@
 
     pip install -e '.[bench]'
     python benchmarks/scale.py --chunks 10k,100k,1m [--queries 400] [--soak 10000] [--dense 10k] [--json]
+    python benchmarks/scale.py --shape chat --chunks 1m     # the chat-sized tier (lib/chat_corpus.py)
 
 The corpus (seeded, cached under --work) is drawn from the statistics of the dev sets in
 ../shared/data (cranfield, msmarco-5k, cacm): terms from their pooled frequency list, extended past
@@ -11,6 +12,12 @@ written as BEIR-style files of 100 documents (`corpus/part-NNNNN.jsonl`), so "1%
 change" means rewriting 1% of the files. Queries take their length from the dev queries (two to six
 words) and their words from one document: half drawn as its words fall (mostly common ones), half
 from its rarest words, so every query has matches and mixes common with rare terms.
+
+--shape chat writes message logs instead (lib/chat_corpus.py): messages of 3 to 40 words in
+conversations, with a sender and a time each, and queries of one to three words, a quarter of them
+with a 30-day date range (the filtered warm p50 is reported beside the others). kenning reads the logs
+as it reads any message log; tantivy indexes each message as a document with its conversation,
+sender and time stored, the time as a fast field its date range reads.
 
 Each measurement runs in its own process (this script re-run as a worker), so peak RSS and the first
 query in a new process are the real thing:
@@ -61,12 +68,14 @@ from pathlib import Path
 
 import numpy as np
 from lib import workers
+from lib.chat_corpus import make_chat_queries, write_chat_corpus
 from lib.datasets import DATA, TUNING_SETS
 from lib.files import disk_mb, page_cache
 from lib.memory import TreePeak, children_peak_rss_mb, peak_rss_mb, rss_mb
 from lib.timing import percentile
 
 SHARD = 100  # documents per corpus file: 1% of the files is 1% of the chunks from 10k up
+SHAPE_ENV = "KENNING_SCALE_SHAPE"  # the workers' corpus shape: passages (default) or chat
 SEED = 20261123
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -205,8 +214,16 @@ class Kenning:
         with self.index.store.reading():  # the live chunks (status() would also count every term)
             return len(self.index.store.read_snapshot().live)
 
-    def search(self, query: str, mode: str = "lexical") -> list[str]:
-        return [h.doc_key for h in self.index.search(query, limit=10, mode=mode, detail="heads").hits]
+    def search(self, query, mode: str = "lexical") -> list[str]:
+        """`query`: its text, or {"q", "since", "before"} (chat tier: a date range, epoch seconds)."""
+        if isinstance(query, dict):
+            from kenning.query.filters import Filters
+
+            filters = Filters(since=query["since"], before=query["before"])
+            response = self.index.search(query["q"], limit=10, mode=mode, detail="heads", filters=filters)
+        else:
+            response = self.index.search(query, limit=10, mode=mode, detail="heads")
+        return [h.doc_key for h in response.hits]
 
 
 class Tantivy:
@@ -221,11 +238,15 @@ class Tantivy:
 
         self.tantivy = tantivy
         self.path = path
+        self.chat = os.environ.get(SHAPE_ENV) == "chat"
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw")
         # stored like kenning's chunks (shown as titles and snippets), positions kept for phrases
         builder.add_text_field("title", stored=True, tokenizer_name="en_stem")
         builder.add_text_field("text", stored=True, tokenizer_name="en_stem")
+        if self.chat:  # a message's sender and time, stored; the time a fast field for date ranges
+            builder.add_text_field("sender", stored=True, tokenizer_name="raw")
+            builder.add_integer_field("time", stored=True, indexed=True, fast=True)
         self.schema = builder.build()
         path.mkdir(parents=True, exist_ok=True)
         self.index = tantivy.Index(self.schema, path=str(path))
@@ -238,18 +259,35 @@ class Tantivy:
             with shard.open(encoding="utf-8") as fh:
                 for line in fh:
                     doc = json.loads(line)
-                    fields = {"id": doc["_id"], "title": doc["title"], "text": doc["text"]}
+                    if self.chat:
+                        fields = {
+                            "id": doc["id"],
+                            "title": doc["conversation"],
+                            "text": doc["text"],
+                            "sender": doc["sender"],
+                            "time": int(doc["timestamp"]),
+                        }
+                    else:
+                        fields = {"id": doc["_id"], "title": doc["title"], "text": doc["text"]}
                     writer.add_document(self.tantivy.Document(**fields))
                     n += 1
         writer.commit()
         writer.wait_merging_threads()
         return n
 
-    def search(self, query: str, mode: str = "lexical") -> list[str]:
+    def search(self, query, mode: str = "lexical") -> list[str]:
         if self.searcher is None:
             self.index.reload()
             self.searcher = self.index.searcher()
-        parsed = self.index.parse_query(query, ["title", "text"])
+        if isinstance(query, dict):
+            Query, Occur = self.tantivy.Query, self.tantivy.Occur
+            when = Query.range_query(
+                self.schema, "time", self.tantivy.FieldType.Integer, query["since"], query["before"]
+            )
+            words = self.index.parse_query(query["q"], ["title", "text"])
+            parsed = Query.boolean_query([(Occur.Must, words), (Occur.Must, when)])
+        else:
+            parsed = self.index.parse_query(query, ["title", "text"])
         hits = self.searcher.search(parsed, 10).hits
         return [self.searcher.doc(address)["id"][0] for _, address in hits]
 
@@ -448,14 +486,23 @@ def measure_queries(tier: Path, queries: list[str], args) -> dict[str, dict]:
 
 
 def warm_rounds(system: str, tier: Path, rounds: int) -> dict:
-    """One system's warm p50 / p95 on one tier: the medians over `rounds` warm processes."""
-    p50s, p95s = [], []
+    """One system's warm p50 / p95 on one tier: the medians over `rounds` warm processes; and the p50
+    of the queries with a date range, when the tier has some (chat)."""
+    queries = json.loads((tier / "queries.json").read_text())
+    filtered = [isinstance(q, dict) for q in queries[len(queries) // 2 :]]  # the timed half
+    p50s, p95s, filtered_p50s = [], [], []
     for _ in range(rounds):
         page_cache(tier / f"index-{system}", "warm")
         times = run_worker("warm", system, tier / f"index-{system}", tier / "queries.json")["times"]
         p50s.append(1000 * statistics.median(times))
         p95s.append(1000 * percentile(times, 0.95))
-    return {"warm_p50_ms": statistics.median(p50s), "warm_p95_ms": statistics.median(p95s)}
+        if any(filtered):
+            ranged = [t for t, f in zip(times, filtered, strict=True) if f]
+            filtered_p50s.append(1000 * statistics.median(ranged))
+    out = {"warm_p50_ms": statistics.median(p50s), "warm_p95_ms": statistics.median(p95s)}
+    if filtered_p50s:
+        out["warm_filtered_p50_ms"] = statistics.median(filtered_p50s)
+    return out
 
 
 def warm_growth(small: Path, large: Path, systems: list[str], rounds: int) -> dict:
@@ -566,14 +613,24 @@ def reindex_one_percent(
     return out
 
 
+def tier_dir(args, n: int) -> Path:
+    return args.work / (f"chat-{n}" if args.shape == "chat" else f"chunks-{n}")
+
+
 def run_tier(n: int, stats: dict, args) -> dict:
-    tier = args.work / f"chunks-{n}"
+    tier = tier_dir(args, n)
     started = time.perf_counter()
-    write_corpus(tier, n, stats)
-    queries = make_queries(tier, stats, args.queries)
+    if args.shape == "chat":
+        words, probs = vocabulary(stats["terms"], size=max(len(stats["terms"]), int(30 * math.sqrt(n * 20))))
+        write_chat_corpus(tier, n, words, probs, SEED)
+        queries = make_chat_queries(tier, args.queries, SEED)
+    else:
+        write_corpus(tier, n, stats)
+        queries = make_queries(tier, stats, args.queries)
     (tier / "queries.json").write_text(json.dumps(queries))
-    print(f"[{n:,} chunks] corpus ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    result = {"chunks_requested": n, "queries": len(queries), "first_cache": args.first_cache}
+    print(f"[{n:,} {args.shape}] corpus ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    result = {"shape": args.shape, "chunks_requested": n, "queries": len(queries)}
+    result["first_cache"] = args.first_cache
     builds = {system: [] for system in args.systems}
     for _ in range(args.build_rounds):  # the systems in turn, round after round
         for system in args.systems:
@@ -582,7 +639,7 @@ def run_tier(n: int, stats: dict, args) -> dict:
         result[system] = median_build(rounds)
     for system, measured in measure_queries(tier, queries, args).items():
         result[system] |= measured
-        print(f"[{n:,} chunks] {system}: {json.dumps(result[system])}", file=sys.stderr)
+        print(f"[{n:,} {args.shape}] {system}: {json.dumps(result[system])}", file=sys.stderr)
     if "kenning" in args.systems and args.reindex:
         result["kenning"] |= reindex_one_percent(
             tier, result["kenning"]["index_s"], args.reindex_runs, args.reindex_steps
@@ -624,6 +681,7 @@ ROWS = [
     ("import + first p50 ms", "import_first_p50_ms", "{:.1f}"),  # a command, end to end
     ("warm p50 ms", "warm_p50_ms", "{:.2f}"),
     ("warm p95 ms", "warm_p95_ms", "{:.2f}"),
+    ("warm filtered p50 ms", "warm_filtered_p50_ms", "{:.2f}"),  # chat: queries with a date range
 ]
 
 
@@ -631,12 +689,15 @@ def table(results: list[dict], systems: list[str]) -> str:
     lines = []
     for res in results:
         cache = f", first queries with the index files {res['first_cache']}" if "first_cache" in res else ""
-        lines.append(f"{res['chunks_requested']:,} chunks, {res['queries']} queries{cache}")
+        unit = "messages" if res.get("shape") == "chat" else "chunks"
+        lines.append(f"{res['chunks_requested']:,} {unit}, {res['queries']} queries{cache}")
         head = f"  {'':22s}" + "".join(f"{s:>12s}" for s in systems)
         if "tantivy" in systems and "kenning" in systems:
             head += f"{'ratio':>10s}"
         lines.append(head)
         for label, key, fmt in ROWS:
+            if any(key not in res[s] for s in systems):
+                continue  # a row this tier's shape does not have
             row = f"  {label:22s}" + "".join(f"{fmt.format(res[s][key]):>12s}" for s in systems)
             if "tantivy" in systems and "kenning" in systems and res["tantivy"][key]:
                 row += f"{res['kenning'][key] / res['tantivy'][key]:>9.2f}x"
@@ -687,6 +748,12 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", default="10k", help="comma-separated tiers, e.g. 10k,100k,1m")
+    ap.add_argument(
+        "--shape",
+        choices=["passages", "chat"],
+        default="passages",
+        help="passage-sized documents (default) or chat messages of 3-40 words in conversations",
+    )
     ap.add_argument("--systems", default="kenning,tantivy")
     ap.add_argument("--queries", type=int, default=400, help="distinct queries per tier (half warm up)")
     ap.add_argument("--first", type=int, default=10, help="fresh processes for the first-query latency")
@@ -721,6 +788,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    os.environ[SHAPE_ENV] = args.shape  # the workers inherit it
     if args.hnsw_threshold is not None:  # the workers inherit it
         os.environ["KENNING_HNSW_THRESHOLD"] = str(args.hnsw_threshold)
     stats = dev_statistics(args.data)
@@ -728,7 +796,7 @@ def main() -> None:
     results = [run_tier(n, stats, args) for n in sizes]
     growth = None
     if len(sizes) > 1 and args.rounds:
-        small, large = (args.work / f"chunks-{n}" for n in sizes[-2:])
+        small, large = (tier_dir(args, n) for n in sizes[-2:])
         growth = {"from": sizes[-2], "to": sizes[-1], "rounds": args.rounds}
         growth |= warm_growth(small, large, args.systems, args.rounds)
     machine = {"cores": os.cpu_count(), "python": sys.version.split()[0]}
