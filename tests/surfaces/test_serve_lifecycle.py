@@ -51,6 +51,9 @@ def test_ctrl_c_ends_watch_with_130(index_dir):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as in a terminal: a suite started in the background (`pytest &` in a script) passes its
+        # children SIGINT ignored, and Python then never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 120
     line = ""
