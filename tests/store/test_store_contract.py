@@ -259,6 +259,23 @@ def test_metadata_filters(store):
     assert list(store.chunks_matching([notes_source], None, None, [("status", "final")])) == notes[:1]
     assert list(store.chunks_matching([notes_source], None, None, [("tags", "b")])) == notes[:1]
     assert list(store.chunks_matching([], None, None, [])) == []
+    assert list(store.chunks_matching(None, None, None, [("status", "final")])) == notes[:1]
+
+
+def test_a_date_range_sees_each_generation_s_chunks(store):
+    """A date range is answered from the chunks' times held in memory for the current generation:
+    a commit that adds, changes or removes chunks is seen by the next filtered search."""
+    a, first = add_file(store, "/n/a.md", "notes", [Chunk("a", "", "x", time=100.0), Chunk("a", "", "y")])
+    assert list(store.chunks_matching([a], 50.0, None, [])) == first[:1]  # an undated chunk never matches
+    b, second = add_file(store, "/n/b.md", "notes", [Chunk("b", "", "z", time=120.0)])
+    assert list(store.chunks_matching([a, b], 50.0, 150.0, [])) == [first[0], second[0]]
+    assert list(store.chunks_matching([b], 50.0, 150.0, [])) == second  # a scope is kept
+    assert list(store.chunks_matching([a, b], 100.0, 120.0, [])) == first[:1]  # since <= time < before
+    assert list(store.chunks_matching(None, 100.0, None, [])) == [first[0], second[0]]  # None: every source
+    assert list(store.chunks_matching(None, None, None, [])) == first + second
+    with store.transaction():
+        store.delete_chunks(first)
+    assert list(store.chunks_matching([a, b], None, 150.0, [])) == second
 
 
 def test_glossary_tables(store):

@@ -149,6 +149,8 @@ def _path_matches(path: str, patterns: tuple[str, ...]) -> bool:
 
 def resolve(filters: Filters, store) -> BitMap:
     """The ids of chunks that pass every filter (call inside store.reading())."""
+    if not (filters.collections or filters.kinds or filters.paths):  # no scope: every source
+        return store.chunks_matching(None, filters.since, filters.before, filters.meta)
     allowed_sources = [
         source.id
         for source in store.source_facets()

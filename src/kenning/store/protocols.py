@@ -216,10 +216,15 @@ class MetadataFilters(Protocol):
 
     def source_facets(self) -> list[SourceFacets]: ...
     def chunks_matching(
-        self, source_ids: Sequence[int], since: float | None, before: float | None, meta: FrontMatterPairs
+        self,
+        source_ids: Sequence[int] | None,
+        since: float | None,
+        before: float | None,
+        meta: FrontMatterPairs,
     ) -> BitMap:
-        """Chunks of these sources whose time is in [since, before) and whose front matter has each
-        (key, value) (a list value matches any of its items; case does not matter)."""
+        """Chunks of these sources (None: of every source) whose time is in [since, before) and whose
+        front matter has each (key, value) (a list value matches any of its items; case does not
+        matter)."""
 
 
 @runtime_checkable

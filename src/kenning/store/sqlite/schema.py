@@ -31,7 +31,7 @@ import numpy as np
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.compact import decode_segment, unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_key);
+CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks(time, source_id);
 CREATE TABLE IF NOT EXISTS segments (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created REAL NOT NULL,
@@ -194,6 +195,15 @@ def _v9_to_v10(execute) -> None:
             execute(statement)
 
 
+def _v10_to_v11(execute) -> None:
+    """Version 11 indexes the chunks by time (and source), so a date range reads the index, not
+    every chunk's row: the index is built here. An older kenning would keep it up to date (SQLite
+    does), but the version moves on with the layout."""
+    for statement in statements(TABLES):
+        if "chunks_by_time" in statement:
+            execute(statement)
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -216,4 +226,5 @@ MIGRATIONS = {
     7: _v7_to_v8,
     8: _v8_to_v9,
     9: _v9_to_v10,
+    10: _v10_to_v11,
 }
