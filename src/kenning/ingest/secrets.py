@@ -133,7 +133,7 @@ def screen_chunks(chunks, redact_tokens: bool = True) -> tuple[str | None, list[
     seen = []
     for chunk in chunks:
         title, body = find_secrets(chunk.title), find_secrets(chunk.body)
-        meta = find_secrets(repr(chunk.meta)) if chunk.meta else []
+        meta = find_secrets(_value_text(chunk.meta)) if chunk.meta else []
         whole = next((f.kind for f in (*title, *body, *meta) if f.whole_file), None)
         if whole:
             return whole, []
@@ -152,6 +152,19 @@ def screen_chunks(chunks, redact_tokens: bool = True) -> tuple[str | None, list[
             if redact_tokens:
                 chunk.meta = value
     return None, kinds
+
+
+def _value_text(value) -> str:
+    """The strings of a metadata value (strings, lists and mappings of them), one a line: what
+    _redact_values would redact. Its keys are kenning's own names or front-matter keys, and scanning
+    them ("message_ids", "time_start") only wakes the rules gated on an underscore."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_value_text(v) for v in value)
+    if isinstance(value, dict):
+        return "\n".join(_value_text(v) for v in value.values())
+    return ""
 
 
 def _redact_values(value):
