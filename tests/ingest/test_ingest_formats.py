@@ -1,5 +1,6 @@
 """Text, PDF, message logs, BEIR corpora, and the failure modes of parse_file."""
 
+import io
 import json
 import os
 import time
@@ -122,6 +123,109 @@ def test_pdf_metadata_title_and_windowing(tmp_path: Path):
     assert len(page2) >= 3
     assert {c.title for c in page2} == {"Monte Cristo > page 2"}
     assert "line 0 of" in page2[0].body and "line 29 of" in page2[-1].body
+
+
+def outlined_pdf(pages: list[list[str]], marks: list[tuple[str, int, float | None, int]]) -> bytes:
+    """make_pdf's pages with an outline: (title, page index, destination height or None, parent
+    mark's index or -1) each, written by pypdf with "XYZ" destinations."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import Fit
+
+    writer = PdfWriter()
+    writer.append(PdfReader(io.BytesIO(make_pdf(pages))))
+    added = []
+    for title, page, top, parent in marks:
+        fit = Fit.xyz(0, top, 0) if top is not None else Fit.fit()
+        added.append(
+            writer.add_outline_item(
+                title=title, page_number=page, parent=added[parent] if parent >= 0 else None, fit=fit
+            )
+        )
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+# lines sit 14 points apart from 720 down (make_pdf); a destination may point into a heading's letters
+OUTLINED_PAGES = [
+    ["Front matter words", "1. Introduction", "Intro text", "1.1 Scope", "Scope text one"],
+    ["scope continues here", "2. Layout", "layout words"],
+]
+OUTLINE = [("1. Introduction", 0, 710.0, -1), ("1.1 Scope", 0, 682.0, 0), ("2. Layout", 1, 716.0, -1)]
+
+
+def test_pdf_sections_follow_the_outline_with_heading_paths_and_page_ranges(tmp_path: Path):
+    path = write_bytes(tmp_path, "spec.pdf", outlined_pdf(OUTLINED_PAGES, OUTLINE))
+    parsed = parse_file(path)
+    got = [(c.title, c.page, c.meta.get("page_end"), c.body.split("\n")) for c in parsed.chunks]
+    assert got == [
+        ("spec.pdf", 1, None, ["Front matter words"]),  # before the first bookmark: kept, under the file
+        ("spec.pdf > 1. Introduction", 1, None, ["1. Introduction", "Intro text"]),
+        (
+            "spec.pdf > 1. Introduction > 1.1 Scope",
+            1,
+            2,
+            ["1.1 Scope", "Scope text one", "scope continues here"],
+        ),
+        ("spec.pdf > 2. Layout", 2, None, ["2. Layout", "layout words"]),
+    ]
+    # every line of the pages is in exactly one section: none dropped, none cut in two
+    lines = [line for chunk in parsed.chunks for line in chunk.body.split("\n")]
+    assert sorted(lines) == sorted(line for page in OUTLINED_PAGES for line in page)
+
+
+def test_pdf_bookmarks_without_a_height_cut_at_the_top_of_their_page(tmp_path: Path):
+    marks = [("Part one", 0, None, -1), ("Part two", 1, None, -1)]
+    parsed = parse_file(
+        write_bytes(tmp_path, "parts.pdf", outlined_pdf([["alpha words"], ["beta words"]], marks))
+    )
+    assert [(c.title, c.page, c.body) for c in parsed.chunks] == [
+        ("parts.pdf > Part one", 1, "alpha words"),
+        ("parts.pdf > Part two", 2, "beta words"),
+    ]
+
+
+def test_a_paged_location_is_a_page_or_a_page_range_never_none():
+    from kenning.search.results import location_text
+
+    assert location_text("a.pdf", None, None, 4, None) == "a.pdf p.4"
+    assert location_text("a.pdf", None, None, 4, 5) == "a.pdf pp.4-5"
+    assert location_text("a.pdf", None, None, 4, 4) == "a.pdf p.4"
+    assert location_text("a.pdf", None, None, 4, "5\x1b[2J") == "a.pdf p.4"  # metadata is untrusted
+    assert location_text("a.md", 3, 9) == "a.md:3-9" and location_text("a.md", 3, 3) == "a.md:3"
+    assert location_text("a.pdf") == "a.pdf"
+
+
+def test_answers_and_hits_on_a_pdf_cite_pages(tmp_path: Path):
+    from kenning import Index
+    from kenning.surfaces.render import answer_text
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    pages = [
+        ["Front matter words", "1. Introduction", "The spec explains the rotation of signing keys."],
+        ["2. Rotation", "Signing keys rotate every ninety days by the key service,"],
+        ["after which the old keys are revoked by the key service.", "3. Other", "Unrelated closing words."],
+    ]
+    marks = [("1. Introduction", 0, 710.0, -1), ("2. Rotation", 1, None, -1), ("3. Other", 2, 700.0, -1)]
+    write_bytes(folder, "keys.pdf", outlined_pdf(pages, marks))
+    with Index(tmp_path / "ix") as index:
+        index.add([folder])
+        hit = index.search("signing keys rotate ninety days", mode="lexical").hits[0]
+        answer = index.answer("How often do signing keys rotate?").to_dict()
+    assert hit.title == "keys.pdf > 2. Rotation" and hit.location().endswith("keys.pdf pp.2-3")
+    cited = [c for c in answer["citations"] if c["page"] == 2]
+    assert cited and cited[0]["page_end"] == 3 and cited[0]["location"].endswith("keys.pdf pp.2-3")
+    text = answer_text(answer)
+    assert "pp.2-3" in text and "None" not in text
+    # a page of it, as `kenning get keys.pdf#page=3` (and MCP and HTTP `get`) reads it
+    with Index(tmp_path / "ix") as index:
+        page = index.read(f"{folder / 'keys.pdf'}#page=3")
+        lines = [text for section in page.sections for _, text in section.lines]
+        assert any("old keys are revoked" in line for line in lines)
+        assert not any("Front matter" in line for line in lines)
+        with pytest.raises(ValueError, match="page 9 is not in it"):
+            index.read(f"{folder / 'keys.pdf'}#page=9")
 
 
 @pytest.mark.parametrize(

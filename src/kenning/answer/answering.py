@@ -25,6 +25,7 @@ from kenning.answer.judge import judge, missing_names
 from kenning.answer.lead import lead_line
 from kenning.answer.planner import plan_angles, question_names
 from kenning.answer.sources import AnswerSources
+from kenning.search.results import location_text
 
 MAX_SENTENCES = 3
 ANSWER_DEPTH = 3  # passages whose best sentences answer a question that asks for no typed value
@@ -49,6 +50,12 @@ class Citation:
     end_line: int | None
     quote: str
     chunk_id: int
+    page: int | None = None  # the first page, for a paged document (PDF)
+    page_end: int | None = None  # its last page, when the passage runs over several
+
+    def location(self) -> str:
+        """`file:12-14`, `file p.4` or `file pp.4-5` (kenning.search.results.location_text)."""
+        return location_text(self.path, self.start_line, self.end_line, self.page, self.page_end)
 
     def to_dict(self) -> dict:
         return {
@@ -56,6 +63,9 @@ class Citation:
             "heading": self.heading,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "page": self.page,
+            "page_end": self.page_end,
+            "location": self.location(),
             "quote": self.quote,
             "chunk_id": self.chunk_id,
         }
@@ -229,7 +239,14 @@ def _embedder(sources: AnswerSources, notes: list[str]):
 def _cite(passage, sentence) -> Citation:
     quote = sentence.text if len(sentence.text) <= QUOTE_CHARS else sentence.text[: QUOTE_CHARS - 1] + "…"
     return Citation(
-        passage.path, passage.heading, sentence.start_line, sentence.end_line, quote, passage.chunk_id
+        passage.path,
+        passage.heading,
+        sentence.start_line,
+        sentence.end_line,
+        quote,
+        passage.chunk_id,
+        passage.page,
+        passage.page_end,
     )
 
 
@@ -263,7 +280,8 @@ def _not_found(question: str, verdict) -> str:
 def _with_model(llm, question, passages, queries, verdict, closest, notes) -> Answer:
     method = f"llm:{llm.name}"
     numbered = "\n\n".join(
-        f"[{i}] {p.heading} ({p.path}:{p.start_line}-{p.end_line})\n{p.body[:2000]}"
+        f"[{i}] {p.heading} ({location_text(p.path, p.start_line, p.end_line, p.page, p.page_end)})\n"
+        f"{p.body[:2000]}"
         for i, p in enumerate(passages, 1)
     )
     reply = llm.complete(

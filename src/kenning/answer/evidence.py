@@ -77,6 +77,8 @@ class Passage:
     score: float
     angles: list[str]
     sentences: list[Sentence] = field(default_factory=list)
+    page: int | None = None  # first page of a paged document
+    page_end: int | None = None  # last page, when another
 
     def best(self) -> Sentence | None:
         return max(self.sentences, key=lambda s: s.support, default=None)
@@ -111,10 +113,18 @@ def gather(sources: AnswerSources, angles, candidates: int) -> list[Passage]:
             own_text(rows[c].title, rows[c].body),
             fused[c],
             found_by[c],
+            page=rows[c].page,
+            page_end=_page_end(rows[c].meta),
         )
         for c in chosen
         if c in rows
     ]
+
+
+def _page_end(meta) -> int | None:
+    """A paged passage's last page (kenning.ingest.pdf), when its metadata holds a whole number."""
+    value = meta.get("page_end") if isinstance(meta, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def split_sentences(passage: Passage) -> list[Sentence]:

@@ -9,6 +9,7 @@ References:
 
     notes/auth.md               a whole document (a path, or a document id such as a BEIR _id)
     notes/auth.md:120-160       the lines 120 to 160 of it (`:120` for one line)
+    manual.pdf#page=4           the chunks on page 4 of a paged document (`#page=4-6` for pages 4 to 6)
     chunk:42  or  #42           one chunk
     kenning:///home/me/a.md     a document as an MCP resource names it (document_uri), with or
                                 without a line range
@@ -30,6 +31,7 @@ from kenning.store import ChunkRow
 URI_PREFIX = "kenning://"  # kenning://<the indexed path, percent-encoded>: /x/a.md is kenning:///x/a.md
 NUMBER_WIDTH = 8  # a line number as text forms show it: right-aligned in six, two spaces
 _RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>[0-9]{1,18})(?:-(?P<end>[0-9]{1,18}))?$")
+_PAGES = re.compile(r"^(?P<doc>.+?)#page=(?P<start>[0-9]{1,9})(?:-(?P<end>[0-9]{1,9}))?$")
 
 
 @dataclass
@@ -144,6 +146,27 @@ def parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
     if end < start:
         raise ValueError(f"{ref!r}: the line range ends before it starts")
     return match["doc"], (start, end)
+
+
+def parse_page_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
+    """(document reference, page range or None): `a.pdf#page=4` -> ("a.pdf", (4, 4))."""
+    match = _PAGES.match(ref.strip())
+    if not match:
+        return ref.strip(), None
+    start = int(match["start"])
+    end = int(match["end"]) if match["end"] else start
+    if end < start:
+        raise ValueError(f"{ref!r}: the page range ends before it starts")
+    return match["doc"], (start, end)
+
+
+def on_pages(row: ChunkRow, pages: tuple[int, int]) -> bool:
+    """Whether a chunk lies on any of the pages (its first page, to its `page_end` when it runs on)."""
+    if row.page is None:
+        return False
+    last = row.meta.get("page_end") if isinstance(row.meta, dict) else None
+    last = last if isinstance(last, int) and not isinstance(last, bool) and last >= row.page else row.page
+    return row.page <= pages[1] and last >= pages[0]
 
 
 def assemble(ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None = None) -> Document:

@@ -363,11 +363,20 @@ class Index:
         numbered (kenning.api.documents); None when the index holds nothing under `ref`. With
         `max_chars` (or an `offset`), only the lines from `offset` that fit, and a `window` saying what
         was left out and the offset that reads on. A line range outside the document is a ValueError."""
-        from kenning.api.documents import assemble, parse_ref, ref_of, window
+        from kenning.api.documents import assemble, on_pages, parse_page_ref, parse_ref, ref_of, window
 
         ref = ref_of(ref) if isinstance(ref, str) else ref
         rows, line_range = self.get(ref), None
-        if not rows:
+        doc_ref, pages = parse_page_ref(str(ref)) if not rows else (str(ref), None)
+        if pages is not None:
+            whole = self.get(doc_ref)
+            rows = [row for row in whole if on_pages(row, pages)]
+            if whole and not rows:
+                held = sorted({row.page for row in whole if row.page is not None})
+                have = f"pages {held[0]}-{held[-1]}" if held else "no page numbers"
+                asked = f"page {pages[0]}" if pages[0] == pages[1] else f"pages {pages[0]}-{pages[1]}"
+                raise ValueError(f"{ref}: {asked} is not in it (it has {have})")
+        if not rows and pages is None:
             doc_ref, line_range = parse_ref(str(ref))
             if line_range is None:
                 return None

@@ -1,24 +1,46 @@
-"""PDF: one chunk per page (windowed if long), so a result can say which page to open.
+"""PDF: sections from the document's outline (its bookmarks), else one chunk per page; every chunk
+keeps the pages it spans, so a result can say which page to open.
 
 Text comes from PDFium (pypdfium2): it keeps whole the words pypdf splits apart, and it is an order
-of magnitude faster. A PDF that cannot be opened (damaged, or
-encrypted with a password) is an IngestError naming the file; a page whose text cannot be read is a
-warning, and the rest of the document is indexed.
+of magnitude faster. A PDF that cannot be opened (damaged, or encrypted with a password) is an
+IngestError naming the file; a page whose text cannot be read is a warning, and the rest of the
+document is indexed.
+
+With an outline, each bookmark starts a section titled by its heading path, as a Markdown
+heading's would be ("spec.pdf > 2. Unified system > 2.1. Directory layout"). A bookmark's
+destination gives its page and, for the usual "XYZ" destinations, the height on the page where
+it points: the page is cut there, so a page holding three sections gives three chunks and a
+section running over two pages is one. Text before the first bookmark is a section titled by the
+document alone; no text between two bookmarks is dropped. A chunk's `page` is its first page, and
+`meta["page_end"]` its last when that is another.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from .chunk import ChunkOptions, IngestError, ParsedSource
+from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, split_lines_into_windows
 from .source import split_source_lines, windowed_chunks
+
+MAX_BOOKMARKS = 5000  # an outline longer than this is read no further (a crafted file's loop)
+MAX_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class Bookmark:
+    """Where a section begins: its heading path, its page (0-based) and the height on that page
+    (PDF points from the bottom; None: the top of the page)."""
+
+    path: tuple[str, ...]
+    page: int
+    top: float | None
 
 
 def parse_pdf(data: bytes, doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
-    """Text of each page as its own chunk, titled `{title or basename} > page {n}`.
-
-    Pages without extractable text (scans, blank pages) give no chunk.
-    """
+    """Sections from the outline, titled by heading path; without one, each page's text as its own
+    chunk, titled `{title or basename} > page {n}`. Pages without extractable text (scans, blank
+    pages) give no chunk."""
     import pypdfium2 as pdfium  # imported here: only PDF ingestion pays for it
 
     try:
@@ -28,33 +50,149 @@ def parse_pdf(data: bytes, doc_key: str, display: str, options: ChunkOptions) ->
             raise IngestError(f"{display}: encrypted PDF (needs a password)") from exc
         raise IngestError(f"{display}: malformed PDF ({_reason(exc)})") from exc
     warnings: list[str] = []
-    chunks = []
     try:
         label = _metadata_title(document) or Path(display).name
-        for number in range(1, len(document) + 1):
-            try:
-                page = document[number - 1]
-                textpage = page.get_textpage()
-                text = textpage.get_text_range()
-                textpage.close()
-                page.close()
-            except Exception as exc:  # one damaged page must not lose the others
-                warnings.append(f"{display}: page {number}: text could not be extracted ({_reason(exc)})")
-                continue
-            chunks.extend(
-                windowed_chunks(
-                    split_source_lines(text.replace("\x00", "")),
-                    1,
-                    options,
-                    title=f"{label} > page {number}",
-                    doc_key=doc_key,
-                    page=number,
-                    keep_lines=False,  # lines of extracted page text are not lines of the file
-                )
-            )
+        bookmarks = _bookmarks(document, len(document), warnings, display)
+        if bookmarks:
+            chunks = _sections(document, bookmarks, label, doc_key, options, warnings, display)
+        else:
+            chunks = _pages(document, label, doc_key, options, warnings, display)
     finally:
         document.close()
     return ParsedSource(kind="pdf", chunks=chunks, warnings=warnings)
+
+
+def _pages(document, label, doc_key, options, warnings, display) -> list[Chunk]:
+    chunks = []
+    for number in range(1, len(document) + 1):
+        text = _page_text(document, number - 1, None, None, warnings, display)
+        if text is None:
+            continue
+        chunks.extend(
+            windowed_chunks(
+                split_source_lines(text),
+                1,
+                options,
+                title=f"{label} > page {number}",
+                doc_key=doc_key,
+                page=number,
+                keep_lines=False,  # lines of extracted page text are not lines of the file
+            )
+        )
+    return chunks
+
+
+def _bookmarks(document, pages: int, warnings: list[str], display: str) -> list[Bookmark]:
+    """The outline's bookmarks that point into the document, in the order of their places in it,
+    each with its heading path (the titles of its ancestors and its own)."""
+    out: list[Bookmark] = []
+    stack: list[str] = []
+    try:
+        for n, item in enumerate(document.get_toc(max_depth=MAX_DEPTH)):
+            if n >= MAX_BOOKMARKS:
+                warnings.append(f"{display}: outline longer than {MAX_BOOKMARKS} entries; the rest not read")
+                break
+            title = " ".join((item.get_title() or "").split())
+            del stack[item.level :]
+            stack.append(title or "(untitled)")
+            dest = item.get_dest()
+            page = dest.get_index() if dest is not None else None
+            if page is None or not 0 <= page < pages:
+                continue  # a bookmark to nowhere (or to another file) names a heading but no place
+            mode, view = dest.get_view()
+            top = view[1] if mode == 1 and len(view) > 1 and view[1] else None  # XYZ: (left, top, zoom)
+            out.append(Bookmark(tuple(stack), page, top))
+    except Exception as exc:  # a damaged outline: read the pages instead
+        warnings.append(f"{display}: outline could not be read ({_reason(exc)}); indexed by page")
+        return []
+    # in reading order: by page, then down the page (a larger height is nearer the top)
+    return sorted(out, key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
+
+
+def _sections(document, bookmarks, label, doc_key, options, warnings, display) -> list[Chunk]:
+    """Each bookmark's text, from its place to the next bookmark's, as chunks titled by its path;
+    the text before the first bookmark under the document's label."""
+    starts = [Bookmark((), 0, None)] + [_on_line_boundary(document, b) for b in bookmarks]
+    chunks: list[Chunk] = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else None
+        lines: list[str] = []
+        pages: list[int] = []
+        last = end.page if end is not None else len(document) - 1
+        for page in range(start.page, last + 1):
+            top = start.top if page == start.page else None
+            bottom = end.top if end is not None and page == end.page else None
+            if end is not None and page == end.page and end.top is None:
+                break  # the next section opens this page: nothing of it is this one's
+            text = _page_text(document, page, top, bottom, warnings, display)
+            for line in split_source_lines(text or ""):
+                lines.append(line)
+                pages.append(page + 1)
+        title = " > ".join((label, *start.path))
+        chunks.extend(_windows(lines, pages, title, doc_key, options))
+    return chunks
+
+
+def _on_line_boundary(document, bookmark: Bookmark) -> Bookmark:
+    """The bookmark with its height moved up to the top of the line it cuts through, if it cuts one:
+    a destination may point into the middle of its heading, and a band cut there would split the
+    heading's letters between two sections."""
+    if bookmark.top is None:
+        return bookmark
+    try:
+        page = document[bookmark.page]
+        textpage = page.get_textpage()
+        boxes = [textpage.get_charbox(i) for i in range(textpage.count_chars())]
+        top, moved = bookmark.top, True
+        while moved:  # a taller letter of the same line may reach above the first one cut
+            tops = [high for _, low, _, high in boxes if low < top < high]
+            moved = bool(tops) and max(tops) > top
+            top = max(tops, default=top) + (0.01 if moved else 0.0)
+        textpage.close()
+        page.close()
+    except Exception:  # an unreadable page: _page_text reports it
+        return bookmark
+    return bookmark if top == bookmark.top else Bookmark(bookmark.path, bookmark.page, top)
+
+
+def _windows(lines, pages, title, doc_key, options) -> list[Chunk]:
+    """The section's text in windows (kenning.ingest.source), each with its first and last page."""
+    out = []
+    if not any(line.strip() for line in lines):
+        return out
+    for s, e, text in split_lines_into_windows(lines, 1, options, 0):
+        if not text.strip():
+            continue
+        first, final = pages[s - 1], pages[e - 1]
+        meta = {"page_end": final} if final != first else {}
+        out.append(Chunk(title=title, body=text, doc_key=doc_key, page=first, meta=meta))
+    return out
+
+
+def _page_text(document, index, top, bottom, warnings, display) -> str | None:
+    """The text of a page (0-based), or of the band between two heights on it; None when it cannot
+    be read (a warning names the page)."""
+    try:
+        page = document[index]
+        textpage = page.get_textpage()
+        if top is None and bottom is None:
+            text = textpage.get_text_range()
+        else:
+            left, low, right, high = page.get_bbox()
+            text = textpage.get_text_bounded(
+                left=left,
+                bottom=low if bottom is None else bottom,
+                right=right,
+                top=high if top is None else top,
+            )
+        textpage.close()
+        page.close()
+    except Exception as exc:  # one damaged page must not lose the others
+        warning = f"{display}: page {index + 1}: text could not be extracted ({_reason(exc)})"
+        if warning not in warnings:  # a page cut into several sections is read once for each
+            warnings.append(warning)
+        return None
+    return text.replace("\x00", "")
 
 
 def _metadata_title(document) -> str:

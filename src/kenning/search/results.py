@@ -13,6 +13,26 @@ from kenning.search.notices import Notice, texts
 from kenning.search.snippets import Snippet
 
 
+def location_text(
+    path: str,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    page: int | None = None,
+    page_end: int | None = None,
+) -> str:
+    """Where a piece sits, the one way every surface prints it: `file p.4` or `file pp.4-5` for a
+    paged document, `file:12-40` (or `file:12`) for lines, else just the file. Never "None". A
+    `page_end` that is not a whole number (it comes from a chunk's metadata) is left out."""
+    if not isinstance(page_end, int) or isinstance(page_end, bool):
+        page_end = None
+    if page is not None:
+        return f"{path} pp.{page}-{page_end}" if page_end and page_end != page else f"{path} p.{page}"
+    if start_line is not None:
+        end = f"-{end_line}" if end_line and end_line != start_line else ""
+        return f"{path}:{start_line}{end}"
+    return path
+
+
 @dataclass
 class Funnel:
     """How many chunks survived each stage, and how long each stage took (milliseconds)."""
@@ -83,13 +103,9 @@ class Hit:
         return out
 
     def location(self) -> str:
-        """`file:12-40`, `file p.3`, or just the file."""
-        if self.page is not None:
-            return f"{self.path} p.{self.page}"
-        if self.start_line is not None:
-            end = f"-{self.end_line}" if self.end_line and self.end_line != self.start_line else ""
-            return f"{self.path}:{self.start_line}{end}"
-        return self.path
+        """`file:12-40`, `file p.3`, `file pp.3-4`, or just the file (location_text)."""
+        page_end = self.meta.get("page_end") if isinstance(self.meta, dict) else None
+        return location_text(self.path, self.start_line, self.end_line, self.page, page_end)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from kenning.search.postprocess import describe
+from kenning.search.results import location_text
 from kenning.search.snippets import Snippet
 from kenning.surfaces.terminal import OWN_ESC, json_safe, quote_path, visible
 
@@ -189,12 +190,8 @@ def _text(response, style: Style, explain: bool, shown_path) -> str:
 
 def _location(hit, shown_path) -> str:
     path = quote_path(shown_path(hit.path)) if hit.path else hit.path
-    if hit.page is not None:
-        return f"{path} p.{hit.page}"
-    if hit.start_line is not None:
-        end = f"-{hit.end_line}" if hit.end_line and hit.end_line != hit.start_line else ""
-        return f"{path}:{hit.start_line}{end}"
-    return path
+    page_end = hit.meta.get("page_end") if isinstance(hit.meta, dict) else None
+    return location_text(path, hit.start_line, hit.end_line, hit.page, page_end)
 
 
 def readable_score(hit, sep: str = " ") -> str:
@@ -372,13 +369,21 @@ def answer_text(result: dict) -> str:
     """A short text form of an answer: the answer with numbered citations, or what is not there."""
     if not result["found"]:
         lines = [f"Not found. {result['answer']}"]
-        lines += [
-            f"closest: {c['path']}:{c['start_line']}-{c['end_line']} {c['quote']!r}"
-            for c in result["closest"]
-        ]
+        lines += [f"closest: {_cited_at(c)} {c['quote']!r}" for c in result["closest"]]
         return "\n".join(lines)
     lines = [f"Answer: {result['lead']}"] if result.get("lead") else []
     lines.append(result["answer"])
     for n, c in enumerate(result["citations"], 1):
-        lines.append(f"[{n}] {c['path']}:{c['start_line']}-{c['end_line']} ({c['heading']}): {c['quote']!r}")
+        lines.append(f"[{n}] {_cited_at(c)} ({c['heading']}): {c['quote']!r}")
     return "\n".join(lines)
+
+
+def _cited_at(citation: dict) -> str:
+    """A citation's place: lines, or pages for a paged document; never "None"."""
+    return location_text(
+        citation["path"],
+        citation.get("start_line"),
+        citation.get("end_line"),
+        citation.get("page"),
+        citation.get("page_end"),
+    )

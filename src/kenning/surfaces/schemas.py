@@ -55,7 +55,10 @@ class AnswerOutput(_Open):
     found: bool = Field(description="false when the sources do not say")
     lead: str = Field("", description="the one-line answer (a name, place, date or value), or empty")
     answer: str = Field(description="the answer, or what the sources do not say")
-    citations: list[dict[str, Any]] = Field(description="path, heading, line range, quote, chunk_id")
+    citations: list[dict[str, Any]] = Field(
+        description="path, heading, line range (start_line, end_line) or pages (page, page_end), location "
+        "(the place as text: file:12-14, file p.4, file pp.4-5), quote, chunk_id"
+    )
 
 
 class StatusOutput(_Open):

@@ -21,6 +21,7 @@ from kenning.api.settings import load_config, resolve_search
 from kenning.models.embed.base import EmbedderError
 from kenning.places.locate import find_config
 from kenning.query.filters import Filters
+from kenning.search.results import location_text
 from kenning.store import StorageError, is_server_url
 
 
@@ -179,11 +180,9 @@ def hits_text(result: dict, limit_snippet: int = 240) -> str:
         return f"No results for {result['query']!r}: {result.get('empty_reason')}"
     lines = [f"{len(hits)} result(s) for {result['query']!r}:"]
     for rank, hit in enumerate(hits, offset + 1):
-        where = hit["path"] or hit["doc_key"]
-        if hit.get("page") is not None:
-            where += f" p.{hit['page']}"
-        elif hit.get("start_line") is not None:
-            where += f":{hit['start_line']}-{hit['end_line']}"
+        page_end = (hit.get("meta") or {}).get("page_end")
+        lines_at = (hit.get("start_line"), hit.get("end_line"))
+        where = location_text(hit["path"] or hit["doc_key"], *lines_at, hit.get("page"), page_end)
         said = [f"score {hit['score']:.3f}"]
         if hit.get("confidence") is not None:
             said.append(f"confidence {hit['confidence']:.2f}")

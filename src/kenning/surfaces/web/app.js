@@ -71,11 +71,18 @@ function short(path) {
   return path && common && path.startsWith(common) ? path.slice(common.length) : path;
 }
 
-function where(hit) {
-  const path = short(hit.path) || hit.doc_key;
-  if (hit.page !== null && hit.page !== undefined) return `${path} p.${hit.page}`;
-  if (hit.start_line) return `${path}:${hit.start_line}-${hit.end_line}`;
+// where a hit or a citation sits: pages for a paged document (p.4, pp.4-5), else lines
+function placeOf(path, item, pageEnd) {
+  if (item.page !== null && item.page !== undefined) {
+    return Number.isInteger(pageEnd) && pageEnd !== item.page
+      ? `${path} pp.${item.page}-${pageEnd}` : `${path} p.${item.page}`;
+  }
+  if (item.start_line) return `${path}:${item.start_line}-${item.end_line}`;
   return path;
+}
+
+function where(hit) {
+  return placeOf(short(hit.path) || hit.doc_key, hit, (hit.meta || {}).page_end);
 }
 
 // The explain view says where every figure comes from: a channel's score after feedback beside its
@@ -324,7 +331,7 @@ async function ask() {
   try {
     const data = await api("/api/answer?" + new URLSearchParams({ q: question }).toString());
     const cited = (list) => el("ol", { class: "citations" }, ...(list || []).map((c) => {
-      const place = `${short(String(c.path || ""))}${c.start_line ? `:${c.start_line}-${c.end_line}` : ""}`;
+      const place = placeOf(short(String(c.path || "")), c, c.page_end);
       const link = el("a", { href: "#", class: "cite" }, c.heading || place);
       link.addEventListener("click", (e) => { e.preventDefault(); openAt(c.path, c.start_line, c.end_line); });
       return el("li", {}, link, el("span", { class: "where" }, " " + place), c.quote ? el("blockquote", {}, c.quote) : null);
