@@ -170,6 +170,95 @@ def test_docx_paragraphs_with_heading_styles_as_sections(tmp_path):
         parse_file(write(tmp_path, "fake.docx", b"PK\x03\x04 not really a zip"))
 
 
+def make_epub(chapters: list[tuple[str, str]], toc: str, title: str = "The Voyage") -> bytes:
+    """An EPUB: chapters as (file name, XHTML body); `toc` "nav" (EPUB 3) or "ncx" (EPUB 2), whose
+    entries nest the second chapter under a part."""
+    items = "".join(
+        f'<item id="c{i}" href="text/{name}" media-type="application/xhtml+xml"/>'
+        for i, (name, _) in enumerate(chapters)
+    )
+    spine_toc = ' toc="ncx"' if toc == "ncx" else ""
+    items += (
+        '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+        if toc == "nav"
+        else '<item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>'
+    )
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
+    opf = (
+        '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+        f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>'
+        f"<manifest>{items}</manifest><spine{spine_toc}>{spine}</spine></package>"
+    )
+    (first, _), (second, _) = chapters[0], chapters[1]
+    nav = (
+        '<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops"><body>'
+        '<nav epub:type="toc"><ol>'
+        f'<li><a href="text/{first}">Chapter 1. Marseilles</a></li>'
+        f'<li><a href="text/{first}#part">Part Two</a><ol>'
+        f'<li><a href="text/{second}">Chapter 2. The Father</a></li></ol></li></ol></nav></body></html>'
+    )
+    ncx = (
+        '<?xml version="1.0"?><!DOCTYPE ncx PUBLIC "-//NISO//DTD ncx 2005-1//EN" '
+        '"http://www.daisy.org/z3986/2005/ncx-2005-1.dtd"><ncx xmlns="http://www.daisy.org/z3986/2005/ncx/">'
+        "<navMap><navPoint><navLabel><text>Chapter 1. Marseilles</text></navLabel>"
+        f'<content src="text/{first}"/></navPoint>'
+        "<navPoint><navLabel><text>Part Two</text></navLabel>"
+        f'<content src="text/{first}#part"/><navPoint><navLabel><text>Chapter 2. The Father</text></navLabel>'
+        f'<content src="text/{second}"/></navPoint></navPoint></navMap></ncx>'
+    )
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/epub+zip")
+        z.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+            'version="1.0"><rootfiles><rootfile full-path="OEBPS/content.opf" '
+            'media-type="application/oebps-package+xml"/></rootfiles></container>',
+        )
+        z.writestr("OEBPS/content.opf", opf)
+        z.writestr("OEBPS/nav.xhtml" if toc == "nav" else "OEBPS/toc.ncx", nav if toc == "nav" else ncx)
+        for name, body in chapters:
+            z.writestr(f"OEBPS/text/{name}", f"<!DOCTYPE html><html><body>{body}</body></html>")
+    return buf.getvalue()
+
+
+CHAPTERS = [
+    ("ch1.xhtml", "<h1>Chapter 1. Marseilles</h1><p>The Pharaon sailed into the port.</p>"),
+    (
+        "ch2.xhtml",
+        "<h1>Chapter 2. The Father</h1><p>The old man waited.</p><h2>Hunger</h2><p>He had no bread.</p>",
+    ),
+]
+
+
+@pytest.mark.parametrize("toc", ["nav", "ncx"])
+def test_an_epub_is_read_chapter_by_chapter_under_its_table_of_contents(tmp_path, toc):
+    data = make_epub(CHAPTERS, toc)
+    path = write(tmp_path, "voyage.epub", data)
+    assert detect_kind(path, data[:8192]) == "epub"
+    parsed = parse_file(path)
+    assert parsed.kind == "epub" and parsed.warnings == []
+    assert [(c.title, c.body) for c in parsed.chunks] == [
+        ("The Voyage > Chapter 1. Marseilles", "The Pharaon sailed into the port."),
+        ("The Voyage > Part Two > Chapter 2. The Father", "The old man waited."),
+        ("The Voyage > Part Two > Chapter 2. The Father > Hunger", "He had no bread."),
+    ]
+    assert all(c.start_line is None and c.meta["part"].startswith("OEBPS/text/") for c in parsed.chunks)
+
+
+def test_a_broken_or_hostile_epub_is_named(tmp_path):
+    with pytest.raises(IngestError, match=r"not a readable \.epub"):
+        parse_file(write(tmp_path, "fake.epub", b"PK\x03\x04 not really a zip"))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:  # an entity in the package document (how XML bombs expand)
+        z.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><!DOCTYPE c [<!ENTITY a "aaaa">]><container>&a;</container>',
+        )
+    with pytest.raises(IngestError, match="document type"):
+        parse_file(write(tmp_path, "bomb.epub", buf.getvalue()))
+
+
 def test_utf16_text_with_a_bom_is_text(tmp_path):
     text = "Grüße aus Köln\nzweite Zeile\n"
     for name, data in [("le.txt", text.encode("utf-16")), ("be.txt", b"\xfe\xff" + text.encode("utf-16-be"))]:

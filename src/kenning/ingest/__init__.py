@@ -36,10 +36,11 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 NOTEBOOK_SUFFIXES = frozenset({".ipynb"})
 DOCX_SUFFIXES = frozenset({".docx"})
+EPUB_SUFFIXES = frozenset({".epub"})
 
 
 def detect_kind(path: Path | str, head_bytes: bytes) -> str:
-    """Kind of a file from its name and first bytes: markdown, html, notebook, docx, code, pdf,
+    """Kind of a file from its name and first bytes: markdown, html, notebook, docx, epub, code, pdf,
     messages, beir, text or binary.
 
     A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
@@ -52,6 +53,8 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
         return "pdf"
     if suffix in DOCX_SUFFIXES and head_bytes.startswith(b"PK"):
         return "docx"
+    if suffix in EPUB_SUFFIXES and head_bytes.startswith(b"PK"):
+        return "epub"
     if b"\x00" in head_bytes[:HEAD_BYTES] and not head_bytes.startswith(UTF16_BOMS):
         return "binary"
     if suffix in MARKDOWN_SUFFIXES:
@@ -107,10 +110,12 @@ def parse_file(
     if kind == "binary":
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
-    if kind in ("pdf", "docx"):
+    if kind in ("pdf", "docx", "epub"):
         if kind == "docx":  # its parser (xml.etree) imported for the first such file
-            from .docx import parse_docx
-        parsed = (parse_pdf if kind == "pdf" else parse_docx)(data, doc_key, display, options)
+            from .docx import parse_docx as parse_zipped
+        elif kind == "epub":
+            from .epub import parse_epub as parse_zipped
+        parsed = (parse_pdf if kind == "pdf" else parse_zipped)(data, doc_key, display, options)
         parsed.chunks = bounded(parsed.chunks, options.max_chars)
         return parsed
 

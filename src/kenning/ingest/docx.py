@@ -8,17 +8,12 @@ heading. Only the standard library is needed.
 
 from __future__ import annotations
 
-import io
-import struct
-import zipfile
-import zlib
 from pathlib import Path
-from xml.etree import ElementTree
 
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource
-from .limits import MAX_ZIP_MEMBER_BYTES, MAX_ZIP_MEMBERS, FileSkipped, megabytes
 from .markdown import clean_text
 from .source import windowed_chunks
+from .zipped import READ_ERRORS, Container
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _DC = "{http://purl.org/dc/elements/1.1/}"
@@ -27,29 +22,14 @@ _DC = "{http://purl.org/dc/elements/1.1/}"
 def parse_docx(data: bytes, doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
     """A .docx as sections; a zip past the bounds of kenning.ingest.limits (too many members, a part
     that inflates too far, XML with a document type) is skipped by name, never inflated whole."""
-    members = _declared_members(data)
-    if members is not None and members > MAX_ZIP_MEMBERS:
-        raise FileSkipped(f"{display}: a zip of {members} members, over the {MAX_ZIP_MEMBERS} limit")
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            if len(archive.infolist()) > MAX_ZIP_MEMBERS:
-                raise FileSkipped(f"{display}: a zip of over {MAX_ZIP_MEMBERS} members")
-            body = _xml(archive, "word/document.xml", display)
+        with Container(data, display) as archive:
+            body = archive.xml("word/document.xml")
             title = ""
-            if "docProps/core.xml" in archive.namelist():
-                core = _xml(archive, "docProps/core.xml", display)
+            if "docProps/core.xml" in archive.names:
+                core = archive.xml("docProps/core.xml")
                 title = clean_text(core.findtext(f"{_DC}title") or "")
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        NotImplementedError,
-        KeyError,
-        ElementTree.ParseError,
-        EOFError,
-        zlib.error,
-        RuntimeError,
-        ValueError,
-    ) as exc:
+    except READ_ERRORS as exc:
         raise IngestError(f"{display}: not a readable .docx ({exc})") from exc
     fallback = title or Path(display).stem
     sections: list[tuple[int, str, list[str]]] = [(0, "", [])]
@@ -81,40 +61,6 @@ def parse_docx(data: bytes, doc_key: str, display: str, options: ChunkOptions) -
             windowed_chunks(lines, 1, options, title=section_title, doc_key=doc_key, keep_lines=False)
         )
     return ParsedSource(kind="docx", chunks=chunks)
-
-
-def _xml(archive: zipfile.ZipFile, name: str, display: str):
-    """One XML part, inflated to at most MAX_ZIP_MEMBER_BYTES (counted as it inflates: the size a
-    zip declares is not trusted), with no document type (entities are how XML bombs expand)."""
-    parts, total = [], 0
-    with archive.open(name) as member:
-        while block := member.read(1 << 20):
-            total += len(block)
-            if total > MAX_ZIP_MEMBER_BYTES:
-                raise FileSkipped(
-                    f"{display}: {name} inflates past the {megabytes(MAX_ZIP_MEMBER_BYTES)} limit"
-                )
-            parts.append(block)
-    xml = b"".join(parts)
-    if b"<!DOCTYPE" in xml[:4096] or b"<!ENTITY" in xml:
-        raise IngestError(f"{display}: {name} declares a document type, which no .docx needs")
-    return ElementTree.fromstring(xml)
-
-
-def _declared_members(data: bytes) -> int | None:
-    """How many members a zip's end record says it holds (None: no end record found), read before
-    the central directory is: a small file can list millions of empty members."""
-    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 65_557))
-    if end < 0 or end + 22 > len(data):
-        return None
-    (count,) = struct.unpack_from("<H", data, end + 10)
-    if count == 0xFFFF:  # zip64: the count is in the zip64 end record, which a locator points at
-        locator = end - 20
-        if locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
-            (offset,) = struct.unpack_from("<Q", data, locator + 8)
-            if offset + 40 <= len(data) and data[offset : offset + 4] == b"PK\x06\x06":
-                (count,) = struct.unpack_from("<Q", data, offset + 32)
-    return count
 
 
 def _blocks(body):

@@ -13,8 +13,9 @@ is skipped (or its part ignored) with a message naming the file and the limit; t
   is read.
 - YAML front matter: at most MAX_FRONT_MATTER_BYTES, MAX_YAML_NODES nodes and MAX_YAML_ALIASES
   aliases; values are copied out to at most MAX_YAML_ITEMS items and MAX_YAML_DEPTH levels.
-- Zip containers (DOCX): at most MAX_ZIP_MEMBERS members, and each member read inflates to at most
-  MAX_ZIP_MEMBER_BYTES, counted as it inflates (the sizes a zip declares are not trusted).
+- Zip containers (DOCX, EPUB): at most MAX_ZIP_MEMBERS members, and each member read inflates to at
+  most MAX_ZIP_MEMBER_BYTES, all of them together to MAX_ZIP_TOTAL_BYTES, counted as they inflate
+  (the sizes a zip declares are not trusted).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ MAX_YAML_ITEMS = 10_000
 MAX_YAML_DEPTH = 32
 MAX_ZIP_MEMBERS = 10_000
 MAX_ZIP_MEMBER_BYTES = 32 * 1024 * 1024
+MAX_ZIP_TOTAL_BYTES = 256 * 1024 * 1024  # every member of one zip together (an EPUB of many chapters)
 
 
 class FileSkipped(IngestError):

@@ -144,8 +144,8 @@ BINARY_EXTENSIONS = frozenset(
         ".war", ".ear", ".pyc", ".pyo", ".pyd", ".whl", ".egg", ".wasm", ".beam", ".dex", ".rlib",
         # fonts
         ".ttf", ".otf", ".woff", ".woff2", ".eot", ".pfb",
-        # office and other binary documents kenning cannot read (DOCX it can)
-        ".doc", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".epub", ".mobi",
+        # office and other binary documents kenning cannot read (DOCX and EPUB it can)
+        ".doc", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".mobi",
         # databases, serialized data and model weights
         ".db", ".sqlite", ".sqlite3", ".mdb", ".parquet", ".feather", ".arrow", ".avro", ".npy",
         ".npz", ".pkl", ".pickle", ".h5", ".hdf5", ".onnx", ".pt", ".pth", ".ckpt", ".safetensors",
