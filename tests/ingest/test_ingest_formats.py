@@ -185,6 +185,42 @@ def test_pdf_bookmarks_without_a_height_cut_at_the_top_of_their_page(tmp_path: P
     ]
 
 
+def test_a_hostile_outline_is_bounded(tmp_path: Path):
+    """Titles are cut, a page cut by too many bookmarks is cut by the first MAX_CUTS_PER_PAGE only
+    (each cut reads the page once more), and a FitH destination gives its height like XYZ."""
+    from kenning.ingest.pdf import MAX_CUTS_PER_PAGE, MAX_PATH_CHARS, MAX_TITLE_CHARS
+
+    lines = [f"line {i}" for i in range(40)]
+    many = [(f"mark {i}", 0, 720.0 - 14 * i + 10, -1) for i in range(MAX_CUTS_PER_PAGE + 20)]
+    parsed = parse_file(write_bytes(tmp_path, "many.pdf", outlined_pdf([lines], many)))
+    assert len(parsed.chunks) <= MAX_CUTS_PER_PAGE + 1 and any("more than" in w for w in parsed.warnings)
+    body = [line for chunk in parsed.chunks for line in chunk.body.split("\n")]
+    assert sorted(body) == sorted(lines)  # nothing lost: the rest is read with the section before
+    long = [("x" * 5000, 0, None, -1), ("y" * 5000, 0, 700.0, 0), ("z" * 5000, 0, 680.0, 1)]
+    titles = [
+        c.title for c in parse_file(write_bytes(tmp_path, "long.pdf", outlined_pdf([lines], long))).chunks
+    ]
+    assert titles and all(len(t) <= MAX_PATH_CHARS for t in titles)
+    assert all(len(part) <= MAX_TITLE_CHARS for t in titles for part in t.split(" > "))
+
+
+def test_a_fit_width_destination_cuts_its_page_at_its_height(tmp_path: Path):
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import Fit
+
+    writer = PdfWriter()
+    writer.append(PdfReader(io.BytesIO(make_pdf([["intro words", "2. Two", "two words"]]))))
+    writer.add_outline_item(title="1. One", page_number=0, fit=Fit.xyz(0, 730, 0))
+    writer.add_outline_item(title="2. Two", page_number=0, fit=Fit.fit_horizontally(top=716))
+    out = io.BytesIO()
+    writer.write(out)
+    parsed = parse_file(write_bytes(tmp_path, "fith.pdf", out.getvalue()))
+    assert [(c.title, c.body) for c in parsed.chunks] == [
+        ("fith.pdf > 1. One", "intro words"),
+        ("fith.pdf > 2. Two", "2. Two\ntwo words"),
+    ]
+
+
 def test_a_paged_location_is_a_page_or_a_page_range_never_none():
     from kenning.search.results import location_text
 
@@ -192,6 +228,7 @@ def test_a_paged_location_is_a_page_or_a_page_range_never_none():
     assert location_text("a.pdf", None, None, 4, 5) == "a.pdf pp.4-5"
     assert location_text("a.pdf", None, None, 4, 4) == "a.pdf p.4"
     assert location_text("a.pdf", None, None, 4, "5\x1b[2J") == "a.pdf p.4"  # metadata is untrusted
+    assert location_text("a.pdf", None, None, 4, 2) == "a.pdf p.4"  # a last page before the first
     assert location_text("a.md", 3, 9) == "a.md:3-9" and location_text("a.md", 3, 3) == "a.md:3"
     assert location_text("a.pdf") == "a.pdf"
 

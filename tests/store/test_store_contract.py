@@ -273,9 +273,27 @@ def test_a_date_range_sees_each_generation_s_chunks(store):
     assert list(store.chunks_matching([a, b], 100.0, 120.0, [])) == first[:1]  # since <= time < before
     assert list(store.chunks_matching(None, 100.0, None, [])) == [first[0], second[0]]  # None: every source
     assert list(store.chunks_matching(None, None, None, [])) == first + second
+    for _ in range(2):  # the index's answer, then the times held in memory: the same, duplicates or not
+        assert list(store.chunks_matching([b, b, b], 50.0, 150.0, [])) == second
     with store.transaction():
         store.delete_chunks(first)
     assert list(store.chunks_matching([a, b], None, 150.0, [])) == second
+
+
+def test_an_index_without_the_time_index_gains_it_when_opened_for_writing(tmp_path):
+    """The time index only speeds reads up: an index written before it existed keeps its schema
+    version and gains the index the first time a kenning that knows it opens it writable."""
+    store = SqliteStore(tmp_path / "ix")
+    add_file(store, chunks=[Chunk("a", "", "x", time=100.0)])
+    store.close()
+    conn = sqlite3.connect(tmp_path / "ix" / DB_NAME)
+    conn.execute("DROP INDEX chunks_by_time")
+    conn.commit()
+    conn.close()
+    store = SqliteStore(tmp_path / "ix")
+    names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "chunks_by_time" in names and store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    store.close()
 
 
 def test_glossary_tables(store):

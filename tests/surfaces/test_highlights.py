@@ -130,3 +130,27 @@ def test_snippets_are_made_only_for_the_hits_that_are_read(tmp_path, monkeypatch
     hits = response.to_dict()["hits"]  # what the surfaces print: every hit's snippet, made now
     assert len(made) == 10 and all(h["snippet"] and h["highlights"] for h in hits)
     assert hits[0]["snippet"] == first.snippet and "_snippet" not in hits[0]
+
+
+def test_a_hit_is_still_a_plain_record_to_build_copy_and_pickle(tmp_path):
+    """Deferring the snippet changes nothing a caller does with a hit: construct it with a snippet,
+    set one, copy it, pickle it, turn it into a dict (each makes a deferred snippet first)."""
+    import copy
+    import dataclasses
+    import pickle
+
+    from kenning.search.results import Hit
+
+    built = Hit(1, 0.5, snippet="alpha beta", highlights=[(0, 5)])
+    assert (built.snippet, list(built.highlights)) == ("alpha beta", [(0, 5)])
+    built.snippet, built.highlights = "gamma", []
+    assert dataclasses.asdict(built)["snippet"] == "gamma" and Hit(2, 0.1).snippet == ""
+    notes = tmp_path / "n"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Launch\n\nThe launch review went well.\n")
+    with Index(tmp_path / "ix") as ix:
+        ix.add([notes])
+        hit = ix.search("launch review", mode="lexical").hits[0]
+    for copied in (copy.deepcopy(hit), pickle.loads(pickle.dumps(hit)), dataclasses.replace(hit)):
+        assert copied.snippet == hit.snippet and list(copied.highlights) == list(hit.highlights)
+    assert "launch" in dataclasses.asdict(hit)["snippet"].lower() and copied == hit

@@ -17,6 +17,7 @@ document alone; no text between two bookmarks is dropped. A chunk's `page` is it
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,12 @@ from .source import split_source_lines, windowed_chunks
 
 MAX_BOOKMARKS = 5000  # an outline longer than this is read no further (a crafted file's loop)
 MAX_DEPTH = 16
+MAX_CUTS_PER_PAGE = 64  # bookmarks that cut one page (each cut reads the page's text once more)
+MAX_TITLE_CHARS = 200  # a bookmark's title, and
+MAX_PATH_CHARS = 512  # a heading path of them, are cut here (every child repeats its parents')
+# destination view modes that give a height on the page, and where it is among their parameters
+# (PDF 32000-1, 12.3.2.2): XYZ (left, top, zoom), FitH (top), FitR (left, bottom, right, top), FitBH (top)
+_TOP_PARAMETER = {1: 1, 3: 0, 5: 3, 7: 0}
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,7 @@ def _bookmarks(document, pages: int, warnings: list[str], display: str) -> list[
             if n >= MAX_BOOKMARKS:
                 warnings.append(f"{display}: outline longer than {MAX_BOOKMARKS} entries; the rest not read")
                 break
-            title = " ".join((item.get_title() or "").split())
+            title = " ".join((item.get_title() or "")[: 4 * MAX_TITLE_CHARS].split())[:MAX_TITLE_CHARS]
             del stack[item.level :]
             stack.append(title or "(untitled)")
             dest = item.get_dest()
@@ -100,19 +107,32 @@ def _bookmarks(document, pages: int, warnings: list[str], display: str) -> list[
             if page is None or not 0 <= page < pages:
                 continue  # a bookmark to nowhere (or to another file) names a heading but no place
             mode, view = dest.get_view()
-            top = view[1] if mode == 1 and len(view) > 1 and view[1] else None  # XYZ: (left, top, zoom)
+            at = _TOP_PARAMETER.get(mode)
+            top = float(view[at]) if at is not None and len(view) > at and view[at] else None
             out.append(Bookmark(tuple(stack), page, top))
     except Exception as exc:  # a damaged outline: read the pages instead
         warnings.append(f"{display}: outline could not be read ({_reason(exc)}); indexed by page")
         return []
     # in reading order: by page, then down the page (a larger height is nearer the top)
-    return sorted(out, key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
+    out.sort(key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
+    kept, on_page = [], {}
+    for bookmark in out:
+        on_page[bookmark.page] = on_page.get(bookmark.page, 0) + 1
+        if on_page[bookmark.page] <= MAX_CUTS_PER_PAGE:
+            kept.append(bookmark)
+    crowded = sorted(page + 1 for page, n in on_page.items() if n > MAX_CUTS_PER_PAGE)
+    if crowded:
+        warnings.append(
+            f"{display}: more than {MAX_CUTS_PER_PAGE} bookmarks on page(s) "
+            f"{', '.join(map(str, crowded[:5]))}; the rest of them are read as part of the section before"
+        )
+    return kept
 
 
 def _sections(document, bookmarks, label, doc_key, options, warnings, display) -> list[Chunk]:
     """Each bookmark's text, from its place to the next bookmark's, as chunks titled by its path;
     the text before the first bookmark under the document's label."""
-    starts = [Bookmark((), 0, None)] + [_on_line_boundary(document, b) for b in bookmarks]
+    starts = [Bookmark((), 0, None)] + _on_line_boundaries(document, bookmarks)
     chunks: list[Chunk] = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else None
@@ -128,31 +148,55 @@ def _sections(document, bookmarks, label, doc_key, options, warnings, display) -
             for line in split_source_lines(text or ""):
                 lines.append(line)
                 pages.append(page + 1)
-        title = " > ".join((label, *start.path))
+        title = " > ".join((label, *start.path))[:MAX_PATH_CHARS]
         chunks.extend(_windows(lines, pages, title, doc_key, options))
     return chunks
 
 
-def _on_line_boundary(document, bookmark: Bookmark) -> Bookmark:
-    """The bookmark with its height moved up to the top of the line it cuts through, if it cuts one:
-    a destination may point into the middle of its heading, and a band cut there would split the
-    heading's letters between two sections."""
-    if bookmark.top is None:
-        return bookmark
+def _on_line_boundaries(document, bookmarks: list[Bookmark]) -> list[Bookmark]:
+    """The bookmarks with their heights moved up to the top of the line each cuts through, if it
+    cuts one: a destination may point into the middle of its heading, and a band cut there would
+    split the heading's letters between two sections. Each page's letters are read once and merged
+    into the vertical spans of its lines, so a page of many bookmarks costs one pass and a sort."""
+    lines_of: dict[int, list[tuple[float, float]]] = {}
+    out = []
+    for bookmark in bookmarks:
+        if bookmark.top is None:
+            out.append(bookmark)
+            continue
+        if bookmark.page not in lines_of:
+            lines_of[bookmark.page] = _line_spans(document, bookmark.page)
+        spans = lines_of[bookmark.page]
+        i = bisect.bisect_left(spans, (bookmark.top, float("inf"))) - 1  # the last span starting below it
+        if i >= 0 and spans[i][0] < bookmark.top < spans[i][1]:
+            out.append(Bookmark(bookmark.path, bookmark.page, spans[i][1] + 0.01))
+        else:
+            out.append(bookmark)
+    return out
+
+
+def _line_spans(document, index: int) -> list[tuple[float, float]]:
+    """The page's letters' vertical extents (bottom, top), merged where they overlap: its lines, as
+    disjoint spans sorted from the bottom of the page. [] when the page cannot be read."""
     try:
-        page = document[bookmark.page]
+        page = document[index]
         textpage = page.get_textpage()
-        boxes = [textpage.get_charbox(i) for i in range(textpage.count_chars())]
-        top, moved = bookmark.top, True
-        while moved:  # a taller letter of the same line may reach above the first one cut
-            tops = [high for _, low, _, high in boxes if low < top < high]
-            moved = bool(tops) and max(tops) > top
-            top = max(tops, default=top) + (0.01 if moved else 0.0)
+        boxes = sorted(
+            (low, high) for _, low, _, high in map(textpage.get_charbox, range(textpage.count_chars()))
+        )
         textpage.close()
         page.close()
     except Exception:  # an unreadable page: _page_text reports it
-        return bookmark
-    return bookmark if top == bookmark.top else Bookmark(bookmark.path, bookmark.page, top)
+        return []
+    merged: list[tuple[float, float]] = []
+    for low, high in boxes:
+        if high <= low:
+            continue  # a space or a break has no height
+        if merged and low < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
 
 
 def _windows(lines, pages, title, doc_key, options) -> list[Chunk]:

@@ -123,7 +123,7 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
                     row.meta,
                 )
             )
-            hits[-1]._snippet = partial(_snippet_of, row, term_set, ctx.analyzer)
+            hits[-1].defer_snippet(partial(_snippet_of, row, term_set, ctx.analyzer))
         for hit in hits:
             hit.match_reasons = _match_reasons(hit.id, plan, state.found, ctx.view)
     if request.explain:

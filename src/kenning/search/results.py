@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
@@ -23,7 +22,7 @@ def location_text(
     """Where a piece sits, the one way every surface prints it: `file p.4` or `file pp.4-5` for a
     paged document, `file:12-40` (or `file:12`) for lines, else just the file. Never "None". A
     `page_end` that is not a whole number (it comes from a chunk's metadata) is left out."""
-    if not isinstance(page_end, int) or isinstance(page_end, bool):
+    if not isinstance(page_end, int) or isinstance(page_end, bool) or page is None or page_end <= page:
         page_end = None
     if page is not None:
         return f"{path} pp.{page}-{page_end}" if page_end and page_end != page else f"{path} p.{page}"
@@ -47,6 +46,29 @@ class Funnel:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+class _SnippetPart:
+    """`Hit.snippet` and `Hit.highlights`: ordinary fields to set, construct, compare, copy or pickle,
+    except that a hit a search returns makes its snippet on first read (Hit.defer_snippet): a
+    caller that asks for a hundred hits to rerank them, or reads only their ids and scores, does not
+    pay for a hundred snippets it never shows."""
+
+    def __init__(self, part: str):
+        self.part = part  # "text" or "spans"
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, hit, owner=None):
+        if hit is None:  # the dataclass's default for the field
+            return "" if self.part == "text" else ()
+        hit._make_snippet()
+        return hit.__dict__.get(self.slot, "" if self.part == "text" else ())
+
+    def __set__(self, hit, value) -> None:
+        hit._make_snippet()  # a deferred snippet is made first, so the other part stays its own
+        hit.__dict__[self.slot] = value
+
+
 @dataclass
 class Hit:
     id: int
@@ -59,6 +81,9 @@ class Hit:
     page: int | None = None
     time: float | None = None
     meta: dict = field(default_factory=dict)
+    snippet: str = _SnippetPart("text")  # the document's own text around the best matches (whitespace folded)
+    # where the matched words sit in `snippet`: [start, end) character offsets (code points)
+    highlights: list[tuple[int, int]] = _SnippetPart("spans")  # type: ignore[assignment]
     match_reasons: list[dict] = field(default_factory=list)
     channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
     adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
@@ -72,34 +97,26 @@ class Hit:
     relaxed: list[str] = field(default_factory=list)
     verbatim: bool = False  # holds the whole query word for word (see _verbatim)
     explain: dict | None = None
-    # the snippet, or what makes it on first read: a caller that asks for a hundred hits to rerank
-    # them, or reads only their ids and scores, does not pay for a hundred snippets it never shows
-    _snippet: Snippet | Callable[[], Snippet] | None = field(default=None, repr=False, compare=False)
 
-    def _made(self) -> Snippet:
-        if callable(self._snippet):
-            self._snippet = self._snippet()
-        return self._snippet or Snippet()
+    def defer_snippet(self, make: Callable[[], Snippet]) -> None:
+        """Make the snippet and its highlights with `make()` when either is first read."""
+        self.__dict__["_snippet_maker"] = make
 
-    @property
-    def snippet(self) -> str:
-        """The document's own text around the best matches (whitespace folded)."""
-        return self._made().text
+    def _make_snippet(self) -> None:
+        make = self.__dict__.pop("_snippet_maker", None)
+        if make is not None:
+            made = make()
+            self.__dict__["_snippet"], self.__dict__["_highlights"] = made.text, made.spans
 
-    @property
-    def highlights(self) -> list[tuple[int, int]]:
-        """Where the matched words sit in `snippet`: [start, end) character offsets (code points)."""
-        return self._made().spans
+    def __getstate__(self) -> dict:
+        """Pickled and deep-copied with its snippet made (what makes it holds the analyzer)."""
+        self._make_snippet()
+        return dict(self.__dict__)
 
     def to_dict(self) -> dict:
-        """Every field, the snippet and its highlights included (made now if not yet read)."""
-        out: dict = {}
-        for f in fields(self):
-            if f.name.startswith("_"):
-                continue
-            out[f.name] = copy.deepcopy(getattr(self, f.name))
-            if f.name == "meta":
-                out["snippet"], out["highlights"] = self.snippet, [tuple(s) for s in self.highlights]
+        """Every field as data, the snippet and its highlights included (made now if not yet read)."""
+        out = asdict(self)
+        out["highlights"] = [tuple(span) for span in out["highlights"]]
         return out
 
     def location(self) -> str:

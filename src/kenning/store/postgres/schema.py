@@ -53,6 +53,7 @@ CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(id);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_key);
 CREATE INDEX IF NOT EXISTS chunks_by_text ON chunks(text_hash);
 CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks(source_id, time);
+CREATE INDEX IF NOT EXISTS chunks_by_time_alone ON chunks(time);
 CREATE INDEX IF NOT EXISTS chunks_by_facet ON chunks USING gin (facets jsonb_path_ops);
 CREATE TABLE IF NOT EXISTS segments (
     id bigserial PRIMARY KEY,

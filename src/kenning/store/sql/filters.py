@@ -36,7 +36,7 @@ class ChunkTimes:
         lo = 0 if since is None else int(np.searchsorted(self.times, since, side="left"))
         hi = len(self.times) if before is None else int(np.searchsorted(self.times, before, side="left"))
         ids = self.ids[lo:hi]
-        if source_ids is not None and len(source_ids) < self.n_sources:
+        if source_ids is not None and len(set(source_ids)) < self.n_sources:
             ids = ids[np.isin(self.sources[lo:hi], np.asarray(source_ids, dtype=np.int64))]
         return BitMap(np.sort(ids).astype(np.uint32))
 
@@ -72,7 +72,8 @@ class SqlFilters(SqlStatements):
             seen, count = self._dated_searches
             self._dated_searches = (generation, count + 1 if seen == generation else 1)
             cached = self._chunk_times
-            if (cached is not None and cached.generation == generation) or self._dated_searches[1] > 1:
+            warm = (cached is not None and cached.generation == generation) or self._dated_searches[1] > 1
+            if warm and not getattr(self, "_in_txn", False):  # a write may still be rolled back
                 return self.chunk_times().between(since, before, source_ids)
         query, params = self.matching_query(since, before, meta)
         if source_ids is None:
@@ -86,6 +87,8 @@ class SqlFilters(SqlStatements):
         if cached is not None and cached.generation == generation:
             return cached
         rows = self._run("SELECT time, id, source_id FROM chunks WHERE time IS NOT NULL").fetchall()
+        # a time that is not a number (a damaged or crafted row) matches no date range here
+        rows = [r for r in rows if isinstance(r[0], int | float) and not isinstance(r[0], bool)]
         table = np.array(rows, dtype=np.float64).reshape(-1, 3)
         order = np.argsort(table[:, 0], kind="stable")
         n_sources = self._run("SELECT count(*) FROM sources").fetchone()[0]

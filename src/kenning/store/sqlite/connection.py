@@ -25,6 +25,7 @@ from kenning.store.sqlite.dialect import SQLITE
 from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,
+    READ_INDEXES,
     SCHEMA_VERSION,
     TABLES,
     statements,
@@ -145,6 +146,7 @@ class SqliteConnection(SqlCommits):
             self._create()
         elif version < SCHEMA_VERSION:
             self._migrate(version)
+        self._add_read_indexes()
 
     def _connect(self, db_path: Path) -> None:
         """Open read-write; where the folder or the file cannot be written (permissions, a read-only
@@ -202,6 +204,24 @@ class SqliteConnection(SqlCommits):
                 self._set_meta("generation", "0")
                 self._set_meta("live", BitMap().serialize())
                 self._set_meta("created", str(time.time()))
+
+    def _add_read_indexes(self) -> None:
+        """The indexes that only speed reads up (schema.READ_INDEXES), where an index lacks them. A
+        writer busy with the index is not waited for: the next opening adds them."""
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        missing = [statement for name, statement in READ_INDEXES.items() if name not in have]
+        if not missing:
+            return
+        self.conn.execute("PRAGMA busy_timeout=100")
+        try:
+            with self._immediate():
+                for statement in missing:
+                    self.conn.execute(statement)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+        finally:
+            self.conn.execute("PRAGMA busy_timeout=30000")
 
     def _migrate(self, version: int) -> None:
         """Step an older schema forward to SCHEMA_VERSION in one transaction."""

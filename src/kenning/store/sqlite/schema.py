@@ -31,7 +31,7 @@ import numpy as np
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.compact import decode_segment, unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 10
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -131,6 +131,12 @@ CREATE TABLE IF NOT EXISTS entities (
 )
 
 
+# indexes that only speed reads up: created when a kenning that knows them opens an index it may write
+# (an older kenning keeps them up to date, as SQLite does; an index that cannot be written reads the
+# same without them), so they need no new schema version
+READ_INDEXES = {"chunks_by_time": "CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks(time, source_id)"}
+
+
 def statements(script: str) -> list[str]:
     return [s for s in script.split(";") if s.strip()]
 
@@ -195,15 +201,6 @@ def _v9_to_v10(execute) -> None:
             execute(statement)
 
 
-def _v10_to_v11(execute) -> None:
-    """Version 11 indexes the chunks by time (and source), so a date range reads the index, not
-    every chunk's row: the index is built here. An older kenning would keep it up to date (SQLite
-    does), but the version moves on with the layout."""
-    for statement in statements(TABLES):
-        if "chunks_by_time" in statement:
-            execute(statement)
-
-
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -226,5 +223,4 @@ MIGRATIONS = {
     7: _v7_to_v8,
     8: _v8_to_v9,
     9: _v9_to_v10,
-    10: _v10_to_v11,
 }

@@ -74,11 +74,12 @@ function short(path) {
 // where a hit or a citation sits: pages for a paged document (p.4, pp.4-5), else lines
 function placeOf(path, item, pageEnd) {
   if (item.page !== null && item.page !== undefined) {
-    return Number.isInteger(pageEnd) && pageEnd !== item.page
+    return Number.isInteger(pageEnd) && pageEnd > item.page
       ? `${path} pp.${item.page}-${pageEnd}` : `${path} p.${item.page}`;
   }
-  if (item.start_line) return `${path}:${item.start_line}-${item.end_line}`;
-  return path;
+  if (!item.start_line) return path;
+  return item.end_line && item.end_line !== item.start_line
+    ? `${path}:${item.start_line}-${item.end_line}` : `${path}:${item.start_line}`;
 }
 
 function where(hit) {
