@@ -263,6 +263,28 @@ def test_answers_and_hits_on_a_pdf_cite_pages(tmp_path: Path):
         assert not any("Front matter" in line for line in lines)
         with pytest.raises(ValueError, match="page 9 is not in it"):
             index.read(f"{folder / 'keys.pdf'}#page=9")
+        page = index.read(f"{folder / 'keys.pdf'}#page=2")  # the section runs on, but page 2 stops here
+        lines = [text for section in page.sections for _, text in section.lines]
+        assert any("ninety days" in line for line in lines) and not any("revoked" in line for line in lines)
+
+
+def test_a_long_pdf_section_reads_back_once_though_its_windows_overlap(tmp_path: Path):
+    from kenning import Index
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    pages = [
+        [f"line {p}.{i} of the long section with several more words in it" for i in range(45)] for p in (1, 2)
+    ]
+    write_bytes(folder, "long.pdf", outlined_pdf(pages, [("1. Long", 0, None, -1)]))
+    with Index(tmp_path / "ix") as index:
+        index.add([folder])
+        assert len(index.get(str(folder / "long.pdf"))) > 2  # 1,080 words: overlapping windows
+        whole = index.read(str(folder / "long.pdf"))
+        second = index.read(f"{folder / 'long.pdf'}#page=2")
+    lines = [text for section in whole.sections for _, text in section.lines]
+    assert lines == pages[0] + pages[1]  # every line once, in order
+    assert [text for section in second.sections for _, text in section.lines] == pages[1]
 
 
 @pytest.mark.parametrize(

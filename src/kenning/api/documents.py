@@ -160,6 +160,23 @@ def parse_page_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
     return match["doc"], (start, end)
 
 
+def lines_on_pages(row: ChunkRow, pages: tuple[int, int]) -> set[int]:
+    """The line numbers of a paged chunk that lie on those pages: its first page until the first of
+    its `page_breaks` (kenning.ingest.pdf), the next page until the next, and so on."""
+    if row.page is None or row.end_line is None:
+        return set()
+    breaks = row.meta.get("page_breaks") if isinstance(row.meta, dict) else None
+    breaks = sorted(b for b in breaks if isinstance(b, int)) if isinstance(breaks, list) else []
+    first = row.end_line - row.body.count("\n")
+    out, page, cut = set(), row.page, 0
+    for n in range(first, row.end_line + 1):
+        while cut < len(breaks) and n >= breaks[cut]:
+            page, cut = page + 1, cut + 1
+        if pages[0] <= page <= pages[1]:
+            out.add(n)
+    return out
+
+
 def on_pages(row: ChunkRow, pages: tuple[int, int]) -> bool:
     """Whether a chunk lies on any of the pages (its first page, to its `page_end` when it runs on)."""
     if row.page is None:
@@ -179,7 +196,9 @@ def assemble(ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None 
             if not lines:
                 continue
         current = sections[-1] if sections else None
-        if current is None or current.title != row.title or current.page != row.page:
+        # windows of one section run on over pages; their line numbers say which lines are shared
+        new_page = current is not None and current.page != row.page and row.end_line is None
+        if current is None or current.title != row.title or new_page:
             current = Section(row.title, [], row.page)
             sections.append(current)
         current.chunk_ids.append(row.id)

@@ -363,7 +363,15 @@ class Index:
         numbered (kenning.api.documents); None when the index holds nothing under `ref`. With
         `max_chars` (or an `offset`), only the lines from `offset` that fit, and a `window` saying what
         was left out and the offset that reads on. A line range outside the document is a ValueError."""
-        from kenning.api.documents import assemble, on_pages, parse_page_ref, parse_ref, ref_of, window
+        from kenning.api.documents import (
+            assemble,
+            lines_on_pages,
+            on_pages,
+            parse_page_ref,
+            parse_ref,
+            ref_of,
+            window,
+        )
 
         ref = ref_of(ref) if isinstance(ref, str) else ref
         rows, line_range = self.get(ref), None
@@ -384,6 +392,11 @@ class Index:
         if not rows:
             return None
         document = assemble(str(ref), rows, line_range)
+        if pages is not None:  # the lines of those pages alone, where the chunks number their lines
+            keep = set().union(*(lines_on_pages(row, pages) for row in rows))
+            for section in document.sections:
+                section.lines = [(n, t) for n, t in section.lines if n is None or n in keep]
+            document.sections = [s for s in document.sections if s.lines]
         if line_range is not None and not document.sections:
             numbers = [n for row in rows for n in (row.start_line, row.end_line) if n is not None]
             held = f"lines {min(numbers)}-{max(numbers)}" if numbers else "no line numbers"

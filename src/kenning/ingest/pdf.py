@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, split_lines_into_windows
-from .source import split_source_lines, windowed_chunks
+from .source import split_source_lines
 
 MAX_BOOKMARKS = 5000  # an outline longer than this is read no further (a crafted file's loop)
 MAX_DEPTH = 16
@@ -70,22 +70,17 @@ def parse_pdf(data: bytes, doc_key: str, display: str, options: ChunkOptions) ->
 
 
 def _pages(document, label, doc_key, options, warnings, display) -> list[Chunk]:
-    chunks = []
+    chunks: list[Chunk] = []
+    numbered = 0  # lines of the document's text so far
     for number in range(1, len(document) + 1):
         text = _page_text(document, number - 1, None, None, warnings, display)
         if text is None:
             continue
+        lines = split_source_lines(text)
         chunks.extend(
-            windowed_chunks(
-                split_source_lines(text),
-                1,
-                options,
-                title=f"{label} > page {number}",
-                doc_key=doc_key,
-                page=number,
-                keep_lines=False,  # lines of extracted page text are not lines of the file
-            )
+            _windows(lines, [number] * len(lines), f"{label} > page {number}", doc_key, options, numbered)
         )
+        numbered += len(lines)
     return chunks
 
 
@@ -134,6 +129,7 @@ def _sections(document, bookmarks, label, doc_key, options, warnings, display) -
     the text before the first bookmark under the document's label."""
     starts = [Bookmark((), 0, None)] + _on_line_boundaries(document, bookmarks)
     chunks: list[Chunk] = []
+    numbered = 0  # lines of the document's text so far
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else None
         lines: list[str] = []
@@ -149,7 +145,8 @@ def _sections(document, bookmarks, label, doc_key, options, warnings, display) -
                 lines.append(line)
                 pages.append(page + 1)
         title = " > ".join((label, *start.path))[:MAX_PATH_CHARS]
-        chunks.extend(_windows(lines, pages, title, doc_key, options))
+        chunks.extend(_windows(lines, pages, title, doc_key, options, numbered))
+        numbered += len(lines)
     return chunks
 
 
@@ -199,17 +196,25 @@ def _line_spans(document, index: int) -> list[tuple[float, float]]:
     return merged
 
 
-def _windows(lines, pages, title, doc_key, options) -> list[Chunk]:
-    """The section's text in windows (kenning.ingest.source), each with its first and last page."""
+def _windows(lines, pages, title, doc_key, options, before: int) -> list[Chunk]:
+    """A section's (or a page's) text in windows (kenning.ingest.source), each with its first page,
+    its line numbers in the document's text (`before` lines come earlier: overlapping windows are
+    shown once by `kenning get`), and, when it runs over pages, its last page and the lines where
+    each later page begins (`page_breaks`, so `get FILE#page=N` shows that page's lines alone)."""
     out = []
     if not any(line.strip() for line in lines):
         return out
-    for s, e, text in split_lines_into_windows(lines, 1, options, 0):
+    for s, e, text in split_lines_into_windows(lines, before + 1, options, 0):
         if not text.strip():
             continue
-        first, final = pages[s - 1], pages[e - 1]
-        meta = {"page_end": final} if final != first else {}
-        out.append(Chunk(title=title, body=text, doc_key=doc_key, page=first, meta=meta))
+        first, final = pages[s - before - 1], pages[e - before - 1]
+        meta: dict = {}
+        if final != first:
+            breaks = [n for n in range(s + 1, e + 1) if pages[n - before - 1] != pages[n - before - 2]]
+            meta = {"page_end": final, "page_breaks": breaks}
+        out.append(
+            Chunk(title=title, body=text, doc_key=doc_key, start_line=s, end_line=e, page=first, meta=meta)
+        )
     return out
 
 
