@@ -246,6 +246,23 @@ def test_an_epub_is_read_chapter_by_chapter_under_its_table_of_contents(tmp_path
     assert all(c.start_line is None and c.meta["part"].startswith("OEBPS/text/") for c in parsed.chunks)
 
 
+def test_a_search_can_be_limited_to_books_or_to_notes(tmp_path):
+    from kenning import Index
+    from kenning.query.filters import Filters
+
+    folder = tmp_path / "n"
+    folder.mkdir()
+    (folder / "voyage.epub").write_bytes(make_epub(CHAPTERS, "nav"))
+    (folder / "port.md").write_text("# Port\n\nThe Pharaon sailed into the port of Marseilles.\n")
+    with Index(tmp_path / "ix") as index:
+        index.add([folder])
+        found = {
+            k: [h.title for h in index.search("Pharaon port", filters=Filters(kinds=(k,))).hits]
+            for k in ("epub", "markdown")
+        }
+    assert found == {"epub": ["The Voyage > Chapter 1. Marseilles"], "markdown": ["Port"]}
+
+
 def test_a_broken_or_hostile_epub_is_named(tmp_path):
     with pytest.raises(IngestError, match=r"not a readable \.epub"):
         parse_file(write(tmp_path, "fake.epub", b"PK\x03\x04 not really a zip"))

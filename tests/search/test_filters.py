@@ -118,8 +118,8 @@ def test_bad_filter_values_are_named():
         parse_time("yesterdayish", "--since")
     with pytest.raises(FilterError, match="KEY=VALUE"):
         parse_meta(["status"])
-    with pytest.raises(FilterError, match="type 'docx'"):
-        Filters(kinds=("docx",))
+    with pytest.raises(FilterError, match="type 'pptx'"):
+        Filters(kinds=("pptx",))
     assert parse_time("7d", "--since") < parse_time("1d", "--since")
 
 

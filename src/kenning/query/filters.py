@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 
 from pyroaring import BitMap
 
-KINDS = ("markdown", "code", "pdf", "messages", "beir", "text")
+# the kinds of file a search may be limited to (kenning.ingest.detect_kind names them)
+KINDS = ("markdown", "code", "pdf", "html", "docx", "epub", "notebook", "messages", "beir", "text")
 DEFAULT_COLLECTION = "default"
 _RELATIVE = re.compile(r"^(\d+)\s*([hdwmy])$")
 
