@@ -54,13 +54,18 @@ def test_json_keeps_the_text_untouched_and_gives_the_spans(index_dir, capsys):
     assert [hit["snippet"][s:e] for s, e in hit["highlights"]] == ["Plan", "rollout", "rollout"]
 
 
-def test_code_point_spans_hold_past_characters_outside_the_basic_plane(tmp_path):
+def _first_hit(tmp_path, text: str, query: str):
+    """The best hit for `query` in an index of one note holding `text`."""
     notes = tmp_path / "n"
     notes.mkdir()
-    (notes / "emoji.md").write_text("# Log\n\n🎉🎉 launch day 🚀 then the launch review\n")
+    (notes / "note.md").write_text(text)
     with Index(tmp_path / "ix") as ix:
         ix.add([notes])
-        hit = ix.search("launch", mode="lexical").hits[0]
+        return ix.search(query, mode="lexical").hits[0]
+
+
+def test_code_point_spans_hold_past_characters_outside_the_basic_plane(tmp_path):
+    hit = _first_hit(tmp_path, "# Log\n\n🎉🎉 launch day 🚀 then the launch review\n", "launch")
     assert [hit.snippet[s:e] for s, e in hit.highlights] == ["launch", "launch"]
 
 
@@ -145,12 +150,7 @@ def test_a_hit_is_still_a_plain_record_to_build_copy_and_pickle(tmp_path):
     assert (built.snippet, list(built.highlights)) == ("alpha beta", [(0, 5)])
     built.snippet, built.highlights = "gamma", []
     assert dataclasses.asdict(built)["snippet"] == "gamma" and Hit(2, 0.1).snippet == ""
-    notes = tmp_path / "n"
-    notes.mkdir()
-    (notes / "a.md").write_text("# Launch\n\nThe launch review went well.\n")
-    with Index(tmp_path / "ix") as ix:
-        ix.add([notes])
-        hit = ix.search("launch review", mode="lexical").hits[0]
+    hit = _first_hit(tmp_path, "# Launch\n\nThe launch review went well.\n", "launch review")
     for copied in (copy.deepcopy(hit), pickle.loads(pickle.dumps(hit)), dataclasses.replace(hit)):
         assert copied.snippet == hit.snippet and list(copied.highlights) == list(hit.highlights)
     assert "launch" in dataclasses.asdict(hit)["snippet"].lower() and copied == hit

@@ -138,25 +138,22 @@ def ref_of(ref: str) -> str:
 
 def parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
     """(document or chunk reference, line range or None): `a.md:10-20` -> ("a.md", (10, 20))."""
-    match = _RANGE.match(ref.strip())
-    if not match:
-        return ref.strip(), None
-    start = int(match["start"])
-    end = int(match["end"]) if match["end"] else start
-    if end < start:
-        raise ValueError(f"{ref!r}: the line range ends before it starts")
-    return match["doc"], (start, end)
+    return _split_range(ref, _RANGE, "line")
 
 
 def parse_page_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
     """(document reference, page range or None): `a.pdf#page=4` -> ("a.pdf", (4, 4))."""
-    match = _PAGES.match(ref.strip())
+    return _split_range(ref, _PAGES, "page")
+
+
+def _split_range(ref: str, pattern: re.Pattern, unit: str) -> tuple[str, tuple[int, int] | None]:
+    match = pattern.match(ref.strip())
     if not match:
         return ref.strip(), None
     start = int(match["start"])
     end = int(match["end"]) if match["end"] else start
     if end < start:
-        raise ValueError(f"{ref!r}: the page range ends before it starts")
+        raise ValueError(f"{ref!r}: the {unit} range ends before it starts")
     return match["doc"], (start, end)
 
 

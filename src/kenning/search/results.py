@@ -25,7 +25,7 @@ def location_text(
     if not isinstance(page_end, int) or isinstance(page_end, bool) or page is None or page_end <= page:
         page_end = None
     if page is not None:
-        return f"{path} pp.{page}-{page_end}" if page_end and page_end != page else f"{path} p.{page}"
+        return f"{path} pp.{page}-{page_end}" if page_end else f"{path} p.{page}"
     if start_line is not None:
         end = f"-{end_line}" if end_line and end_line != start_line else ""
         return f"{path}:{start_line}{end}"

@@ -74,15 +74,16 @@ class SqlFilters(SqlStatements):
             cached = self._chunk_times
             warm = (cached is not None and cached.generation == generation) or self._dated_searches[1] > 1
             if warm and not getattr(self, "_in_txn", False):  # a write may still be rolled back
-                return self.chunk_times().between(since, before, source_ids)
+                return self.chunk_times(generation).between(since, before, source_ids)
         query, params = self.matching_query(since, before, meta)
         if source_ids is None:
             return BitMap(r[0] for r in self._run(query.format("1 = 1"), params).fetchall())
         return BitMap(r[0] for r in self._rows_in(query, "c.source_id", plain_ids(source_ids), params))
 
-    def chunk_times(self) -> ChunkTimes:
-        """The dated chunks of the current generation, sorted by time (read once per generation)."""
-        generation = self.generation()
+    def chunk_times(self, generation: int | None = None) -> ChunkTimes:
+        """The dated chunks of the current generation (the caller may have read it), sorted by time
+        (read once per generation)."""
+        generation = self.generation() if generation is None else generation
         cached = self._chunk_times
         if cached is not None and cached.generation == generation:
             return cached
