@@ -1,7 +1,8 @@
 """Known-item search on a folder of PDFs: lines taken from the PDFs' own text (whole, or a span of
 --words words, as a reader remembers a phrase) are searched lexically; a query is a hit at 1 when the
 first result's text holds it. Also prints the heading paths of the first chunks of each PDF, to read
-how kenning cut them (kenning.ingest.pdf: sections from the outline, else pages).
+how kenning cut them (kenning.ingest.pdf: sections from the outline, else from detected headings,
+else pages).
 
     python benchmarks/pdf_known_item.py /usr/share/doc/shared-mime-info /usr/share/doc/libtasn1-doc \\
         [--queries 200] [--words 4] [--seed 7] [--show 10]

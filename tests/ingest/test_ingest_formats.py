@@ -49,8 +49,9 @@ def test_text_small_file_one_chunk_and_crlf(tmp_path: Path):
 # --- PDF -------------------------------------------------------------------------------------
 
 
-def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
-    """A minimal valid PDF: one Helvetica text line per entry, with a correct xref table."""
+def make_pdf(pages: list[list], title: str | None = None) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per entry, with a correct xref table. An entry is
+    a line's text (12 points, lines 14 points apart from 720 down) or (text, font size, bold)."""
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:
@@ -60,19 +61,25 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     catalog = add(b"")
     pages_obj = add(b"")
     font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    bold_font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>")
     kids = []
     for lines in pages:
-        ops = [b"BT /F1 12 Tf 14 TL 72 720 Td"]
+        ops = [b"BT"]
+        y = 720.0
         for line in lines:
-            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops.append(b"(" + escaped.encode("latin-1") + b") Tj T*")
+            text, size, bold = (line, 12.0, False) if isinstance(line, str) else line
+            escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops.append(b"/F%d %g Tf 1 0 0 1 72 %g Tm (" % (2 if bold else 1, size, y))
+            ops[-1] += escaped.encode("latin-1") + b") Tj"
+            y -= max(14.0, size * 1.25)
         ops.append(b"ET")
         stream = b"\n".join(ops)
         content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
         kids.append(
             add(
                 b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] "
-                b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (pages_obj, font, content)
+                b"/Resources << /Font << /F1 %d 0 R /F2 %d 0 R >> >> /Contents %d 0 R >>"
+                % (pages_obj, font, bold_font, content)
             )
         )
     objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % pages_obj
@@ -219,6 +226,114 @@ def test_a_fit_width_destination_cuts_its_page_at_its_height(tmp_path: Path):
         ("fith.pdf > 1. One", "intro words"),
         ("fith.pdf > 2. Two", "2. Two\ntwo words"),
     ]
+
+
+# a PDF without an outline whose fonts set its headings apart: 18-point chapters, 14-point sections,
+# an 11-point body, a bold running header on every later page and a table of contents with dot leaders
+STYLED_PAGES = [
+    [
+        ("Field Manual", 24.0, True),
+        ("Contents", 14.0, True),
+        ("1 Getting started ........ 1", 11.0, True),
+        ("2 Keys and rotation ........ 2", 11.0, True),
+        ("1 Getting started", 18.0, True),
+        ("Install the tool and run it once.", 11.0, False),
+        ("1.1 Requirements of a", 14.0, True),
+        ("working machine", 14.0, True),  # the heading wraps onto a second line
+        ("Two cores are enough for the work.", 11.0, False),
+    ],
+    [
+        ("Field Manual draft 2", 11.0, True),
+        ("More requirements continue on this page.", 11.0, False),
+        ("2 Keys and rotation", 18.0, True),
+        ("Keys rotate every ninety days.", 11.0, False),
+        ("Bold words", 11.0, True),
+        ("A paragraph under the bold heading.", 11.0, False),
+    ],
+    [
+        ("Field Manual draft 3", 11.0, True),
+        ("The end of the keys chapter.", 11.0, False),
+    ],
+    [
+        ("Field Manual draft 4", 11.0, True),
+        ("Closing words of the manual.", 11.0, False),
+    ],
+]
+
+
+def test_pdf_without_an_outline_reads_headings_from_its_fonts(tmp_path: Path):
+    parsed = parse_file(write_bytes(tmp_path, "manual.pdf", make_pdf(STYLED_PAGES)))
+    got = [(c.title, c.page, c.meta.get("page_end")) for c in parsed.chunks]
+    assert got == [
+        ("manual.pdf > Field Manual", 1, None),
+        ("manual.pdf > Field Manual > Contents", 1, None),  # its leader lines are not headings
+        ("manual.pdf > Field Manual > 1 Getting started", 1, None),
+        ("manual.pdf > Field Manual > 1 Getting started > 1.1 Requirements of a working machine", 1, 2),
+        ("manual.pdf > Field Manual > 2 Keys and rotation", 2, None),
+        ("manual.pdf > Field Manual > 2 Keys and rotation > Bold words", 2, 4),
+    ]
+    # every line of every page is in exactly one section; the running header is text, not a heading
+    lines = [line for chunk in parsed.chunks for line in chunk.body.split("\n")]
+    assert sorted(lines) == sorted(line[0] for page in STYLED_PAGES for line in page)
+    assert not any("draft" in c.title for c in parsed.chunks)
+
+
+def test_pdf_with_plain_fonts_reads_numbered_headings_else_pages(tmp_path: Path):
+    numbered = [
+        ["1. Overview", "The tool indexes notes.", "2. Setup"],
+        ["Run the installer once.", "3. Usage", "1. type a query and press enter"],  # a list item
+    ]
+    parsed = parse_file(write_bytes(tmp_path, "plain.pdf", make_pdf(numbered)))
+    assert [(c.title, c.page) for c in parsed.chunks] == [
+        ("plain.pdf > 1. Overview", 1),
+        ("plain.pdf > 2. Setup", 1),
+        ("plain.pdf > 3. Usage", 2),
+    ]
+    two = [["1. Overview", "words"], ["2. Setup", "words"]]  # too few numbered lines to trust
+    assert [c.title for c in parse_file(write_bytes(tmp_path, "two.pdf", make_pdf(two))).chunks] == [
+        "two.pdf > page 1",
+        "two.pdf > page 2",
+    ]
+
+
+def test_a_page_of_headings_is_cut_a_bounded_number_of_times(tmp_path: Path, monkeypatch):
+    import kenning.ingest.pdf as pdf
+
+    monkeypatch.setattr(pdf, "MAX_CUTS_PER_PAGE", 8)  # each cut reads the page once more
+    first = [(f"Heading {i}", 16.0, True) if i % 2 else (f"body {i} words", 10.0, False) for i in range(40)]
+    rest = [[("Closing heading", 16.0, True), ("closing words of the book", 10.0, False)]]
+    parsed = parse_file(write_bytes(tmp_path, "crowded.pdf", make_pdf([first[:34]] + rest)))
+    assert len([c for c in parsed.chunks if c.page == 1]) <= 8 + 1
+    assert any("more than 8 bookmarks on page(s) 1" in w for w in parsed.warnings)
+    body = [line for chunk in parsed.chunks for line in chunk.body.split("\n")]
+    assert sorted(body) == sorted(line[0] for page in [first[:34]] + rest for line in page)  # nothing lost
+
+
+def test_the_real_manuals_headings_without_their_outline():
+    """The two PDF manuals Debian ships, with their outline removed: the headings read from their
+    fonts give back the outline's titles (the text layer holds more headings than the outline)."""
+    import pypdfium2 as pdfium
+
+    from kenning.ingest.pdf_headings import detect_headings
+
+    manuals = [
+        Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"),
+        Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
+    ]
+    present = [m for m in manuals if m.exists()]
+    if not present:
+        pytest.skip("neither Debian PDF manual is installed (shared-mime-info, libtasn1-doc)")
+
+    def words(text: str) -> str:
+        return " ".join(text.lower().replace("-", "").split())
+
+    for manual in present:
+        document = pdfium.PdfDocument(manual)  # the outline is not read: detection uses the text layer
+        outline = [words(item.get_title()) for item in document.get_toc()]
+        found = [words(h.text) for h in detect_headings(document)]
+        document.close()
+        missed = [t for t in outline if not any(f == t or f.endswith(" " + t) for f in found)]
+        assert not missed, (manual.name, missed)
 
 
 def test_a_paged_location_is_a_page_or_a_page_range_never_none():

@@ -1,5 +1,6 @@
-"""PDF: sections from the document's outline (its bookmarks), else one chunk per page; every chunk
-keeps the pages it spans, so a result can say which page to open.
+"""PDF: sections from the document's outline (its bookmarks), else from the headings its text layer
+sets apart (kenning.ingest.pdf_headings), else one chunk per page; every chunk keeps the pages it
+spans, so a result can say which page to open.
 
 Text comes from PDFium (pypdfium2): it keeps whole the words pypdf splits apart, and it is an order
 of magnitude faster. A PDF that cannot be opened (damaged, or encrypted with a password) is an
@@ -11,8 +12,9 @@ heading's would be ("spec.pdf > 2. Unified system > 2.1. Directory layout"). A b
 destination gives its page and, for the usual "XYZ" destinations, the height on the page where
 it points: the page is cut there, so a page holding three sections gives three chunks and a
 section running over two pages is one. Text before the first bookmark is a section titled by the
-document alone; no text between two bookmarks is dropped. A chunk's `page` is its first page, and
-`meta["page_end"]` its last when that is another.
+document alone; no text between two bookmarks is dropped. Headings found in the text are cut the
+same way, just above their line. A chunk's `page` is its first page, and `meta["page_end"]` its
+last when that is another.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, split_lines_into_windows
+from .pdf_headings import detect_headings, heading_paths
 from .source import split_source_lines
 
 MAX_BOOKMARKS = 5000  # an outline longer than this is read no further (a crafted file's loop)
@@ -60,6 +63,7 @@ def parse_pdf(data: bytes, doc_key: str, display: str, options: ChunkOptions) ->
     try:
         label = _metadata_title(document) or Path(display).name
         bookmarks = _bookmarks(document, len(document), warnings, display)
+        bookmarks = bookmarks or _detected(document, warnings, display)
         if bookmarks:
             chunks = _sections(document, bookmarks, label, doc_key, options, warnings, display)
         else:
@@ -105,11 +109,32 @@ def _bookmarks(document, pages: int, warnings: list[str], display: str) -> list[
             at = _TOP_PARAMETER.get(mode)
             top = float(view[at]) if at is not None and len(view) > at and view[at] else None
             out.append(Bookmark(tuple(stack), page, top))
-    except Exception as exc:  # a damaged outline: read the pages instead
-        warnings.append(f"{display}: outline could not be read ({_reason(exc)}); indexed by page")
+    except Exception as exc:  # a damaged outline: read the headings or the pages instead
+        warnings.append(f"{display}: outline could not be read ({_reason(exc)}); indexed without it")
         return []
-    # in reading order: by page, then down the page (a larger height is nearer the top)
-    out.sort(key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
+    return _in_reading_order(out, warnings, display)
+
+
+def _detected(document, warnings: list[str], display: str) -> list[Bookmark]:
+    """Section starts from the headings the text layer sets apart (kenning.ingest.pdf_headings),
+    each just above its heading's line so the heading opens its own section."""
+    try:
+        headings = detect_headings(document)
+    except Exception as exc:  # the pages are still read one by one
+        warnings.append(f"{display}: headings could not be read ({_reason(exc)}); indexed by page")
+        return []
+    headings = headings[:MAX_BOOKMARKS]
+    marks = [
+        Bookmark(tuple(title[:MAX_TITLE_CHARS] for title in path), heading.page, heading.top + 0.5)
+        for heading, path in zip(headings, heading_paths(headings), strict=True)
+    ]
+    return _in_reading_order(marks, warnings, display)
+
+
+def _in_reading_order(out: list[Bookmark], warnings: list[str], display: str) -> list[Bookmark]:
+    """The section starts by page, then down the page (a larger height is nearer the top), with at
+    most MAX_CUTS_PER_PAGE on a page."""
+    out = sorted(out, key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
     kept, on_page = [], {}
     for bookmark in out:
         on_page[bookmark.page] = on_page.get(bookmark.page, 0) + 1
