@@ -357,6 +357,7 @@ def test_glossary_lifecycle_through_search(tmp_path):
         "clause": "jwt (glossary)",
         "matched": '"JSON Web Token"',
         "via_glossary": "JSON Web Token",
+        "glossary_group": "JSON Web Token",
         "fields": ["body"],
     } in b.match_reasons
     assert response.plan.expansions[0]["alternatives"] == ["JSON Web Token"]

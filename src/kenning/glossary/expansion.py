@@ -1,16 +1,22 @@
-"""Query-time expansion: the approved other names of a query word, read on every search.
+"""Query-time expansion: the approved other names of a query word or phrase, read on every search.
 
-The search plan (kenning.query.plan) asks for the alternatives of each plain, required and OR word;
-this module is all it needs from the glossary. It reads the approved members (canonical and alias)
-once per index generation into a key -> groups map, so a search costs a dictionary lookup per word,
-and pending or rejected members never reach a query.
+The search plan (kenning.query.plan) asks for the alternatives of each plain, required, OR and
+field word; the query parser asks which runs of words are a glossary term of several words
+(`phrases`: "content type" typed without quotes is one term, found in its group); this module is
+all they need from the glossary. It reads the approved members (canonical and alias) once per index
+generation into a key -> groups map, so a search costs a dictionary lookup per word, and pending or
+rejected members never reach a query.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
+from kenning.analysis.analyzer import TOKEN_RE
 from kenning.glossary.terms import APPROVED, term_key
+
+MAX_PHRASE_TERMS = 8  # a glossary phrase is looked for over at most this many analysed words
 
 
 @dataclass
@@ -59,6 +65,22 @@ class GlossaryExpansion:
         self._load_lookup()
         return not self._lookup
 
+    def phrases(self, scopes: list[str] | None = None) -> GlossaryPhrases | None:
+        """The glossary's terms of several words that a query may type without quotes (each in a
+        group with another approved member in these scopes), or None when there are none."""
+        self._load_lookup()
+        allowed = None if scopes is None else {"", *scopes}
+        keys = {
+            key
+            for key, hits in self._lookup.items()
+            if " " in key
+            and len(key.split()) <= MAX_PHRASE_TERMS
+            and any(
+                (allowed is None or scope in allowed) and len(self._members[gid]) > 1 for gid, scope in hits
+            )
+        }
+        return GlossaryPhrases(keys, self.analyzer) if keys else None
+
     def expansions(self, word: str, scopes: list[str] | None = None) -> list[Alternative]:
         """The approved other members of the group(s) holding `word`.
 
@@ -81,3 +103,30 @@ class GlossaryExpansion:
                 seen.add(member_key)
                 out.append(Alternative(surface, gid, self._canonical.get(gid, surface), status))
         return out
+
+
+class GlossaryPhrases:
+    """Finds glossary terms of several words in a query's words: the longest run of words, from a
+    given one, whose analysed form (each word's whole index term, as `term_key` reads a term) is a
+    term's key. So case and inflection do not matter: "Content Types" finds "content type"."""
+
+    def __init__(self, keys: set[str], analyzer):
+        self.keys = keys
+        self.analyzer = analyzer
+
+    def _terms(self, text: str) -> list[str]:
+        raws = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
+        return [self.analyzer.token_terms(raw)[0] for raw in raws]
+
+    def longest(self, words: list[str], start: int) -> int:
+        """How many of `words`, from `start`, make the longest glossary term of two words or more
+        (0: none starts there)."""
+        terms: list[str] = []
+        best = 0
+        for end in range(start, len(words)):
+            terms += self._terms(words[end])
+            if len(terms) > MAX_PHRASE_TERMS:
+                break
+            if end > start and " ".join(terms) in self.keys:
+                best = end - start + 1
+        return best

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kenning.glossary.curation import GlossaryCuration
 from kenning.glossary.exchange import export_glossary, import_glossary
-from kenning.glossary.expansion import Alternative, GlossaryExpansion
+from kenning.glossary.expansion import Alternative, GlossaryExpansion, GlossaryPhrases
 from kenning.glossary.terms import GlossaryError
 
 __all__ = ["Alternative", "Glossary", "GlossaryError"]
@@ -33,6 +33,10 @@ class Glossary(GlossaryCuration):
     def expansions(self, word: str, scopes: list[str] | None = None) -> list[Alternative]:
         """The approved other members of the group(s) holding `word` (see GlossaryExpansion)."""
         return self.expansion.expansions(word, scopes)
+
+    def phrases(self, scopes: list[str] | None = None) -> GlossaryPhrases | None:
+        """The terms of several words a query may type without quotes (see GlossaryExpansion)."""
+        return self.expansion.phrases(scopes)
 
     def export(self, fmt: str = "json") -> str:
         """Every group (proposals included) as JSON or CSV; `import_` reads it back."""

@@ -18,6 +18,11 @@ raises (docs/query-language.md has the full policy):
 - an `OR` with nothing on one side is ignored; words with no letters or digits match nothing;
   control characters count as spaces; over-long input is cut. Each gives a notice where it matters.
 
+Given the glossary's terms of several words (`phrases`), a run of words that spells one ("content
+type", "Content Types") is read as one word, so the plan can find its group: the longest term first,
+from the left. The run's words must be alike (all plain, all `+`, or all in one field); a quote or a
+negation ends a run, so `"content" type` and `content -type` stay as typed.
+
 A constraint that empties the result is not the end of the search: see kenning.search.relax.
 """
 
@@ -124,6 +129,7 @@ FIELDS = ("title", "body")
 SYNTAXES = ("dialect", "plain")
 _FIELD = re.compile(r"(?i:title|body):")
 _CONTROL_TO_SPACE = {i: " " for i in [*range(32), *range(0x7F, 0xA0)]}
+_MAX_PHRASE_WORDS = 8  # the longest run of words read as one glossary term
 _SEPARATORS = frozenset("()")  # parentheses group nothing: they separate words like spaces
 
 
@@ -232,20 +238,50 @@ def _searchable(tok: _Token) -> bool:
     return bool(_WORD_CHARS.search(tok.text))
 
 
-def _plain_clauses(q: str, strict: bool) -> list[Clause]:
-    """Every piece with a letter or digit, as a plain word: no operators at all."""
-    clauses = []
-    for m in re.finditer(r"[^\s()]+", q):
-        if _WORD_CHARS.search(m.group()):
-            clauses.append(Clause([Word(m.group())], strict, "required" if strict else "plain", m.group()))
-    return clauses
+def _join_phrases(tokens: list[_Token], phrases) -> list[_Token]:
+    """Runs of alike words that spell a glossary term of several words, each joined into one word
+    (longest first, from the left); every other token as it was."""
+    out: list[_Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        run = [tok]
+        if tok.kind == "word" and tok.sign != "-":
+            for nxt in tokens[i + 1 : i + _MAX_PHRASE_WORDS]:
+                if nxt.kind != "word" or (nxt.sign, nxt.field) != (tok.sign, tok.field):
+                    break
+                run.append(nxt)
+        n = phrases.longest([t.text for t in run], 0) if len(run) > 1 else 0
+        if n > 1:
+            text = " ".join(t.text for t in run[:n])
+            out.append(_Token("word", text, tok.sign, tok.field, tok.start, run[n - 1].end))
+            i += n
+        else:
+            out.append(tok)
+            i += 1
+    return out
 
 
-def parse_query(text: str, strict: bool = False, syntax: str = "dialect") -> ParsedQuery:
+def _plain_clauses(q: str, strict: bool, phrases) -> list[Clause]:
+    """Every piece with a letter or digit, as a plain word: no operators at all (a glossary term of
+    several words is still one word)."""
+    tokens = [
+        _Token("word", m.group(), None, None, m.start(), m.end())
+        for m in re.finditer(r"[^\s()]+", q)
+        if _WORD_CHARS.search(m.group())
+    ]
+    if phrases is not None:
+        tokens = _join_phrases(tokens, phrases)
+    kind = "required" if strict else "plain"
+    return [Clause([Word(t.text)], strict, kind, q[t.start : t.end]) for t in tokens]
+
+
+def parse_query(text: str, strict: bool = False, syntax: str = "dialect", phrases=None) -> ParsedQuery:
     """Read a query. Never raises: every input gets a documented reading, with notices.
 
     syntax "dialect" applies the operators where they are unambiguous; "plain" reads every piece of
-    text as a word (what `kenning eval` sends by default, as every peer system does).
+    text as a word (what `kenning eval` sends by default, as every peer system does). `phrases`
+    (kenning.glossary.expansion.GlossaryPhrases) finds the glossary terms of several words.
     """
     if syntax not in SYNTAXES:
         raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, got {syntax!r}")
@@ -260,9 +296,11 @@ def parse_query(text: str, strict: bool = False, syntax: str = "dialect") -> Par
         parsed.notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
     q = _clean(text)
     if syntax == "plain":
-        parsed.clauses = _plain_clauses(q, strict)
+        parsed.clauses = _plain_clauses(q, strict, phrases)
         return parsed
     tokens = _tokens(q, parsed.notices)
+    if phrases is not None:
+        tokens = _join_phrases(tokens, phrases)
     groups: list[list[_Token]] = []
     pending_or: _Token | None = None
     for tok in tokens:

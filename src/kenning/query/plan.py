@@ -1,8 +1,10 @@
 """The query plan: parsed clauses turned into terms the index can run, with the analysis applied.
 
 plan_query drops stopwords from plain words only (if every plain word is one, they stay), counts
-repeated words (their query term frequency, for k3), adds glossary aliases to plain, + and OR words,
-and, when asked, replaces a word no chunk holds by the closest frequent index word.
+repeated words (their query term frequency, for k3), adds glossary aliases to plain, +, OR and field
+words (a field word's aliases keep its field), and, when asked, replaces a word no chunk holds by the
+closest frequent index word. A glossary term of several words that the parser read as one word is
+matched as a phrase, or by any other member of its group, in one clause.
 
 The plan reads the index through the search context (`ctx`: its view's postings, the glossary, the
 speller and the analyzer; see kenning.search.context) without importing the search package, which
@@ -33,6 +35,7 @@ class PlannedItem:
     via: str | None = None  # the glossary canonical term when this item came from expansion
     docs: BitMap | None = None
     simple: bool = False
+    group: str | None = None  # its glossary group: an alias's, or the typed word's that was expanded
 
     def __post_init__(self):
         self.simple = len(self.spec) == 1 and self.item.field is None
@@ -53,6 +56,7 @@ class PlannedClause:
     docs: BitMap | None = None
     needs_docs: bool = False
     qtf: int = 1  # how many times the query says this term (plain words)
+    group: str | None = None  # the glossary group (its canonical term) the clause was expanded by
 
     def __post_init__(self):
         self.needs_docs = len(self.items) > 1 or not self.items[0].simple
@@ -79,8 +83,15 @@ class QueryPlan:
                     "kind": c.kind,
                     "required": c.required,
                     "qtf": c.qtf,
+                    "glossary_group": c.group,
                     "items": [
-                        {"match": i.describe(), "terms": i.terms, "via_glossary": i.via} for i in c.items
+                        {
+                            "match": i.describe(),
+                            "terms": i.terms,
+                            "via_glossary": i.via,
+                            "glossary_group": i.group,
+                        }
+                        for i in c.items
                     ],
                 }
                 for c in self.clauses
@@ -113,13 +124,17 @@ def _has_postings(view, item: PlannedItem) -> bool:
 
 
 def _expand(word: Word, ctx, scopes, plan: QueryPlan) -> list[PlannedItem]:
-    if ctx.glossary is None or word.field:
+    """The other approved members of the word's glossary group, each in the word's field if it has
+    one (several words make a phrase)."""
+    if ctx.glossary is None:
         return []
     alternatives = ctx.glossary.expansions(word.text, scopes)
     items = []
     for alt in alternatives:
-        alias_item = Phrase(alt.surface) if len(TOKEN_RE.findall(alt.surface)) > 1 else Word(alt.surface)
+        several = len(TOKEN_RE.findall(alt.surface)) > 1
+        alias_item = Phrase(alt.surface, word.field) if several else Word(alt.surface, word.field)
         items.append(plan_item(alias_item, ctx.analyzer, via=alt.canonical))
+        items[-1].group = alt.canonical
     if items:
         plan.expansions.append(
             {
@@ -163,7 +178,9 @@ def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
     ]
     content = [(c, raw) for c, raw in plain_raws if not analyzer.is_stopword(raw)]
     if content or positive_others:
-        plan.dropped_stopwords = [raw for _, raw in plain_raws if analyzer.is_stopword(raw)]
+        plan.dropped_stopwords = [  # a glossary term's words stay in it ("sign in")
+            raw for c, raw in plain_raws if analyzer.is_stopword(raw) and " " not in c.alternatives[0].text
+        ]
         kept = {id(c) for c, _ in content}
     else:  # every plain word is a stopword: keep them, an empty query would find nothing
         content, kept = plain_raws, {id(c) for c, _ in plain_raws}
@@ -180,7 +197,11 @@ def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
             expansions = _expand(word, ctx, scopes, plan)
             if expansions:
                 items = [plan_item(word, analyzer), *expansions]
-                plan.clauses.append(PlannedClause("or", False, f"{word.text} (glossary)", items))
+                items[0].group = expansions[0].group
+                glossary = PlannedClause(
+                    "or", False, f"{word.text} (glossary)", items, group=expansions[0].via
+                )
+                plan.clauses.append(glossary)
                 seen_terms.update(items[0].terms)
                 continue
             raws = content_raws[id(clause)] if clause.alternatives[0] is word else TOKEN_RE.findall(word.text)
@@ -197,15 +218,21 @@ def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
             continue
         items = []
         for alt in clause.alternatives:
-            if isinstance(alt, Word) and clause.kind in ("required", "or"):
+            if isinstance(alt, Word) and clause.kind in ("required", "or", "field"):
                 alt = _correct(alt, ctx, spell, plan)
                 items.append(plan_item(alt, analyzer))
-                items.extend(_expand(alt, ctx, scopes, plan))
+                expansions = _expand(alt, ctx, scopes, plan)
+                if expansions:
+                    items[-1].group = expansions[0].group
+                items.extend(expansions)
             else:
                 items.append(plan_item(alt, analyzer))
         items = [i for i in items if i.spec]
+        group = next((i.group for i in items if i.group), None)
         if items:
-            plan.clauses.append(PlannedClause(clause.kind, clause.required, _label(clause), items))
+            plan.clauses.append(
+                PlannedClause(clause.kind, clause.required, _label(clause), items, group=group)
+            )
     plan.exclusions = [p for p in (plan_item(e, analyzer) for e in parsed.exclusions) if p.spec]
     plan.terms = list(dict.fromkeys(t for c in plan.clauses for i in c.items for t in i.terms))
     return plan

@@ -87,7 +87,7 @@ def _soften(plan: QueryPlan, relaxation: Relaxation, analyzer) -> None:
             for term in item.terms:
                 if term not in seen and not analyzer.is_stopword(term):
                     seen.add(term)
-                    word = PlannedItem(Word(term), [(term, 0)], [term], item.via)
+                    word = PlannedItem(Word(term), [(term, 0)], [term], item.via, group=item.group)
                     clauses.append(PlannedClause("plain", False, f"{term} (relaxed)", [word]))
     plan.clauses = clauses
     plan.exclusions = [item for j, item in enumerate(plan.exclusions) if n + j not in dropped]

@@ -69,10 +69,15 @@ def analyze(ctx: SearchContext, state: QueryState) -> None:
     state.plan = plan_query(state.parsed, ctx, state.request.spell, scopes)
 
 
-def parse(request: SearchRequest) -> ParsedQuery:
+def parse(request: SearchRequest, ctx: SearchContext | None = None) -> ParsedQuery:
+    """The request's query read by the dialect, with the glossary's terms of several words (in the
+    request's collections) each read as one word."""
     if isinstance(request.query, ParsedQuery):
         return request.query
-    return parse_query(request.query, request.strict, request.syntax)
+    phrases = None
+    if ctx is not None and ctx.glossary is not None:
+        phrases = ctx.glossary.phrases(list(request.filters.collections) or None)
+    return parse_query(request.query, request.strict, request.syntax, phrases)
 
 
 def run_search(ctx: SearchContext, request: SearchRequest, mode: str | None = None) -> SearchResponse:
@@ -89,7 +94,7 @@ def run_search(ctx: SearchContext, request: SearchRequest, mode: str | None = No
     if mode == "dense" and ctx.dense is None:
         raise ValueError("mode 'dense' needs vectors: this index has none (run `kenning embed`)")
     funnel = Funnel(corpus=ctx.view.n_docs)
-    state = QueryState(request, mode, parse(request), funnel, pool=refine.pool_for(request))
+    state = QueryState(request, mode, parse(request, ctx), funnel, pool=refine.pool_for(request))
     run = StageRunner(ctx, state)
     run("analyze", analyze)
     run("gather", gather)

@@ -219,6 +219,7 @@ def _match_reasons(chunk_id: int, plan: QueryPlan, found, view) -> list[dict]:
                         "clause": clause.label,
                         "matched": item.describe(),
                         "via_glossary": item.via,
+                        "glossary_group": item.group,
                         "fields": sorted(fields),
                     }
                 )

@@ -12,6 +12,15 @@ from kenning.search.notices import Notice, texts
 from kenning.search.snippets import Snippet
 
 
+def glossary_reason(reason: dict) -> str:
+    """A match reason from a glossary group, as the surfaces print it: what matched, in which group
+    (its canonical term), in which fields."""
+    return (
+        f"matched {reason['matched']} via glossary group {reason['glossary_group']!r} "
+        f"in {', '.join(reason['fields'])}"
+    )
+
+
 def location_text(
     path: str,
     start_line: int | None = None,

@@ -52,11 +52,13 @@ def lexical_scores(ctx: SearchContext, state: QueryState, ids) -> np.ndarray:
 
 
 def rank(ctx: SearchContext, state: QueryState) -> None:
-    """The lexical ranking: the best `pool` survivors by BM25, ties by chunk id."""
+    """The lexical ranking: the best `pool` survivors by BM25, ties by chunk id. A survivor that
+    scores 0 matched no clause (it holds a phrase's words, but apart) and is not a lexical hit."""
     if state.pruned is not None:
         state.ranked = list(zip(state.pruned.ids.tolist(), state.pruned.scores.tolist(), strict=True))
         return
     ids = np.frombuffer(state.survivors.to_array(), dtype=np.uint32).astype(np.int64)
     scores = state.lexical[ids] if len(ids) else np.zeros(0)
+    ids, scores = ids[scores > 0], scores[scores > 0]
     top_ids, top_scores = top_k(ids, scores, state.pool)
     state.ranked = list(zip(top_ids.tolist(), top_scores.tolist(), strict=True))

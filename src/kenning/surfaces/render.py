@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from kenning.search.postprocess import describe
-from kenning.search.results import location_text
+from kenning.search.results import glossary_reason, location_text
 from kenning.search.snippets import Snippet
 from kenning.surfaces.terminal import OWN_ESC, json_safe, quote_path, visible
 
@@ -175,11 +175,7 @@ def _text(response, style: Style, explain: bool, shown_path) -> str:
         out.append(f"     {style.link(style.sgr(where, '36'), hit.path, hit.start_line)}{dated}")
         if hit.snippet:
             out.append(f"     {style.marks(hit)}")
-        for reason in (r for r in hit.match_reasons if r["via_glossary"]):
-            out.append(
-                f"     matched {reason['matched']} via glossary group {reason['via_glossary']!r} "
-                f"in {', '.join(reason['fields'])}"
-            )
+        out += [f"     {glossary_reason(r)}" for r in hit.match_reasons if r.get("glossary_group")]
         if hit.channels and explain:
             out.append("     channels: " + ", ".join(_channel_part(n, c) for n, c in hit.channels.items()))
         out += [f"     {describe(a)}" for a in (hit.adjustments if explain else [])]
@@ -315,7 +311,8 @@ def plan_lines(response) -> list[str]:
         items = " | ".join(
             f"{i.describe()}{' (glossary: ' + i.via + ')' if i.via else ''}" for i in clause.items
         )
-        out.append(f"  clause {clause.label!r} [{need}]: {items}")
+        group = f" (glossary group {clause.group!r})" if clause.group else ""
+        out.append(f"  clause {clause.label!r} [{need}]{group}: {items}")
     out += [f"  exclude {item.describe()}" for item in plan.exclusions]
     return out
 

@@ -21,7 +21,7 @@ from kenning.api.settings import load_config, resolve_search
 from kenning.models.embed.base import EmbedderError
 from kenning.places.locate import find_config
 from kenning.query.filters import Filters
-from kenning.search.results import location_text
+from kenning.search.results import glossary_reason, location_text
 from kenning.store import StorageError, is_server_url
 
 
@@ -193,5 +193,7 @@ def hits_text(result: dict, limit_snippet: int = 240) -> str:
         lines.append(f"{rank}. {hit['title'] or '(untitled)'} — {where} ({', '.join(said)})")
         if hit.get("snippet"):
             lines.append("   " + hit["snippet"][:limit_snippet])
+        reasons = hit.get("match_reasons") or []
+        lines += [f"   {glossary_reason(r)}" for r in reasons if r.get("glossary_group")]
     lines += [f"note: {n}" for n in result.get("notices", [])]
     return "\n".join(lines)

@@ -126,6 +126,13 @@ function evidenceNote(hit) {
   return notes.length ? el("div", { class: "evidence" }, notes.join(" · ")) : null;
 }
 
+// A hit matched through the glossary says so, as the CLI does: what matched, its group, the fields.
+function glossaryNote(hit) {
+  const said = (hit.match_reasons || []).filter((r) => r.glossary_group)
+    .map((r) => `matched ${r.matched} via glossary group '${r.glossary_group}' in ${(r.fields || []).join(", ")}`);
+  return said.length ? el("div", { class: "evidence glossary" }, said.join(" · ")) : null;
+}
+
 function render(data, explain) {
   hits = Array.isArray(data.hits) ? data.hits : [];
   common = shared(hits.map((h) => String(h.path || "")));
@@ -140,6 +147,7 @@ function render(data, explain) {
       el("h3", {}, hit.title || "(untitled)", el("span", { class: "score" }, readable(hit))),
       el("div", { class: "where", title: hit.path || "" }, where(hit)),
       evidenceNote(hit),
+      glossaryNote(hit),
       hit.snippet ? marked(hit) : null,
       explain ? el("pre", { class: "explain" }, explainText(hit, f)) : null);
     card.addEventListener("click", () => { select(i); open(); });
