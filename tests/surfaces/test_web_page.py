@@ -349,3 +349,16 @@ def test_explain_shows_feedback_and_why_a_hit_without_the_words_is_there(index_d
     assert cards, browser.find_element(By.ID, "results").text
     note = cards[0].find_element(By.CSS_SELECTOR, ".evidence").text
     assert note.startswith("no query word: found by meaning (cosine ")
+
+
+def test_a_hit_found_through_the_glossary_names_its_group(index_dir, http_server, browser):
+    from selenium.webdriver.common.by import By
+
+    with Index(index_dir) as ix:
+        ix.glossary.add("key rotation", ["signing keys"])
+    base = http_server(index_dir)
+    _search(browser, base, "Key Rotation", mode="lexical")  # a term of two words, typed without quotes
+    card = browser.find_elements(By.CSS_SELECTOR, ".hit")[0]
+    assert card.find_element(By.TAG_NAME, "h3").text.startswith("Auth > Tokens")
+    note = card.find_element(By.CSS_SELECTOR, ".glossary").text
+    assert note == "matched \"signing keys\" via glossary group 'key rotation' in body"
