@@ -65,6 +65,12 @@ def test_inflections_and_case_still_match_and_other_words_stay(index):
     assert set(names(response)) == {"mime.md", "media.md", "header.md"}
 
 
+def test_a_term_whose_words_come_again_is_matched_once(index):
+    response = search(index, "content type header content")
+    assert [c.label for c in response.plan.clauses] == ["content type (glossary)", "header"]
+    assert response.plan.clauses[0].qtf == 1
+
+
 def test_longest_term_wins_where_terms_overlap(index):
     index.glossary.add("content header", ["content type header"])
     index.glossary.add("kind header", ["type header"])
