@@ -262,6 +262,29 @@ def test_metadata_filters(store):
     assert list(store.chunks_matching(None, None, None, [("status", "final")])) == notes[:1]
 
 
+def test_metadata_filters_read_a_message_window_s_senders_and_conversation(store):
+    window = {"conversation": "Family", "senders": ["Alice", "Bob"], "message_ids": ["1", "2"]}
+    _, chats = add_file(
+        store,
+        "/chat/log.jsonl",
+        "chats",
+        [
+            Chunk("Family", "", "Alice: hi\nBob: the airport", time=100.0, meta=window),
+            Chunk("work", "", "Carol: late", time=200.0, meta={"conversation": "work", "senders": ["Carol"]}),
+            Chunk("n", "", "x", meta={"front_matter": {"sender": "Carol"}}),  # front matter of that key too
+        ],
+        kind="messages",
+    )
+    for key in ("sender", "senders", "participant", "Sender"):
+        assert list(store.chunks_matching(None, None, None, [(key, "bob")])) == chats[:1]
+    assert list(store.chunks_matching(None, None, None, [("sender", "carol")])) == chats[1:]
+    assert list(store.chunks_matching(None, None, None, [("conversation", "FAMILY")])) == chats[:1]
+    both = [("sender", "alice"), ("conversation", "family")]
+    assert list(store.chunks_matching(None, None, None, both)) == chats[:1]
+    assert list(store.chunks_matching(None, 150.0, None, [("sender", "bob")])) == []
+    assert list(store.chunks_matching(None, None, None, [("message_ids", "1")])) == []  # not a filter key
+
+
 def test_a_date_range_sees_each_generation_s_chunks(store):
     """A date range is answered from the chunks' times held in memory for the current generation:
     a commit that adds, changes or removes chunks is seen by the next filtered search."""

@@ -1,10 +1,18 @@
-"""Message logs (.jsonl/.ndjson, one message per line): overlapping windows of a conversation.
+"""Message logs: overlapping windows of a conversation, for every chat format kenning reads.
 
 A single chat message is usually too short to rank well and loses its context; a window of
 consecutive messages from one conversation reads like a passage. Windows overlap (stride < window)
 so an exchange cut at a window edge is still whole in the neighbouring window. Messages are ordered
 by time whatever the file's order, and a run of identical messages from one sender ("ok", "ok",
 "ok") reads as one, marked with how many it stands for.
+
+Every chat reader (this module's JSON lines, and WhatsApp, Slack, Telegram and iMessage exports)
+turns its format into `Message`s grouped by conversation and hands them to `conversation_chunks`.
+A window's body has one line per message, "sender: text" (a message's own line breaks become
+spaces), and its metadata says, line by line, each message's id, sender and time (`messages`), so a
+hit can show the message that matched, and who wrote it when, among its neighbours.
+
+The JSON lines shape (.jsonl/.ndjson, one message per line):
 
 Accepted fields (kenning.ingest.jsonl.MESSAGE_FIELDS; the first present wins): the text (`text`,
 `content`, `message`, `body`) and the time (`timestamp`, `time`, `ts`, `date`, `created_at`,
@@ -35,7 +43,7 @@ class Message:
 
 
 def parse_messages(lines: list[str], doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
-    """Group by conversation, order by time, and emit windows of `message_window` messages."""
+    """A JSON lines message log: grouped by conversation, ordered by time, in windows."""
     warnings = LineWarnings(display)
     conversations: dict[str, list[Message]] = {}  # in order of first appearance in the file
     for line_no, line in enumerate(lines, start=1):
@@ -50,19 +58,29 @@ def parse_messages(lines: list[str], doc_key: str, display: str, options: ChunkO
             warnings.add(line_no, reason or "invalid message")
             continue
         conversations.setdefault(message.conversation, []).append(message)
+    return ParsedSource(
+        kind="messages",
+        chunks=conversation_chunks(conversations, doc_key, options),
+        warnings=warnings.as_list(),
+    )
 
+
+def conversation_chunks(
+    conversations: dict[str, list[Message]], doc_key: str, options: ChunkOptions
+) -> list[Chunk]:
+    """Each conversation's messages ordered by time (then by `line_no`, their order in the source),
+    repeats collapsed, in overlapping windows of `message_window` messages."""
     size = max(1, options.message_window)
     stride = max(1, min(options.message_stride, size))  # a stride above the window would skip messages
     chunks: list[Chunk] = []
     for name, messages in conversations.items():
-        messages.sort(key=lambda m: (m.time, m.line_no))
-        messages = _collapse_repeats(messages)
+        messages = _collapse_repeats(sorted(messages, key=lambda m: (m.time, m.line_no)))
         for start in range(0, len(messages), stride):
             window = messages[start : start + size]
             chunks.append(_window_chunk(name, window, doc_key))
             if start + size >= len(messages):
                 break  # later windows would lie inside this one
-    return ParsedSource(kind="messages", chunks=chunks, warnings=warnings.as_list())
+    return chunks
 
 
 def _collapse_repeats(messages: list[Message]) -> list[Message]:
@@ -114,7 +132,8 @@ def _window_chunk(conversation: str, window: list[Message], doc_key: str) -> Chu
     return Chunk(
         title=conversation,
         body="\n".join(
-            f"{m.sender or 'unknown'}: {m.text}" + (f" (×{m.repeats})" if m.repeats > 1 else "")
+            f"{m.sender or 'unknown'}: {' '.join(m.text.split())}"
+            + (f" (×{m.repeats})" if m.repeats > 1 else "")
             for m in window
         ),
         doc_key=doc_key,
@@ -127,5 +146,7 @@ def _window_chunk(conversation: str, window: list[Message], doc_key: str) -> Chu
             "senders": senders,
             "time_start": iso_utc(window[0].time),
             "time_end": iso_utc(window[-1].time),
+            # line by line: each message's id, sender index (in `senders`) and time (epoch seconds)
+            "messages": [[m.id, senders.index(m.sender or "unknown"), round(m.time)] for m in window],
         },
     )

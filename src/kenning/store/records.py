@@ -101,6 +101,16 @@ MIN_TRIGRAM_WORD = 3
 # what a scope filter asks of a chunk's front matter: (key, value) pairs, each to be present
 FrontMatterPairs = Sequence[tuple[str, str]]
 
+# Metadata filters (`--meta KEY=VALUE`) read a message window's own metadata too, under these keys:
+# `sender=Bob` (or `participant`, `senders`) is a window where Bob wrote, `conversation=family` a
+# window of that conversation. Front matter of the same key matches as well.
+MESSAGE_FACETS = {
+    "sender": "senders",
+    "senders": "senders",
+    "participant": "senders",
+    "conversation": "conversation",
+}
+
 
 def substring_text(title: str, body: str) -> str:
     """What the substring signal searches in a chunk: title and body, casefolded (Python's folding:

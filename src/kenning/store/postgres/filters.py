@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from kenning.store.records import FrontMatterPairs
+from kenning.store.records import MESSAGE_FACETS, FrontMatterPairs
 from kenning.store.sql import SqlFilters
 
 
@@ -24,13 +24,19 @@ def _folded(value) -> str | None:
 
 
 def facets_of(meta: dict) -> str:
-    """The jsonb text of a chunk's folded front matter (see the module docstring)."""
+    """The jsonb text of a chunk's folded front matter (see the module docstring), with a message
+    window's senders and conversation under the message keys (kenning.store.records.MESSAGE_FACETS)."""
     front = meta.get("front_matter") if isinstance(meta, dict) else None
-    out = {}
+    out: dict[str, list[str]] = {}
     for key, value in (front or {}).items() if isinstance(front, dict) else ():
         values = [v for v in map(_folded, value if isinstance(value, list) else [value]) if v is not None]
         if values:
             out[_folded(str(key))] = values
+    for key, source in MESSAGE_FACETS.items() if isinstance(meta, dict) else ():
+        value = meta.get(source)
+        values = [v for v in map(_folded, value if isinstance(value, list) else [value]) if v is not None]
+        if values:
+            out[key] = list(dict.fromkeys([*out.get(key, []), *values]))
     return json.dumps(out)
 
 
