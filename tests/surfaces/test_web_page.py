@@ -362,3 +362,36 @@ def test_a_hit_found_through_the_glossary_names_its_group(index_dir, http_server
     assert card.find_element(By.TAG_NAME, "h3").text.startswith("Auth > Tokens")
     note = card.find_element(By.CSS_SELECTOR, ".glossary").text
     assert note == "matched \"signing keys\" via glossary group 'key rotation' in body"
+
+
+def test_a_chat_hit_lists_the_message_that_matched_by_sender(tmp_path, http_server, browser):
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    (tmp_path / "chat").mkdir()
+    rows = [
+        ("Alice", "Are you coming on Friday?", 1_700_000_000),
+        ("Bob", "I'll pick you up at the airport", 1_700_000_060),
+        ("Alice", "Great, thanks", 1_700_000_120),
+    ]
+    (tmp_path / "chat" / "log.jsonl").write_text(
+        "".join(
+            json.dumps({"conversation": "family", "sender": s, "text": t, "timestamp": ts}) + "\n"
+            for s, t, ts in rows
+        )
+        + json.dumps(
+            {"conversation": "work", "sender": "Carol", "text": "airport shuttle", "timestamp": 1_700_100_000}
+        )
+        + "\n"
+    )
+    with Index(tmp_path / "ix") as ix:
+        ix.add([tmp_path / "chat"])
+    base = http_server(tmp_path / "ix")
+    _search(browser, base, "airport", meta="sender=Bob", mode="lexical")
+    cards = browser.find_elements(By.CSS_SELECTOR, ".hit")
+    assert len(cards) == 1 and cards[0].find_element(By.TAG_NAME, "h3").text.startswith("family")
+    matched = cards[0].find_element(By.CSS_SELECTOR, ".messages li.matched")
+    assert "Bob: I'll pick you up at the airport" in matched.text
+    assert matched.find_element(By.TAG_NAME, "time").get_attribute("datetime") == "2023-11-14T22:14:20+00:00"
+    assert len(cards[0].find_elements(By.CSS_SELECTOR, ".messages li")) == 3  # with its neighbours

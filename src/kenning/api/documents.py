@@ -10,6 +10,8 @@ References:
     notes/auth.md               a whole document (a path, or a document id such as a BEIR _id)
     notes/auth.md:120-160       the lines 120 to 160 of it (`:120` for one line)
     manual.pdf#page=4           the chunks on page 4 of a paged document (`#page=4-6` for pages 4 to 6)
+    chat.jsonl#msg=ID           a chat log at one message: the window that holds it, and the windows
+                                of its conversation just before and after
     chunk:42  or  #42           one chunk
     kenning:///home/me/a.md     a document as an MCP resource names it (document_uri), with or
                                 without a line range
@@ -32,6 +34,7 @@ URI_PREFIX = "kenning://"  # kenning://<the indexed path, percent-encoded>: /x/a
 NUMBER_WIDTH = 8  # a line number as text forms show it: right-aligned in six, two spaces
 _RANGE = re.compile(r"^(?P<doc>.+?):(?P<start>[0-9]{1,18})(?:-(?P<end>[0-9]{1,18}))?$")
 _PAGES = re.compile(r"^(?P<doc>.+?)#page=(?P<start>[0-9]{1,9})(?:-(?P<end>[0-9]{1,9}))?$")
+_MESSAGE = re.compile(r"^(?P<doc>.+?)#msg=(?P<id>[^\x00-\x1f]{1,200})$")
 
 
 @dataclass
@@ -144,6 +147,29 @@ def parse_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
 def parse_page_ref(ref: str) -> tuple[str, tuple[int, int] | None]:
     """(document reference, page range or None): `a.pdf#page=4` -> ("a.pdf", (4, 4))."""
     return _split_range(ref, _PAGES, "page")
+
+
+def parse_message_ref(ref: str) -> tuple[str, str | None]:
+    """(document reference, message id or None): `chat.jsonl#msg=m42` -> ("chat.jsonl", "m42")."""
+    match = _MESSAGE.match(ref.strip())
+    return (match["doc"], match["id"]) if match else (ref.strip(), None)
+
+
+def around_message(rows: list[ChunkRow], message_id: str) -> list[ChunkRow]:
+    """A chat log's windows at one message: the first window holding it, with the windows of the
+    same conversation just before and after it (in the order the log's windows come); [] when no
+    window holds it."""
+
+    def holds(row: ChunkRow) -> bool:
+        ids = row.meta.get("message_ids") if isinstance(row.meta, dict) else None
+        return isinstance(ids, list) and message_id in map(str, ids)
+
+    at = next((i for i, row in enumerate(rows) if holds(row)), None)
+    if at is None:
+        return []
+    same = [i for i, row in enumerate(rows) if row.title == rows[at].title]
+    k = same.index(at)
+    return [rows[i] for i in same[max(0, k - 1) : k + 2]]
 
 
 def _split_range(ref: str, pattern: re.Pattern, unit: str) -> tuple[str, tuple[int, int] | None]:

@@ -364,9 +364,11 @@ class Index:
         `max_chars` (or an `offset`), only the lines from `offset` that fit, and a `window` saying what
         was left out and the offset that reads on. A line range outside the document is a ValueError."""
         from kenning.api.documents import (
+            around_message,
             assemble,
             lines_on_pages,
             on_pages,
+            parse_message_ref,
             parse_page_ref,
             parse_ref,
             ref_of,
@@ -375,7 +377,13 @@ class Index:
 
         ref = ref_of(ref) if isinstance(ref, str) else ref
         rows, line_range = self.get(ref), None
-        doc_ref, pages = parse_page_ref(str(ref)) if not rows else (str(ref), None)
+        doc_ref, message_id = parse_message_ref(str(ref)) if not rows else (str(ref), None)
+        if message_id is not None:
+            whole = self.get(doc_ref)
+            rows = around_message(whole, message_id)
+            if whole and not rows:
+                raise ValueError(f"{ref}: no message {message_id!r} in it")
+        doc_ref, pages = parse_page_ref(str(ref)) if not rows and message_id is None else (str(ref), None)
         if pages is not None:
             whole = self.get(doc_ref)
             rows = [row for row in whole if on_pages(row, pages)]
@@ -384,7 +392,7 @@ class Index:
                 have = f"pages {held[0]}-{held[-1]}" if held else "no page numbers"
                 asked = f"page {pages[0]}" if pages[0] == pages[1] else f"pages {pages[0]}-{pages[1]}"
                 raise ValueError(f"{ref}: {asked} is not in it (it has {have})")
-        if not rows and pages is None:
+        if not rows and pages is None and message_id is None:
             doc_ref, line_range = parse_ref(str(ref))
             if line_range is None:
                 return None

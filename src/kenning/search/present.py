@@ -12,6 +12,7 @@ plain statement of what emptied the result when nothing matched.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -22,6 +23,7 @@ from kenning.query.filters import Filters
 from kenning.query.plan import QueryPlan
 from kenning.search.confidence import confidence
 from kenning.search.context import QueryState, SearchContext
+from kenning.search.message_lines import is_message_window, message_lines
 from kenning.search.notices import Notice, NoticeKind
 from kenning.search.results import Funnel, Hit, SearchResponse
 from kenning.search.snippets import make_snippet
@@ -137,8 +139,12 @@ def _hits(ranked, ctx: SearchContext, state: QueryState) -> list[Hit]:
 
 
 def _snippet_of(row, terms: set[str], analyzer):
-    """The hit's snippet, made when it is first read (kenning.search.results.Hit)."""
-    return make_snippet(own_text(row.title, row.body), terms, analyzer)
+    """The hit's snippet, made when it is first read (kenning.search.results.Hit), and for a chat
+    window the messages that matched (kenning.search.message_lines)."""
+    snippet = make_snippet(own_text(row.title, row.body), terms, analyzer)
+    if is_message_window(row.meta):
+        return replace(snippet, messages=message_lines(row.body, row.meta, terms, analyzer))
+    return snippet
 
 
 def _clause_weights(plan: QueryPlan, view) -> dict[str, float]:

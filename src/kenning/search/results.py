@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 
 from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
@@ -19,6 +20,20 @@ def glossary_reason(reason: dict) -> str:
         f"matched {reason['matched']} via glossary group {reason['glossary_group']!r} "
         f"in {', '.join(reason['fields'])}"
     )
+
+
+def message_text(message: dict) -> str:
+    """A message a chat hit shows, as the surfaces print it: "› 2023-12-31 21:41  Bob: text" for one
+    that matched, the same without the mark for a neighbour (the time in local time)."""
+    when = ""
+    if isinstance(message.get("time"), str):
+        try:
+            when = datetime.fromisoformat(message["time"]).astimezone().strftime("%Y-%m-%d %H:%M") + "  "
+        except ValueError:
+            when = ""
+    mark = "›" if message.get("matched") else " "
+    sender = f"{message['sender']}: " if message.get("sender") else ""
+    return f"{mark} {when}{sender}{message.get('text', '')}"
 
 
 def location_text(
@@ -61,17 +76,19 @@ class _SnippetPart:
     caller that asks for a hundred hits to rerank them, or reads only their ids and scores, does not
     pay for a hundred snippets it never shows."""
 
+    _EMPTY = {"text": "", "spans": (), "messages": ()}
+
     def __init__(self, part: str):
-        self.part = part  # "text" or "spans"
+        self.part = part  # "text", "spans" or "messages"
 
     def __set_name__(self, owner, name: str) -> None:
         self.slot = "_" + name
 
     def __get__(self, hit, owner=None):
         if hit is None:  # the dataclass's default for the field
-            return "" if self.part == "text" else ()
+            return self._EMPTY[self.part]
         hit._make_snippet()
-        return hit.__dict__.get(self.slot, "" if self.part == "text" else ())
+        return hit.__dict__.get(self.slot, self._EMPTY[self.part])
 
     def __set__(self, hit, value) -> None:
         hit._make_snippet()  # a deferred snippet is made first, so the other part stays its own
@@ -93,6 +110,8 @@ class Hit:
     snippet: str = _SnippetPart("text")  # the document's own text around the best matches (whitespace folded)
     # where the matched words sit in `snippet`: [start, end) character offsets (code points)
     highlights: list[tuple[int, int]] = _SnippetPart("spans")  # type: ignore[assignment]
+    # a chat window's messages that matched, among their neighbours: id, sender, time, text, matched
+    messages: list[dict] = _SnippetPart("messages")  # type: ignore[assignment]
     match_reasons: list[dict] = field(default_factory=list)
     channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
     adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
@@ -116,6 +135,7 @@ class Hit:
         if make is not None:
             made = make()
             self.__dict__["_snippet"], self.__dict__["_highlights"] = made.text, made.spans
+            self.__dict__["_messages"] = made.messages
 
     def __getstate__(self) -> dict:
         """Pickled and deep-copied with its snippet made (what makes it holds the analyzer)."""
@@ -126,6 +146,7 @@ class Hit:
         """Every field as data, the snippet and its highlights included (made now if not yet read)."""
         out = asdict(self)
         out["highlights"] = [tuple(span) for span in out["highlights"]]
+        out["messages"] = list(out["messages"])
         return out
 
     def location(self) -> str:

@@ -18,10 +18,12 @@ ELLIPSIS = "… "
 
 @dataclass(frozen=True)
 class Snippet:
-    """Snippet text and the spans of its matched words, in order and never overlapping."""
+    """Snippet text and the spans of its matched words, in order and never overlapping; for a chat
+    window, also the messages that matched with their neighbours (kenning.search.message_lines)."""
 
     text: str = ""
     spans: list[tuple[int, int]] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
 
     def pieces(self):
         """(piece, matched) in reading order: what a renderer walks to draw the matches."""

@@ -219,7 +219,10 @@ def build_mcp(service: Service) -> MCPServer:
         path: Annotated[
             str,
             Field(
-                description="path, path:START-END, a kenning:// resource URI, document id, or chunk:ID",
+                description=(
+                    "path, path:START-END, path#page=N, path#msg=MESSAGE_ID (a chat log at one message), "
+                    "a kenning:// resource URI, document id, or chunk:ID"
+                ),
                 min_length=1,
             ),
         ],

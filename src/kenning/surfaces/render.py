@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from kenning.search.postprocess import describe
-from kenning.search.results import glossary_reason, location_text
+from kenning.search.results import glossary_reason, location_text, message_text
 from kenning.search.snippets import Snippet
 from kenning.surfaces.terminal import OWN_ESC, json_safe, quote_path, visible
 
@@ -173,7 +173,9 @@ def _text(response, style: Style, explain: bool, shown_path) -> str:
         where = _location(hit, shown_path)
         dated = f"  · {date_of(hit.time)}" if hit.time else ""
         out.append(f"     {style.link(style.sgr(where, '36'), hit.path, hit.start_line)}{dated}")
-        if hit.snippet:
+        if hit.messages:  # a chat window: the messages that matched, among their neighbours
+            out += [f"   {message_text(m)}" for m in hit.messages]
+        elif hit.snippet:
             out.append(f"     {style.marks(hit)}")
         out += [f"     {glossary_reason(r)}" for r in hit.match_reasons if r.get("glossary_group")]
         if hit.channels and explain:

@@ -21,7 +21,7 @@ from kenning.api.settings import load_config, resolve_search
 from kenning.models.embed.base import EmbedderError
 from kenning.places.locate import find_config
 from kenning.query.filters import Filters
-from kenning.search.results import glossary_reason, location_text
+from kenning.search.results import glossary_reason, location_text, message_text
 from kenning.store import StorageError, is_server_url
 
 
@@ -191,7 +191,9 @@ def hits_text(result: dict, limit_snippet: int = 240) -> str:
             said.append(f"{evidence['clauses_matched']}/{evidence['clauses']} query words")
         said.append(f"chunk {hit['id']}")
         lines.append(f"{rank}. {hit['title'] or '(untitled)'} — {where} ({', '.join(said)})")
-        if hit.get("snippet"):
+        if hit.get("messages"):  # a chat window: the messages that matched, among their neighbours
+            lines += ["  " + message_text(m)[:limit_snippet] for m in hit["messages"]]
+        elif hit.get("snippet"):
             lines.append("   " + hit["snippet"][:limit_snippet])
         reasons = hit.get("match_reasons") or []
         lines += [f"   {glossary_reason(r)}" for r in reasons if r.get("glossary_group")]

@@ -133,6 +133,15 @@ function glossaryNote(hit) {
   return said.length ? el("div", { class: "evidence glossary" }, said.join(" · ")) : null;
 }
 
+// A chat hit lists the messages that matched (marked) among their neighbours, each with sender and time.
+function messageList(hit) {
+  if (!Array.isArray(hit.messages) || !hit.messages.length) return null;
+  return el("ul", { class: "messages" }, ...hit.messages.map((m) => el("li", { class: m.matched ? "matched" : "" },
+    m.time ? el("time", { datetime: String(m.time) }, new Date(m.time).toLocaleString()) : null,
+    m.sender ? el("b", {}, `${m.sender}: `) : null,
+    String(m.text || ""))));
+}
+
 function render(data, explain) {
   hits = Array.isArray(data.hits) ? data.hits : [];
   common = shared(hits.map((h) => String(h.path || "")));
@@ -148,7 +157,7 @@ function render(data, explain) {
       el("div", { class: "where", title: hit.path || "" }, where(hit)),
       evidenceNote(hit),
       glossaryNote(hit),
-      hit.snippet ? marked(hit) : null,
+      messageList(hit) || (hit.snippet ? marked(hit) : null),
       explain ? el("pre", { class: "explain" }, explainText(hit, f)) : null);
     card.addEventListener("click", () => { select(i); open(); });
     card.addEventListener("focus", () => { if (selected !== i) { selected = i; highlight(false); } });
