@@ -460,8 +460,9 @@ def test_messages_windows(tmp_path: Path):
     assert first.body.splitlines()[:2] == ["ben: message number 0", "ana: message number 1"]
     assert first.meta["conversation"] == "family"
     assert first.meta["senders"] == ["ben", "ana"]
-    assert first.meta["time_start"] == datetime.fromtimestamp(1_700_000_000, UTC).isoformat()
-    assert first.meta["time_end"] == datetime.fromtimestamp(1_700_000_000 + 60 * 7, UTC).isoformat()
+    # line by line: each message's id, its sender's index in `senders`, and its time
+    assert first.meta["messages"][:2] == [["family-0", 0, 1_700_000_000], ["family-1", 1, 1_700_000_060]]
+    assert [t for _, _, t in first.meta["messages"]] == [1_700_000_000 + 60 * i for i in range(8)]
     assert first.time == 1_700_000_000 + 60 * 7
     # Message i sits on file line 13 - i (the file was reversed).
     assert (first.start_line, first.end_line) == (6, 13)

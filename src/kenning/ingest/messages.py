@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .chunk import Chunk, ChunkOptions, ParsedSource
 from .jsonl import MESSAGE_FIELDS, LineWarnings, first_field, load_object
-from .source import iso_utc, parse_timestamp
+from .source import parse_timestamp
 
 
 @dataclass
@@ -144,8 +144,6 @@ def _window_chunk(conversation: str, window: list[Message], doc_key: str) -> Chu
             "conversation": conversation,
             "message_ids": [i for m in window for i in (m.ids or [m.id])],
             "senders": senders,
-            "time_start": iso_utc(window[0].time),
-            "time_end": iso_utc(window[-1].time),
             # line by line: each message's id, sender index (in `senders`) and time (epoch seconds)
             "messages": [[m.id, senders.index(m.sender or "unknown"), round(m.time)] for m in window],
         },

@@ -157,7 +157,7 @@ def screen_chunks(chunks, redact_tokens: bool = True) -> tuple[str | None, list[
 def _value_text(value) -> str:
     """The strings of a metadata value (strings, lists and mappings of them), one a line: what
     _redact_values would redact. Its keys are kenning's own names or front-matter keys, and scanning
-    them ("message_ids", "time_start") only wakes the rules gated on an underscore."""
+    them ("message_ids", "senders") only wakes the rules gated on an underscore."""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
