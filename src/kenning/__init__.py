@@ -4,15 +4,6 @@ The public names (Index, build_request, ...) load on first use (PEP 562), so `im
 small stdlib-only module (the command line's client of a warm server) does not pay for numpy and
 the models."""
 
-import os
-
-# kenning's matrix work is small (one query vector times the chunk vectors). Multi-threaded BLAS
-# only adds overhead there, and on a machine with few cores its threads compete with onnxruntime's
-# right after an embedding call, which makes such a product many times slower. A user's own setting
-# is kept.
-for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 __version__ = "0.1.0"
 
 _PUBLIC = {

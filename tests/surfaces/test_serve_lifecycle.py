@@ -1,12 +1,15 @@
 """Starting and stopping the long-running commands as a person does: a busy port is one sentence
 and exit 2 before anything loads; Ctrl-C ends `kenning watch` with 130 like any interrupted command."""
 
+import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import tomllib
+import urllib.request
 
 import pytest
 from locations import REPO
@@ -42,6 +45,28 @@ def test_a_busy_port_is_one_sentence_and_exit_2(index_dir):
         "choose another with --port, or --port 0 for a free one"
     ]
     assert "serving" not in done.stderr
+
+
+def test_the_serving_line_means_the_address_answers(index_dir, tmp_path):
+    """A script may call the server as soon as it says where it serves (`kenning serve & curl ...`):
+    the socket listens from then on, and a request waits for the app rather than being refused."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    server = subprocess.Popen(
+        [sys.executable, "-c", CLI, "serve", "--index", str(index_dir), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    try:
+        line = server.stderr.readline()
+        url = re.search(r"at (http://\S+/) ", line).group(1)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(url + "api/status", timeout=30) as reply:  # at once: no wait, no retry
+            assert reply.status == 200
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
 
 
 def test_ctrl_c_ends_watch_with_130(index_dir):

@@ -93,6 +93,7 @@ class Index:
         self.close()
 
     def close(self) -> None:
+        """Close the store (an `Index` is also a context manager that closes it)."""
         self.store.close()
 
     # ------------------------------------------------------------------------------------ writing
@@ -445,6 +446,8 @@ class Index:
         return {"documents": documents, "left_out": left_out, "not_found": missing, "max_chars": max_chars}
 
     def status(self) -> dict:
+        """What the index holds: documents, chunks, segments, terms, size, the last commit, the
+        analyzer, collections and vector coverage (the `kenning status --json` document)."""
         with self.store.reading():
             counts = self.store.counts()
             snapshot = self.store.read_snapshot()

@@ -55,6 +55,7 @@ class IndexReport:
         self.generation = other.generation
 
     def to_dict(self) -> dict:
+        """The report as data (what `kenning index --json` prints)."""
         d = dict(self.__dict__)
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
@@ -87,4 +88,5 @@ class EmbedReport:
     per_second: float = 0.0
 
     def to_dict(self) -> dict:
+        """The report as data."""
         return dict(self.__dict__)

@@ -82,6 +82,7 @@ class Bm25Params:
         return (self.k3 + 1.0) * qtf / (self.k3 + qtf)
 
     def to_dict(self) -> dict:
+        """Every knob by name."""
         return asdict(self)
 
 

@@ -125,9 +125,11 @@ class FusionParams:
         return float(registry[channel].weight) if channel in registry else 0.0
 
     def knob(self, name: str, default: float | None = None) -> float | None:
+        """A registered signal's knob by name (`default` when not given)."""
         return dict(self.knobs).get(name, default)
 
     def to_dict(self) -> dict:
+        """Every knob by name, each signal's weight as `w_<name>`."""
         out = {key: getattr(self, key) for key in _FIXED}
         out.update({f"w_{name}": w for name, w in self.weights})
         out.update(dict(self.knobs))

@@ -21,6 +21,11 @@ MAX_LIMIT = 100_000  # results a search may be asked for; more is a mistake, not
 
 @dataclass(frozen=True)
 class SearchRequest:
+    """One search, every setting given: the query, how many hits, the mode, the query syntax, the
+    scoring knobs (`params`, `fusion`), filters and post-fusion options. Make it with
+    `build_request` (or pass keywords to `Index.search`): unset values take the same defaults on
+    every surface."""
+
     query: str | ParsedQuery
     limit: int = 10
     mode: str = "auto"
@@ -50,4 +55,5 @@ class SearchRequest:
 
     @property
     def text(self) -> str:
+        """The query as the user wrote it."""
         return self.query.text if isinstance(self.query, ParsedQuery) else self.query

@@ -97,6 +97,11 @@ class _SnippetPart:
 
 @dataclass
 class Hit:
+    """One ranked chunk: where it is (`path`, lines or `page`), its `score`, the `snippet` with its
+    `highlights`, and why it ranked there: `match_reasons`, each channel's score and rank
+    (`channels`), what later stages did (`adjustments`), the query's `evidence` and a
+    `confidence`; `explain` with `explain=True`."""
+
     id: int
     score: float
     title: str = ""
@@ -157,6 +162,10 @@ class Hit:
 
 @dataclass
 class SearchResponse:
+    """What a search returns: the `hits`, best first, the plan it ran, the `funnel`, the settings
+    used, and what it noticed (`notices`, `missing_terms`, `suggestions`, constraints it `relaxed`,
+    and `empty_reason` when nothing matched)."""
+
     query: str
     plan: QueryPlan
     hits: list[Hit]
@@ -172,13 +181,16 @@ class SearchResponse:
 
     @property
     def terms(self) -> list[str]:
+        """The analysed query terms (stemmed, stopwords out) the lexical channel looked up."""
         return self.plan.terms
 
     @property
     def dropped_stopwords(self) -> list[str]:
+        """The query's words left out as stopwords."""
         return self.plan.dropped_stopwords
 
     def to_dict(self) -> dict:
+        """The response as data: the `kenning search --json` document."""
         return {
             "query": self.query,
             "terms": self.terms,

@@ -15,6 +15,7 @@ from functools import partial
 
 import numpy as np
 
+from kenning.common.blas import one_blas_thread
 from kenning.kernels.topk import top_k
 from kenning.sidefiles import ann
 from kenning.signals.base import Channel
@@ -151,7 +152,9 @@ class DenseView:
         if allowed is not None:
             keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
             ids, positions = ids[keep], positions[keep]
-        sims = self._rows(positions) @ query.astype(np.float32)
+        rows = self._rows(positions)
+        with one_blas_thread():
+            sims = rows @ query.astype(np.float32)
         return top_k(ids, sims, k)
 
     def _search_hnsw(self, query, k, allowed):
@@ -164,7 +167,8 @@ class DenseView:
             ours = _members(ids, self.ids)
             ids, sims = ids[ours], sims[ours]
         if len(self.newer_ids):  # the chunks the graph lacks, exactly
-            newer_ids, newer_sims = self.newer_ids, self.newer_matrix @ query.astype(np.float32)
+            with one_blas_thread():
+                newer_ids, newer_sims = self.newer_ids, self.newer_matrix @ query.astype(np.float32)
             ids, sims = np.concatenate([ids, newer_ids]), np.concatenate([sims, newer_sims])
         if allowed is not None:
             keep = allowed[np.minimum(ids, len(allowed) - 1)] & (ids < len(allowed))
@@ -179,7 +183,9 @@ class DenseView:
         out = np.zeros(len(chunk_ids))
         known, positions = self._positions(chunk_ids)
         if len(positions):
-            out[known] = self._rows(positions) @ query.astype(np.float32)
+            rows = self._rows(positions)
+            with one_blas_thread():
+                out[known] = rows @ query.astype(np.float32)
         return out
 
     def background(self, query: np.ndarray, sample: int = 4096) -> tuple[float, float]:
@@ -192,7 +198,8 @@ class DenseView:
             if len(rows) > sample:
                 rows = np.sort(np.random.default_rng(0).choice(rows, sample, replace=False))
             self._sample = np.ascontiguousarray(self._rows(rows))
-        sims = self._sample @ query.astype(np.float32)
+        with one_blas_thread():
+            sims = self._sample @ query.astype(np.float32)
         return float(sims.mean()), float(sims.std())
 
     def vector(self, chunk_id: int) -> np.ndarray | None:

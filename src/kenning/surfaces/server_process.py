@@ -19,6 +19,7 @@ from kenning.surfaces.announce import remove_announcement, write_announcement
 from kenning.surfaces.terminal import visible
 
 TOKEN_ENV = "KENNING_SERVE_TOKEN"
+LISTEN_BACKLOG = 2048  # uvicorn's own default
 
 
 def is_loopback(host: str) -> bool:
@@ -111,8 +112,10 @@ def run_server(
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """The server's socket, bound before anything else starts (port 0: a free one), or a
-    StorageError in one sentence when the port is taken or the address is not this machine's."""
+    """The server's socket, bound and listening before anything else starts (port 0: a free one), or
+    a StorageError in one sentence when the port is taken or the address is not this machine's.
+    Listening from here on, a connection made as soon as the server says where it serves waits in
+    the queue for the app (which starts a moment later) instead of being refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listening = socket.socket(family, socket.SOCK_STREAM)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -126,6 +129,7 @@ def _listen(host: str, port: int) -> socket.socket:
                 "choose another with --port, or --port 0 for a free one"
             ) from None
         raise StorageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    listening.listen(LISTEN_BACKLOG)
     return listening
 
 

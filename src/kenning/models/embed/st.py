@@ -65,23 +65,6 @@ def _dim_from_files(directory: Path) -> int:
     return dim
 
 
-def _use_all_cpus_in_torch() -> None:
-    """`import kenning` sets MKL_NUM_THREADS=1 for its own small numpy products, and torch reads it too:
-    sentence-transformers would then run on one core (about half the speed on two). Unless the user
-    chose torch's threads (OMP_NUM_THREADS, or MKL_NUM_THREADS set to something other than 1), give
-    torch every CPU this process may use."""
-    if "OMP_NUM_THREADS" in os.environ or os.environ.get("MKL_NUM_THREADS", "1") != "1":
-        return
-    try:
-        import torch
-    except ImportError:
-        return
-    from .minilm import default_threads
-
-    if torch.get_num_threads() < default_threads():
-        torch.set_num_threads(default_threads())
-
-
 class SentenceTransformerEmbedder:
     backend = "sentence-transformers"
 
@@ -165,7 +148,6 @@ class SentenceTransformerEmbedder:
                     raise EmbedderError(
                         f"sentence-transformers embedder: cannot load the model in {self.directory}: {exc}"
                     ) from exc
-                _use_all_cpus_in_torch()
             self._model = _MODELS[key]
         get_dim = (
             getattr(self._model, "get_embedding_dimension", None)
