@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .beir import parse_beir
+from .chat_exports import WHATSAPP, chat_export
+from .chat_whatsapp import parse_whatsapp
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
 from .jsonl import JSONL_SUFFIXES, sniff_jsonl
@@ -46,7 +48,8 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
     A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
     mark says the NULs are half of each character. For .jsonl files the first complete JSON object
     in `head_bytes` decides; if none fits, "text" is returned and `parse_file` looks at the whole
-    file before giving up.
+    file before giving up. Chat apps' exports (a WhatsApp .txt: kenning.ingest.chat_exports) are
+    "messages".
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".pdf" or head_bytes.startswith(b"%PDF-"):
@@ -65,6 +68,8 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
         return "notebook"
     if suffix in LANGUAGES:
         return "code"
+    if chat_export(path, head_bytes):
+        return "messages"
     if suffix in JSONL_SUFFIXES:
         text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
         complete = split_source_lines(text)
@@ -110,6 +115,7 @@ def parse_file(
     if kind == "binary":
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
+    export = chat_export(path, data[:HEAD_BYTES]) if kind == "messages" else None
     if kind in ("pdf", "docx", "epub"):
         if kind == "docx":  # its parser (xml.etree) imported for the first such file
             from .docx import parse_docx as parse_zipped
@@ -120,7 +126,9 @@ def parse_file(
         return parsed
 
     text, warnings = decode_text(data, display)
-    if path.suffix.lower() in JSONL_SUFFIXES:
+    if export:
+        parsed = _parse_chat_export(export, text, path, doc_key, display, options)
+    elif path.suffix.lower() in JSONL_SUFFIXES:
         lines = split_source_lines(text)
         if kind not in ("messages", "beir"):
             kind = sniff_jsonl(lines) or ""
@@ -146,9 +154,20 @@ def parse_file(
     elif kind == "code":
         parsed = parse_code(text, path, doc_key, display, options)
     else:
+        parsed = None
+    if parsed is None:
         parsed = parse_text(text, doc_key, display, options)
     parsed.warnings[:0] = warnings
     parsed.chunks = bounded(parsed.chunks, options.max_chars)
     if not parsed.chunks and text.strip():
         parsed.warnings.append(f"{display}: no text found to index")  # never a silent nothing
     return parsed
+
+
+def _parse_chat_export(
+    export: str, text: str, path: Path, doc_key: str, display: str, options: ChunkOptions
+) -> ParsedSource | None:
+    """A chat app's text export (kenning.ingest.chat_exports); None: not one after all, read as text."""
+    if export == WHATSAPP:
+        return parse_whatsapp(text, path, doc_key, display, options)
+    return None

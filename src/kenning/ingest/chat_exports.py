@@ -1,0 +1,28 @@
+"""Which chat app exported a file, told from its name and first bytes, and the reader for it.
+
+Chat exports come as ordinary-looking files (a .txt, a .json, an SQLite database), so the name alone
+cannot say; each reader's own check looks at the first block, the way `detect_kind` does for every
+kind. A file that matches none stays what its extension says. The readers (one module each) turn
+their format into the shared message windows of kenning.ingest.messages:
+
+- WhatsApp "Export chat" text (kenning.ingest.chat_whatsapp): a .txt whose first lines start like
+  messages ("[31/12/2023, 21:41:05] Bob: ..." or "12/31/23, 9:41 PM - Bob: ...").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .chat_whatsapp import looks_like_whatsapp
+
+WHATSAPP = "whatsapp"
+
+
+def chat_export(path: Path | str, head: bytes) -> str | None:
+    """Which export a file is (WHATSAPP), from its name and first bytes; None for any other file."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix != ".txt":
+        return None
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")  # (the head may end mid-character)
+    return WHATSAPP if looks_like_whatsapp(text) else None
