@@ -1,11 +1,13 @@
 """Chat apps' exports read in their real formats. Every fixture is built here in the app's own
 layout (file names, fields, schema), with the marks and quirks real exports carry."""
 
+import json
 from pathlib import Path
 
 import pytest
 
-from kenning.ingest import detect_kind, parse_file
+from kenning.ingest import IngestError, detect_kind, parse_file
+from kenning.ingest.limits import FileSkipped
 
 # 2023-12-31T21:41:05Z and its neighbours, as epoch seconds
 T_2141_05 = 1704058865.0
@@ -144,3 +146,136 @@ def test_whatsapp_detection_leaves_other_text_alone():
     assert detect_kind(Path("worker.txt"), log) == "text"  # a log's date and time have no comma
     head = b"Notes\n31/12/2023, 21:41 - Bob: a\n31/12/2023, 21:42 - Ann: b\n"
     assert detect_kind(Path("pasted.txt"), head) == "messages"  # two of the first five lines
+
+
+# --- Slack -------------------------------------------------------------------------------------
+
+SLACK_USERS = [
+    {
+        "id": "U01",
+        "team_id": "T01",
+        "name": "bob",
+        "deleted": False,
+        "real_name": "Bob Builder",
+        "profile": {"display_name": "Bob", "real_name": "Bob Builder", "title": ""},
+    },
+    {
+        "id": "U02",
+        "team_id": "T01",
+        "name": "alice",
+        "real_name": "Alice Archer",
+        "profile": {"display_name": "", "real_name": "Alice Archer"},
+    },
+]
+SLACK_CHANNELS = [
+    {
+        "id": "C01",
+        "name": "general",
+        "created": 1700000000,
+        "creator": "U01",
+        "is_archived": False,
+        "is_general": True,
+        "members": ["U01", "U02"],
+        "topic": {"value": "", "creator": "", "last_set": 0},
+        "purpose": {"value": "Company-wide", "creator": "U01", "last_set": 1700000000},
+    }
+]
+SLACK_DAY_1 = [
+    {"type": "message", "subtype": "channel_join", "user": "U02", "text": "<@U02> has joined the channel",
+     "ts": "1704058800.000100"},
+    {"client_msg_id": "a1", "type": "message", "user": "U01", "ts": "1704058865.000200",
+     "text": "Landing at the airport at ten, <@U02> can you pick me up?", "team": "T01",
+     "user_team": "T01", "blocks": []},
+    {"type": "message", "user": "U02", "ts": "1704058930.000300", "text": "Sure &amp; coffee &lt;3",
+     "edited": {"user": "U02", "ts": "1704058990.000000"},
+     "reactions": [{"name": "+1", "users": ["U01", "U03"], "count": 2}]},
+    {"type": "message", "user": "U01", "ts": "1704058980.000400", "text": "the itinerary", "upload": True,
+     "files": [{"id": "F01", "name": "itinerary.pdf", "title": "Itinerary", "mimetype": "application/pdf"}]},
+]  # fmt: skip
+SLACK_DAY_2 = [
+    {"type": "message", "user": "U03", "ts": "1704096000.000100", "text": "Happy new year <!channel>",
+     "user_profile": {"display_name": "Carol", "real_name": "Carol Cook", "name": "carol"}},
+    {"type": "message", "subtype": "bot_message", "bot_id": "B01", "username": "deploybot",
+     "ts": "1704096060.000200", "text": "Deployed <https://example.com/r/1|release 1> to <#C01|general>"},
+]  # fmt: skip
+
+
+def slack_export(root: Path) -> Path:
+    write(root / "users.json", json.dumps(SLACK_USERS, indent=4))
+    write(root / "channels.json", json.dumps(SLACK_CHANNELS, indent=4))
+    write(root / "dms.json", json.dumps([{"id": "D01", "created": 1700000000, "members": ["U01", "U02"]}]))
+    write(root / "integration_logs.json", json.dumps({"logs": []}))
+    write(root / "general" / "2023-12-31.json", json.dumps(SLACK_DAY_1, indent=4))
+    write(root / "general" / "2024-01-01.json", json.dumps(SLACK_DAY_2, indent=4))
+    dm = [{"type": "message", "user": "U02", "ts": "1704103200.000100", "text": "landed?"}]
+    write(root / "D01" / "2024-01-01.json", json.dumps(dm))
+    return root
+
+
+def test_slack_day_files(tmp_path: Path):
+    root = slack_export(tmp_path / "Acme Slack export Dec 31 2023 - Jan 1 2024")
+    day = root / "general" / "2023-12-31.json"
+    assert detect_kind(day, day.read_bytes()[:8192]) == "messages"
+    parsed = parse_file(day)
+    assert parsed.kind == "messages" and parsed.warnings == []
+    [chunk] = parsed.chunks
+    assert chunk.title == "#general"
+    assert lines_of(chunk) == [
+        "Bob: Landing at the airport at ten, @Alice Archer can you pick me up?",
+        "Alice Archer: Sure & coffee <3 (edited) [reactions: :+1: ×2]",
+        "Bob: the itinerary [file: itinerary.pdf]",
+    ]
+    assert message_rows(chunk) == [
+        ("1704058865.000200", "Bob", 1704058865),
+        ("1704058930.000300", "Alice Archer", 1704058930),
+        ("1704058980.000400", "Bob", 1704058980),
+    ]
+    assert chunk.time == 1704058980.0004
+    assert (chunk.start_line, chunk.end_line) == (2, 4)  # places in the day's array
+
+    [next_day] = parse_file(root / "general" / "2024-01-01.json").chunks
+    assert lines_of(next_day) == [
+        "Carol: Happy new year @channel",  # not in users.json: the profile in the message
+        "deploybot: Deployed release 1 (https://example.com/r/1) to #general",
+    ]
+    [dm] = parse_file(root / "D01" / "2024-01-01.json").chunks
+    assert dm.title == "Bob, Alice Archer" and lines_of(dm) == ["Alice Archer: landed?"]
+
+
+def test_slack_metadata_is_skipped_and_other_json_stays_text(tmp_path: Path):
+    root = slack_export(tmp_path / "export")
+    for name in ("users.json", "channels.json", "dms.json", "integration_logs.json"):
+        with pytest.raises(FileSkipped, match=rf"^{name}: a Slack export's list"):
+            parse_file(root / name, display_name=name)
+    other = write(tmp_path / "app" / "users.json", json.dumps([{"email": "x@example.com"}]))
+    assert detect_kind(other, other.read_bytes()) == "text"
+    assert parse_file(other).kind == "text"
+    dated = write(tmp_path / "app" / "2024-01-01.json", json.dumps([{"ts": "1", "value": 3}]))
+    assert detect_kind(dated, dated.read_bytes()) == "text"
+
+
+def test_slack_without_users_json_shows_ids_and_a_damaged_one_warns(tmp_path: Path):
+    root = slack_export(tmp_path / "export")
+    (root / "users.json").unlink()
+    [chunk] = parse_file(root / "general" / "2023-12-31.json").chunks
+    assert chunk.meta["senders"] == ["U01", "U02"] and "@U02 can you" in chunk.body
+    write(root / "users.json", '[{"id": "U01", "profile": ')
+    parsed = parse_file(root / "general" / "2023-12-31.json", display_name="day.json")
+    assert parsed.warnings == ["day.json: users.json is not valid JSON; user ids shown instead of names"]
+    assert parsed.chunks[0].meta["senders"] == ["U01", "U02"]
+
+
+def test_slack_truncated_day_file_is_an_error_naming_it(tmp_path: Path):
+    root = slack_export(tmp_path / "export")
+    whole = (root / "general" / "2023-12-31.json").read_text()
+    cut = write(root / "general" / "2024-01-02.json", whole[: len(whole) // 2])
+    with pytest.raises(IngestError, match=r"^2024-01-02\.json: not valid JSON"):
+        parse_file(cut, display_name="2024-01-02.json")
+    rows = [{"type": "message", "user": "U01", "ts": "soon", "text": "x"}, 7, *SLACK_DAY_1[1:2]]
+    odd = write(root / "general" / "2024-01-03.json", json.dumps(rows))
+    parsed = parse_file(odd, display_name="odd.json")
+    assert parsed.warnings == [
+        "odd.json: message 1: no readable ts ('soon')",
+        "odd.json: message 2: expected an object, got int",
+    ]
+    assert len(parsed.chunks) == 1

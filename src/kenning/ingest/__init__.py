@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .beir import parse_beir
-from .chat_exports import WHATSAPP, chat_export
+from .chat_exports import SLACK_DAY, SLACK_METADATA, WHATSAPP, chat_export
+from .chat_slack import parse_slack_day, skip_metadata
 from .chat_whatsapp import parse_whatsapp
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
@@ -48,8 +49,8 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
     A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
     mark says the NULs are half of each character. For .jsonl files the first complete JSON object
     in `head_bytes` decides; if none fits, "text" is returned and `parse_file` looks at the whole
-    file before giving up. Chat apps' exports (a WhatsApp .txt: kenning.ingest.chat_exports) are
-    "messages".
+    file before giving up. Chat apps' exports (a WhatsApp .txt, a Slack .json:
+    kenning.ingest.chat_exports) are "messages".
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".pdf" or head_bytes.startswith(b"%PDF-"):
@@ -99,8 +100,10 @@ def parse_file(
     """Read one file (unless its bytes are given; at most `max_bytes`, kenning.ingest.limits) and
     parse it into chunks according to its kind.
 
-    Raises IngestError ("{display}: reason") when the file cannot be read or is not text. Decoding
-    problems are warnings, not errors. An empty file gives zero chunks.
+    Raises IngestError ("{display}: reason") when the file cannot be read or is not text, and its
+    FileSkipped (kenning.ingest.limits) for a file left out by design (a Slack export's lists of
+    users and channels). Decoding problems are warnings, not errors. An empty file gives zero
+    chunks. `max_bytes` also bounds the files one is read with: a Slack export's users.json.
     """
     path = Path(path)
     options = options or ChunkOptions()
@@ -116,6 +119,8 @@ def parse_file(
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
     export = chat_export(path, data[:HEAD_BYTES]) if kind == "messages" else None
+    if export == SLACK_METADATA:
+        raise skip_metadata(display)
     if kind in ("pdf", "docx", "epub"):
         if kind == "docx":  # its parser (xml.etree) imported for the first such file
             from .docx import parse_docx as parse_zipped
@@ -127,7 +132,7 @@ def parse_file(
 
     text, warnings = decode_text(data, display)
     if export:
-        parsed = _parse_chat_export(export, text, path, doc_key, display, options)
+        parsed = _parse_chat_export(export, text, path, doc_key, display, options, max_bytes)
     elif path.suffix.lower() in JSONL_SUFFIXES:
         lines = split_source_lines(text)
         if kind not in ("messages", "beir"):
@@ -165,9 +170,11 @@ def parse_file(
 
 
 def _parse_chat_export(
-    export: str, text: str, path: Path, doc_key: str, display: str, options: ChunkOptions
+    export: str, text: str, path: Path, doc_key: str, display: str, options: ChunkOptions, max_bytes: int
 ) -> ParsedSource | None:
     """A chat app's text export (kenning.ingest.chat_exports); None: not one after all, read as text."""
     if export == WHATSAPP:
         return parse_whatsapp(text, path, doc_key, display, options)
+    if export == SLACK_DAY:
+        return parse_slack_day(text, path, doc_key, display, options, max_bytes)
     return None

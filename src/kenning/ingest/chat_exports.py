@@ -7,22 +7,31 @@ their format into the shared message windows of kenning.ingest.messages:
 
 - WhatsApp "Export chat" text (kenning.ingest.chat_whatsapp): a .txt whose first lines start like
   messages ("[31/12/2023, 21:41:05] Bob: ..." or "12/31/23, 9:41 PM - Bob: ...").
+- Slack export (kenning.ingest.chat_slack): a channel's day file, `YYYY-MM-DD.json` holding an array
+  of message objects; the export's own lists (`users.json`, `channels.json`...) are skipped.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .chat_slack import slack_file
 from .chat_whatsapp import looks_like_whatsapp
 
-WHATSAPP = "whatsapp"
+WHATSAPP, SLACK_DAY, SLACK_METADATA = "whatsapp", "slack day", "slack metadata"
 
 
 def chat_export(path: Path | str, head: bytes) -> str | None:
-    """Which export a file is (WHATSAPP), from its name and first bytes; None for any other file."""
+    """Which export a file is (WHATSAPP, SLACK_DAY, SLACK_METADATA), from its name and first bytes;
+    None for any other file."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix != ".txt":
+    if suffix not in (".txt", ".json"):
         return None
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")  # (the head may end mid-character)
-    return WHATSAPP if looks_like_whatsapp(text) else None
+    if suffix == ".txt":
+        return WHATSAPP if looks_like_whatsapp(text) else None
+    slack = slack_file(path, text)
+    if slack is not None:
+        return SLACK_DAY if slack == "day" else SLACK_METADATA
+    return None
