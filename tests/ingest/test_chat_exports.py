@@ -279,3 +279,113 @@ def test_slack_truncated_day_file_is_an_error_naming_it(tmp_path: Path):
         "odd.json: message 2: expected an object, got int",
     ]
     assert len(parsed.chunks) == 1
+
+
+# --- Telegram ----------------------------------------------------------------------------------
+
+
+def telegram_chat(name: str | None, chat_id: int, messages: list[dict], kind: str = "personal_chat") -> dict:
+    chat = {"name": name, "type": kind, "id": chat_id, "messages": messages}
+    if name is None:
+        del chat["name"]
+    return chat
+
+
+TELEGRAM_BOB = [
+    {"id": 1, "type": "service", "date": "2023-12-31T22:40:00", "date_unixtime": "1704058800", "actor": "Bob",
+     "actor_id": "user4242", "action": "phone_call", "duration_seconds": 60, "text": "", "text_entities": []},
+    {"id": 2, "type": "message", "date": "2023-12-31T22:41:05", "date_unixtime": "1704058865", "from": "Bob",
+     "from_id": "user4242",
+     "text": ["Landing at the ", {"type": "bold", "text": "airport"}, " at ten: ",
+              {"type": "link", "text": "https://example.com/flight"}],
+     "text_entities": [{"type": "plain", "text": "Landing at the "}, {"type": "bold", "text": "airport"}]},
+    {"id": 3, "type": "message", "date": "2023-12-31T22:42:10", "date_unixtime": "1704058930", "from": "Me",
+     "from_id": "user1", "photo": "photos/photo_1@31-12-2023_22-42-10.jpg", "width": 1280, "height": 960,
+     "text": "the gate", "text_entities": [{"type": "plain", "text": "the gate"}]},
+    {"id": 4, "type": "message", "date": "2023-12-31T22:43:00", "date_unixtime": "1704058980",
+     "edited": "2023-12-31T22:44:00", "edited_unixtime": "1704059040", "from": "Me", "from_id": "user1",
+     "text": "On my way", "text_entities": [{"type": "plain", "text": "On my way"}]},
+    {"id": 5, "type": "message", "date": "2023-12-31T22:44:00", "date_unixtime": "1704059040", "from": "Bob",
+     "from_id": "user4242", "forwarded_from": "Airline", "file": "files/ticket.pdf",
+     "mime_type": "application/pdf", "text": "", "text_entities": []},
+    {"id": 6, "type": "message", "date": "2023-12-31T22:45:00", "date_unixtime": "1704059100", "from": "Bob",
+     "from_id": "user4242", "file": "stickers/sticker.webp", "media_type": "sticker", "sticker_emoji": "👍",
+     "text": "", "text_entities": []},
+]  # fmt: skip
+
+
+def test_telegram_single_chat_export(tmp_path: Path):
+    path = write(tmp_path / "ChatExport_2024-01-01" / "result.json", json.dumps(
+        telegram_chat("Bob", 4242, TELEGRAM_BOB), ensure_ascii=False, indent=1))  # fmt: skip
+    assert detect_kind(path, path.read_bytes()[:8192]) == "messages"
+    parsed = parse_file(path)
+    assert parsed.kind == "messages" and parsed.warnings == []
+    [chunk] = parsed.chunks
+    assert chunk.title == "Bob"
+    assert lines_of(chunk) == [
+        "Bob: Landing at the airport at ten: https://example.com/flight",
+        "Me: [photo] the gate",
+        "Me: On my way (edited)",
+        "Bob: [forwarded from Airline] [file: ticket.pdf]",
+        "Bob: [sticker 👍]",
+    ]
+    # date_unixtime, not the local `date` an hour ahead; lines are places among the file's messages
+    assert message_rows(chunk) == [
+        ("2", "Bob", 1704058865),
+        ("3", "Me", 1704058930),
+        ("4", "Me", 1704058980),
+        ("5", "Bob", 1704059040),
+        ("6", "Bob", 1704059100),
+    ]
+    assert (chunk.start_line, chunk.end_line) == (2, 6)
+
+
+def test_telegram_account_export(tmp_path: Path):
+    old = {"id": 1, "type": "message", "date": "2023-06-01T12:00:00", "from": "Dan", "from_id": "user9",
+           "text": "no unixtime here"}  # fmt: skip
+    other_bob = {"id": 1, "type": "message", "date_unixtime": "1704060000", "from": "Bob",
+                 "from_id": "user5050", "text": "another Bob"}  # fmt: skip
+    saved = {"id": 7, "type": "message", "date_unixtime": "1704070000", "from": "Me", "from_id": "user1",
+             "text": "note to self"}  # fmt: skip
+    account = {
+        "about": "Here is the data you requested. Remember: Telegram is ad free...",
+        "personal_information": {"user_id": 1, "first_name": "Me", "phone_number": "+44 7700 900000"},
+        "contacts": {"about": "This is your contact list.", "list": []},
+        "chats": {
+            "about": "This page lists all chats from this export.",
+            "list": [
+                telegram_chat("Bob", 4242, TELEGRAM_BOB),
+                telegram_chat("Bob", 5050, [other_bob]),
+                telegram_chat(None, 1, [saved], kind="saved_messages"),
+            ],
+        },
+        "left_chats": {"about": "...", "list": [telegram_chat("Old group", 99, [old], kind="private_group")]},
+    }
+    path = write(tmp_path / "DataExport_2024-01-01" / "result.json", json.dumps(account, ensure_ascii=False))
+    assert detect_kind(path, path.read_bytes()[:8192]) == "messages"
+    chunks = {c.title: c for c in parse_file(path).chunks}
+    assert sorted(chunks) == ["Bob", "Bob (5050)", "Old group", "Saved Messages"]
+    assert lines_of(chunks["Bob (5050)"]) == ["Bob: another Bob"]
+    assert chunks["Saved Messages"].meta["messages"] == [["7", 0, 1704070000]]
+    assert chunks["Old group"].meta["messages"][0][2] == 1685620800  # `date` read as UTC
+    assert chunks["Old group"].start_line == 9  # the file's ninth message: after 6, 1 and 1
+
+
+def test_telegram_damaged_export_and_lookalike_json(tmp_path: Path):
+    text = json.dumps(telegram_chat("Bob", 4242, TELEGRAM_BOB))
+    cut = write(tmp_path / "result.json", text[: len(text) // 2])
+    assert detect_kind(cut, cut.read_bytes()) == "messages"
+    with pytest.raises(IngestError, match=r"^result\.json: not valid JSON"):
+        parse_file(cut, display_name="result.json")
+    bad = [7, {"id": 2, "type": "message", "date": "yesterday", "from": "Bob", "text": "x"}, TELEGRAM_BOB[1]]
+    parsed = parse_file(
+        write(tmp_path / "bad.json", json.dumps(telegram_chat("Bob", 1, bad))), display_name="b"
+    )
+    assert parsed.warnings == [
+        "b: message 1: expected an object, got int",
+        "b: message 2: no readable date_unixtime or date ('yesterday')",
+    ]
+    assert len(parsed.chunks) == 1
+    lookalike = write(tmp_path / "inbox.json", json.dumps({"id": 1, "type": "inbox", "messages": [1, 2]}))
+    assert parse_file(lookalike).kind == "text"  # the whole file is no Telegram export
+    assert detect_kind(Path("package.json"), b'{"name": "x", "version": "1.0.0"}') == "text"

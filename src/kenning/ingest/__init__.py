@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .beir import parse_beir
-from .chat_exports import SLACK_DAY, SLACK_METADATA, WHATSAPP, chat_export
+from .chat_exports import SLACK_DAY, SLACK_METADATA, TELEGRAM, WHATSAPP, chat_export
 from .chat_slack import parse_slack_day, skip_metadata
+from .chat_telegram import parse_telegram
 from .chat_whatsapp import parse_whatsapp
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
@@ -49,7 +50,7 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
     A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
     mark says the NULs are half of each character. For .jsonl files the first complete JSON object
     in `head_bytes` decides; if none fits, "text" is returned and `parse_file` looks at the whole
-    file before giving up. Chat apps' exports (a WhatsApp .txt, a Slack .json:
+    file before giving up. Chat apps' exports (a WhatsApp .txt, a Slack or Telegram .json:
     kenning.ingest.chat_exports) are "messages".
     """
     suffix = Path(path).suffix.lower()
@@ -177,4 +178,6 @@ def _parse_chat_export(
         return parse_whatsapp(text, path, doc_key, display, options)
     if export == SLACK_DAY:
         return parse_slack_day(text, path, doc_key, display, options, max_bytes)
+    if export == TELEGRAM:
+        return parse_telegram(text, doc_key, display, options)
     return None

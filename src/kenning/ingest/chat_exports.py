@@ -9,6 +9,8 @@ their format into the shared message windows of kenning.ingest.messages:
   messages ("[31/12/2023, 21:41:05] Bob: ..." or "12/31/23, 9:41 PM - Bob: ...").
 - Slack export (kenning.ingest.chat_slack): a channel's day file, `YYYY-MM-DD.json` holding an array
   of message objects; the export's own lists (`users.json`, `channels.json`...) are skipped.
+- Telegram Desktop `result.json` (kenning.ingest.chat_telegram): a .json object with a chat's
+  `messages` or an account's `chats`.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from .chat_slack import slack_file
+from .chat_telegram import looks_like_telegram
 from .chat_whatsapp import looks_like_whatsapp
 
-WHATSAPP, SLACK_DAY, SLACK_METADATA = "whatsapp", "slack day", "slack metadata"
+WHATSAPP, SLACK_DAY, SLACK_METADATA, TELEGRAM = "whatsapp", "slack day", "slack metadata", "telegram"
 
 
 def chat_export(path: Path | str, head: bytes) -> str | None:
-    """Which export a file is (WHATSAPP, SLACK_DAY, SLACK_METADATA), from its name and first bytes;
-    None for any other file."""
+    """Which export a file is (WHATSAPP, SLACK_DAY, SLACK_METADATA, TELEGRAM), from its name and first
+    bytes; None for any other file."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".txt", ".json"):
@@ -34,4 +37,4 @@ def chat_export(path: Path | str, head: bytes) -> str | None:
     slack = slack_file(path, text)
     if slack is not None:
         return SLACK_DAY if slack == "day" else SLACK_METADATA
-    return None
+    return TELEGRAM if looks_like_telegram(text) else None
