@@ -1,13 +1,17 @@
 """Chat apps' exports read in their real formats. Every fixture is built here in the app's own
 layout (file names, fields, schema), with the marks and quirks real exports carry."""
 
+import hashlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from kenning.ingest import IngestError, detect_kind, parse_file
+from kenning.ingest import IngestError, binary_reason, detect_kind, discover, parse_file
+from kenning.ingest.chat_imessage import APPLE_EPOCH, attributed_text
 from kenning.ingest.limits import FileSkipped
+from kenning.query.filters import Filters
 
 # 2023-12-31T21:41:05Z and its neighbours, as epoch seconds
 T_2141_05 = 1704058865.0
@@ -389,3 +393,272 @@ def test_telegram_damaged_export_and_lookalike_json(tmp_path: Path):
     lookalike = write(tmp_path / "inbox.json", json.dumps({"id": 1, "type": "inbox", "messages": [1, 2]}))
     assert parse_file(lookalike).kind == "text"  # the whole file is no Telegram export
     assert detect_kind(Path("package.json"), b'{"name": "x", "version": "1.0.0"}') == "text"
+
+
+# --- macOS Messages (chat.db) ------------------------------------------------------------------
+
+# the tables and columns kenning reads, as macOS 14 declares them (other columns left out)
+MESSAGES_SCHEMA = """
+CREATE TABLE handle (ROWID INTEGER PRIMARY KEY AUTOINCREMENT UNIQUE, id TEXT NOT NULL, country TEXT,
+    service TEXT NOT NULL, uncanonicalized_id TEXT, person_centric_id TEXT, UNIQUE (id, service));
+CREATE TABLE chat (ROWID INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT UNIQUE NOT NULL, style INTEGER,
+    state INTEGER, account_id TEXT, properties BLOB, chat_identifier TEXT, service_name TEXT,
+    room_name TEXT, account_login TEXT, is_archived INTEGER DEFAULT 0, display_name TEXT,
+    group_id TEXT);
+CREATE TABLE message (ROWID INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT UNIQUE NOT NULL, text TEXT,
+    replace INTEGER DEFAULT 0, service_center TEXT, handle_id INTEGER DEFAULT 0, subject TEXT,
+    country TEXT, attributedBody BLOB, version INTEGER DEFAULT 0, type INTEGER DEFAULT 0,
+    service TEXT, account TEXT, account_guid TEXT, error INTEGER DEFAULT 0, date INTEGER,
+    date_read INTEGER, date_delivered INTEGER, is_delivered INTEGER DEFAULT 0,
+    is_finished INTEGER DEFAULT 0, is_emote INTEGER DEFAULT 0, is_from_me INTEGER DEFAULT 0,
+    is_read INTEGER DEFAULT 0, cache_has_attachments INTEGER DEFAULT 0, item_type INTEGER DEFAULT 0,
+    group_title TEXT, associated_message_guid TEXT DEFAULT NULL,
+    associated_message_type INTEGER DEFAULT 0, date_retracted INTEGER DEFAULT 0,
+    date_edited INTEGER DEFAULT 0);
+CREATE TABLE chat_message_join (chat_id INTEGER REFERENCES chat (ROWID) ON DELETE CASCADE,
+    message_id INTEGER REFERENCES message (ROWID) ON DELETE CASCADE, message_date INTEGER DEFAULT 0,
+    PRIMARY KEY (chat_id, message_id));
+CREATE TABLE chat_handle_join (chat_id INTEGER REFERENCES chat (ROWID) ON DELETE CASCADE,
+    handle_id INTEGER REFERENCES handle (ROWID) ON DELETE CASCADE, UNIQUE(chat_id, handle_id));
+CREATE INDEX chat_message_join_idx_message_id_only ON chat_message_join(message_id);
+"""
+BOB, ALICE = "+15551234567", "alice@example.com"
+
+
+def typedstream(text: str, length: bytes | None = None) -> bytes:
+    """An NSAttributedString archived the way Messages stores attributedBody."""
+    data = text.encode()
+    if length is None:
+        length = bytes([len(data)]) if len(data) < 0x80 else b"\x81" + len(data).to_bytes(2, "little")
+    return (
+        b"\x04\x0bstreamtyped\x81\xe8\x03\x84\x01@\x84\x84\x84\x12NSAttributedString\x00\x84\x84"
+        b"\x08NSObject\x00\x85\x92\x84\x84\x84\x08NSString\x01\x94\x84\x01+" + length + data
+        + b"\x86\x84\x02iI\x01\x05\x92\x84\x84\x84\x0cNSDictionary\x00\x94\x84\x01i\x01\x92\x84\x96\x96"
+        b"\x1d__kIMMessagePartAttributeName\x86\x92\x84\x84\x84\x08NSNumber\x00\x84\x84\x07NSValue"
+        b"\x00\x94\x84\x01*\x84\x99\x99\x00\x86\x86\x86"
+    )  # fmt: skip
+
+
+def ns(epoch: float) -> int:
+    """A Messages date: nanoseconds since 2001-01-01 UTC."""
+    return int(epoch - APPLE_EPOCH) * 1_000_000_000
+
+
+LONG_TEXT = "Long note about the airport pickup: " + "we meet at the arrivals hall by the cafe, " * 3
+# (rowid, chat, handle, from me, text, attributedBody, date, extra columns)
+MESSAGE_ROWS = [
+    (1, 1, 1, 0, "Landing at the airport at ten", None, ns(T_2141_05), {}),
+    (2, 1, 1, 1, None, typedstream("On my way"), ns(T_2142_10), {}),
+    (3, 1, 1, 0, "Loved \u201cOn my way\u201d", None, ns(T_2142_10 + 5),
+     {"associated_message_type": 2000, "associated_message_guid": "p:0/MSG-2"}),
+    (4, 1, 1, 1, "Gate B12", None, ns(T_2143), {"date_edited": ns(T_2143 + 60)}),
+    (5, 2, 2, 0, "\ufffc", None, ns(T_2143 + 10), {"cache_has_attachments": 1}),
+    (6, 2, 0, 1, None, typedstream(LONG_TEXT), ns(T_2143 + 20), {}),
+    (7, 2, 1, 0, "see you at the airport", None, ns(T_2143 + 30), {}),
+    (8, 2, 1, 0, None, None, ns(T_2143 + 40), {"item_type": 1}),
+    (9, 2, 2, 0, None, b"\x04\x0bstreamtyped NSString\x01\x94\x84\x01+\x7fshort", ns(T_2143 + 50), {}),
+    (10, 2, 2, 0, "sent on an old Mac", None, int(T_NEW_YEAR_0800 - APPLE_EPOCH), {}),
+]  # fmt: skip
+
+
+def messages_db(path: Path, rows=MESSAGE_ROWS, journal: str = "DELETE") -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA journal_mode = {journal}")
+    conn.executescript(MESSAGES_SCHEMA)
+    conn.executemany(
+        "INSERT INTO handle (ROWID, id, service, uncanonicalized_id) VALUES (?, ?, 'iMessage', ?)",
+        [(1, BOB, "5551234567"), (2, ALICE, None)],
+    )
+    conn.executemany(
+        "INSERT INTO chat (ROWID, guid, style, chat_identifier, service_name, display_name) "
+        "VALUES (?, ?, ?, ?, 'iMessage', ?)",
+        [(1, f"iMessage;-;{BOB}", 45, BOB, ""), (2, "iMessage;+;chat123", 43, "chat123", "Trip planning")],
+    )
+    conn.executemany("INSERT INTO chat_handle_join VALUES (?, ?)", [(1, 1), (2, 1), (2, 2)])
+    add_messages(conn, rows)
+    return conn
+
+
+def add_messages(conn: sqlite3.Connection, rows) -> None:
+    for rowid, chat, handle, from_me, text, body, date, extra in rows:
+        columns = {"ROWID": rowid, "guid": f"MSG-{rowid}", "text": text, "attributedBody": body,
+                   "handle_id": handle, "date": date, "is_from_me": from_me, **extra}  # fmt: skip
+        names = ", ".join(columns)
+        conn.execute(
+            f"INSERT INTO message ({names}) VALUES ({', '.join('?' * len(columns))})", list(columns.values())
+        )
+        conn.execute("INSERT INTO chat_message_join VALUES (?, ?, ?)", (chat, rowid, date))
+    conn.commit()
+
+
+def test_attributed_body_lengths_and_bounds():
+    assert attributed_text(typedstream("On my way")) == "On my way"
+    assert attributed_text(typedstream(LONG_TEXT)) == LONG_TEXT  # 0x81 and two bytes of length
+    assert len(LONG_TEXT.encode()) >= 0x80
+    four = typedstream("hé", length=b"\x82" + (3).to_bytes(4, "little"))
+    assert attributed_text(four) == "hé"
+    assert attributed_text(typedstream("cut", length=b"\x81\xff\x7f")) is None  # runs past the end
+    assert attributed_text(typedstream("x", length=b"\x81\x05")) is None  # length cut off
+    assert attributed_text(b"no class name here") is None
+    assert attributed_text(b"NSString\x01\x94\x84\x01+") is None  # ends where the length should be
+
+
+def test_messages_chat_db(tmp_path: Path):
+    db = tmp_path / "Library" / "Messages" / "chat.db"
+    messages_db(db).close()
+    head = db.read_bytes()[:8192]
+    assert detect_kind(db, head) == "messages" and binary_reason(db, head) is None
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    parsed = parse_file(db, display_name="chat.db")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # never written
+    assert parsed.kind == "messages"
+    assert parsed.warnings == ["chat.db: 1 message(s) left out: text unreadable"]
+    chunks = {c.title: c for c in parsed.chunks}
+    assert sorted(chunks) == [BOB, "Trip planning"]
+    assert lines_of(chunks[BOB]) == [
+        f"{BOB}: Landing at the airport at ten",
+        "me: On my way",
+        "me: Gate B12 (edited)",
+    ]
+    assert message_rows(chunks[BOB]) == [
+        ("MSG-1", BOB, T_2141_05),
+        ("MSG-2", "me", T_2142_10),
+        ("MSG-4", "me", T_2143),
+    ]
+    group = chunks["Trip planning"]
+    assert lines_of(group) == [
+        f"{ALICE}: [attachment]",
+        "me: " + " ".join(LONG_TEXT.split()),
+        f"{BOB}: see you at the airport",
+        f"{ALICE}: sent on an old Mac",  # a date in seconds, as macOS wrote before 10.13
+    ]
+    assert [t for _, _, t in group.meta["messages"]] == [1704058990, 1704059000, 1704059010, 1704096000]
+    assert (group.start_line, group.end_line) == (5, 10)  # places among the messages by ROWID
+    assert group.meta["senders"] == [ALICE, "me", BOB]
+
+
+def test_messages_chat_db_reads_its_write_ahead_log(tmp_path: Path):
+    db = tmp_path / "chat.db"
+    writer = messages_db(db, MESSAGE_ROWS[:1], journal="WAL")
+    try:
+        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        writer.execute("PRAGMA wal_autocheckpoint = 0")  # as a running Messages leaves it: in the log
+        add_messages(writer, [(11, 1, 1, 0, "only in the log so far", None, ns(T_2143), {})])
+        assert (tmp_path / "chat.db-wal").stat().st_size > 0
+        files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+        [chunk] = parse_file(db).chunks
+        assert lines_of(chunk)[-1] == f"{BOB}: only in the log so far"
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == files  # nothing written
+        # the database and its log past the size bound together: the log is left out, with a warning
+        parsed = parse_file(db, display_name="chat.db", max_bytes=db.stat().st_size + 100)
+        assert lines_of(parsed.chunks[0]) == [f"{BOB}: Landing at the airport at ten"]
+        assert parsed.warnings == [
+            "chat.db: its write-ahead log (chat.db-wal) does not fit the size limit with the database "
+            "(--max-file-bytes); the newest messages, not yet moved into chat.db, are left out"
+        ]
+    finally:
+        writer.close()
+
+
+def test_messages_damaged_or_foreign_databases(tmp_path: Path):
+    foreign = tmp_path / "other" / "chat.db"
+    foreign.parent.mkdir()
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE message (id INTEGER, body TEXT)")
+    conn.close()
+    with pytest.raises(FileSkipped, match=r"^chat\.db: an SQLite database without the Messages tables"):
+        parse_file(foreign, display_name="chat.db")
+    db = tmp_path / "chat.db"
+    messages_db(db).close()
+    data = db.read_bytes()
+    for damaged in (
+        data[: len(data) // 2],
+        data[:100] + b"\x00" * 4096 + data[4196:],
+        data[:16] + b"\xff" * 84,
+    ):
+        db.write_bytes(damaged)
+        with pytest.raises(
+            IngestError, match=r"^chat\.db: cannot read the database \((database disk|file is)"
+        ):
+            parse_file(db, display_name="chat.db")
+    # a copy under another name is known by its tables; any other SQLite database stays binary
+    assert detect_kind(Path("messages-backup"), data[:8192]) == "messages"
+    other = tmp_path / "notes.sqlite"
+    other.write_bytes(foreign.read_bytes())
+    assert detect_kind(other, other.read_bytes()[:8192]) == "binary"
+    assert detect_kind(Path("chat.sqlite"), other.read_bytes()[:8192]) == "binary"
+    with pytest.raises(IngestError, match=r"binary content"):
+        parse_file(other)
+    (tmp_path / "index.db").write_bytes(data)  # the walk leaves out .db files but chat.db
+    db.write_bytes(data)
+    assert sorted(f.path.name for f in discover([tmp_path])) == ["chat.db", "chat.db"]
+
+
+def test_messages_log_that_does_not_fit_is_left_out(tmp_path: Path, monkeypatch):
+    """A log written between the two reads may not fit the database as read (SQLite refuses the
+    pair): the database is read alone, with a warning."""
+    from kenning.ingest import chat_imessage
+
+    db = tmp_path / "chat.db"
+    writer = messages_db(db, MESSAGE_ROWS[:1], journal="WAL")
+    writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    add_messages(writer, [(11, 1, 1, 0, "only in the log so far", None, ns(T_2143), {})])
+    read = chat_imessage._read
+
+    def refuse_the_log(copy: Path, display: str, size: int):
+        if (copy.parent / "chat.db-wal").exists():
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return read(copy, display, size)
+
+    monkeypatch.setattr(chat_imessage, "_read", refuse_the_log)
+    try:
+        parsed = parse_file(db, display_name="chat.db")
+    finally:
+        writer.close()
+    assert lines_of(parsed.chunks[0]) == [f"{BOB}: Landing at the airport at ten"]
+    assert parsed.warnings == [
+        "chat.db: its write-ahead log does not fit the database as read (database disk image is "
+        "malformed); the newest messages, not yet moved into chat.db, are left out"
+    ]
+
+
+def test_messages_reading_is_bounded_in_steps(tmp_path: Path, monkeypatch):
+    from kenning.ingest import chat_imessage
+
+    db = tmp_path / "chat.db"
+    messages_db(db).close()
+    monkeypatch.setattr(chat_imessage, "STEPS_PER_BYTE", 0)
+    monkeypatch.setattr(chat_imessage, "PROGRESS_EVERY", 1)  # a budget of 10 steps
+    with pytest.raises(IngestError, match=r"^chat\.db: reading it took more steps than its size allows$"):
+        parse_file(db, display_name="chat.db")
+
+
+# --- all four in one index ---------------------------------------------------------------------
+
+
+def test_an_index_of_chat_exports_finds_messages_by_sender(tmp_path: Path):
+    from kenning import Index
+
+    folder = tmp_path / "chats"
+    write(folder / "whatsapp" / "WhatsApp Chat with Bob.txt", WHATSAPP_IPHONE)
+    slack_export(folder / "slack")
+    write(folder / "telegram" / "result.json", json.dumps(telegram_chat("Bob", 4242, TELEGRAM_BOB)))
+    messages_db(folder / "Messages" / "chat.db").close()
+    whole = (folder / "slack" / "general" / "2023-12-31.json").read_text()
+    write(folder / "slack" / "general" / "2024-01-02.json", whole[: len(whole) // 2])  # cut short
+    with Index(tmp_path / "ix") as ix:
+        report = ix.add([folder])
+        by_bob = ix.search("airport", mode="lexical", filters=Filters(meta=(("sender", "Bob"),)))
+        by_phone = ix.search("airport", mode="lexical", filters=Filters(meta=(("sender", BOB),)))
+        by_me = ix.search("gate", mode="lexical", filters=Filters(meta=(("sender", "me"),)))
+    assert [Path(p).name for p, _ in report.errors] == ["2024-01-02.json"]
+    assert "not valid JSON" in report.errors[0][1]
+    skipped = sorted(Path(p).name for p, _ in report.skipped)
+    assert skipped == ["channels.json", "dms.json", "integration_logs.json", "users.json"]
+    found = {Path(h.path).parent.name for h in by_bob.hits}
+    assert found == {"whatsapp", "general", "telegram"}
+    assert all("Bob" in h.meta["senders"] for h in by_bob.hits)
+    assert [Path(h.path).name for h in by_phone.hits] == ["chat.db", "chat.db"]
+    assert {Path(h.path).name for h in by_me.hits} == {"chat.db", "result.json"}  # "me" and Telegram's "Me"

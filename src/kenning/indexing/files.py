@@ -144,7 +144,7 @@ class FileIndexer:
     def _parse(self, path: Path, shown: str, data: bytes, key: str, source):
         """The file parsed into chunks, or None (skipped or an error, in the report)."""
         report = self.report
-        limit = self.rules.max_file_bytes  # also for the files one is read with (a Slack users.json)
+        limit = self.rules.max_file_bytes  # also for the files one is read with (users.json, chat.db-wal)
         try:
             parsed = parse_file(path, self.options, shown, data, key, max_bytes=limit)
         except FileSkipped as exc:  # past a bound of kenning.ingest.limits

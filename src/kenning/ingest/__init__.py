@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .beir import parse_beir
-from .chat_exports import SLACK_DAY, SLACK_METADATA, TELEGRAM, WHATSAPP, chat_export
+from .chat_exports import IMESSAGE, SLACK_DAY, SLACK_METADATA, TELEGRAM, WHATSAPP, chat_export
+from .chat_imessage import looks_like_messages_db, parse_imessage
 from .chat_slack import parse_slack_day, skip_metadata
 from .chat_telegram import parse_telegram
 from .chat_whatsapp import parse_whatsapp
@@ -48,14 +49,17 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
     messages, beir, text or binary.
 
     A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
-    mark says the NULs are half of each character. For .jsonl files the first complete JSON object
-    in `head_bytes` decides; if none fits, "text" is returned and `parse_file` looks at the whole
-    file before giving up. Chat apps' exports (a WhatsApp .txt, a Slack or Telegram .json:
-    kenning.ingest.chat_exports) are "messages".
+    mark says the NULs are half of each character, or the file is a macOS Messages database. For
+    .jsonl files the first complete JSON object in `head_bytes` decides; if none fits, "text" is
+    returned and `parse_file` looks at the whole file before giving up. Chat apps' exports (a
+    WhatsApp .txt, a Slack or Telegram .json, Messages' chat.db: kenning.ingest.chat_exports) are
+    "messages".
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".pdf" or head_bytes.startswith(b"%PDF-"):
         return "pdf"
+    if looks_like_messages_db(path, head_bytes):  # (SQLite: NULs, yet readable)
+        return "messages"
     if suffix in DOCX_SUFFIXES and head_bytes.startswith(b"PK"):
         return "docx"
     if suffix in EPUB_SUFFIXES and head_bytes.startswith(b"PK"):
@@ -104,7 +108,8 @@ def parse_file(
     Raises IngestError ("{display}: reason") when the file cannot be read or is not text, and its
     FileSkipped (kenning.ingest.limits) for a file left out by design (a Slack export's lists of
     users and channels). Decoding problems are warnings, not errors. An empty file gives zero
-    chunks. `max_bytes` also bounds the files one is read with: a Slack export's users.json.
+    chunks. `max_bytes` also bounds the files one is read with: a Slack export's users.json, the
+    write-ahead log of a Messages chat.db.
     """
     path = Path(path)
     options = options or ChunkOptions()
@@ -122,6 +127,10 @@ def parse_file(
     export = chat_export(path, data[:HEAD_BYTES]) if kind == "messages" else None
     if export == SLACK_METADATA:
         raise skip_metadata(display)
+    if export == IMESSAGE:
+        parsed = parse_imessage(data, path, doc_key, display, options, max_bytes)
+        parsed.chunks = bounded(parsed.chunks, options.max_chars)
+        return parsed
     if kind in ("pdf", "docx", "epub"):
         if kind == "docx":  # its parser (xml.etree) imported for the first such file
             from .docx import parse_docx as parse_zipped
