@@ -144,8 +144,9 @@ class FileIndexer:
     def _parse(self, path: Path, shown: str, data: bytes, key: str, source):
         """The file parsed into chunks, or None (skipped or an error, in the report)."""
         report = self.report
+        limit = self.rules.max_file_bytes  # also for the files one is read with (users.json, chat.db-wal)
         try:
-            parsed = parse_file(path, self.options, display_name=shown, data=data, doc_key=key)
+            parsed = parse_file(path, self.options, shown, data, key, max_bytes=limit)
         except FileSkipped as exc:  # past a bound of kenning.ingest.limits
             report.skipped.append((shown, str(exc).removeprefix(f"{shown}: ")))
             self.run.forget(source)

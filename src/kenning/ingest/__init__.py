@@ -9,6 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .beir import parse_beir
+from .chat_exports import IMESSAGE, SLACK_DAY, SLACK_METADATA, TELEGRAM, WHATSAPP, chat_export
+from .chat_imessage import looks_like_messages_db, parse_imessage
+from .chat_slack import parse_slack_day, skip_metadata
+from .chat_telegram import parse_telegram
+from .chat_whatsapp import parse_whatsapp
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, bounded
 from .code import LANGUAGES, parse_code
 from .jsonl import JSONL_SUFFIXES, sniff_jsonl
@@ -44,13 +49,17 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
     messages, beir, text or binary.
 
     A NUL byte in the first 8 KB means binary whatever the extension says, unless a UTF-16 byte order
-    mark says the NULs are half of each character. For .jsonl files the first complete JSON object
-    in `head_bytes` decides; if none fits, "text" is returned and `parse_file` looks at the whole
-    file before giving up.
+    mark says the NULs are half of each character, or the file is a macOS Messages database. For
+    .jsonl files the first complete JSON object in `head_bytes` decides; if none fits, "text" is
+    returned and `parse_file` looks at the whole file before giving up. Chat apps' exports (a
+    WhatsApp .txt, a Slack or Telegram .json, Messages' chat.db: kenning.ingest.chat_exports) are
+    "messages".
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".pdf" or head_bytes.startswith(b"%PDF-"):
         return "pdf"
+    if looks_like_messages_db(path, head_bytes):  # (SQLite: NULs, yet readable)
+        return "messages"
     if suffix in DOCX_SUFFIXES and head_bytes.startswith(b"PK"):
         return "docx"
     if suffix in EPUB_SUFFIXES and head_bytes.startswith(b"PK"):
@@ -65,6 +74,8 @@ def detect_kind(path: Path | str, head_bytes: bytes) -> str:
         return "notebook"
     if suffix in LANGUAGES:
         return "code"
+    if chat_export(path, head_bytes):
+        return "messages"
     if suffix in JSONL_SUFFIXES:
         text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
         complete = split_source_lines(text)
@@ -94,8 +105,11 @@ def parse_file(
     """Read one file (unless its bytes are given; at most `max_bytes`, kenning.ingest.limits) and
     parse it into chunks according to its kind.
 
-    Raises IngestError ("{display}: reason") when the file cannot be read or is not text. Decoding
-    problems are warnings, not errors. An empty file gives zero chunks.
+    Raises IngestError ("{display}: reason") when the file cannot be read or is not text, and its
+    FileSkipped (kenning.ingest.limits) for a file left out by design (a Slack export's lists of
+    users and channels). Decoding problems are warnings, not errors. An empty file gives zero
+    chunks. `max_bytes` also bounds the files one is read with: a Slack export's users.json, the
+    write-ahead log of a Messages chat.db.
     """
     path = Path(path)
     options = options or ChunkOptions()
@@ -110,6 +124,13 @@ def parse_file(
     if kind == "binary":
         offset = data.index(b"\x00")
         raise IngestError(f"{display}: binary content (NUL byte at offset {offset})")
+    export = chat_export(path, data[:HEAD_BYTES]) if kind == "messages" else None
+    if export == SLACK_METADATA:
+        raise skip_metadata(display)
+    if export == IMESSAGE:
+        parsed = parse_imessage(data, path, doc_key, display, options, max_bytes)
+        parsed.chunks = bounded(parsed.chunks, options.max_chars)
+        return parsed
     if kind in ("pdf", "docx", "epub"):
         if kind == "docx":  # its parser (xml.etree) imported for the first such file
             from .docx import parse_docx as parse_zipped
@@ -120,7 +141,9 @@ def parse_file(
         return parsed
 
     text, warnings = decode_text(data, display)
-    if path.suffix.lower() in JSONL_SUFFIXES:
+    if export:
+        parsed = _parse_chat_export(export, text, path, doc_key, display, options, max_bytes)
+    elif path.suffix.lower() in JSONL_SUFFIXES:
         lines = split_source_lines(text)
         if kind not in ("messages", "beir"):
             kind = sniff_jsonl(lines) or ""
@@ -146,9 +169,24 @@ def parse_file(
     elif kind == "code":
         parsed = parse_code(text, path, doc_key, display, options)
     else:
+        parsed = None
+    if parsed is None:
         parsed = parse_text(text, doc_key, display, options)
     parsed.warnings[:0] = warnings
     parsed.chunks = bounded(parsed.chunks, options.max_chars)
     if not parsed.chunks and text.strip():
         parsed.warnings.append(f"{display}: no text found to index")  # never a silent nothing
     return parsed
+
+
+def _parse_chat_export(
+    export: str, text: str, path: Path, doc_key: str, display: str, options: ChunkOptions, max_bytes: int
+) -> ParsedSource | None:
+    """A chat app's text export (kenning.ingest.chat_exports); None: not one after all, read as text."""
+    if export == WHATSAPP:
+        return parse_whatsapp(text, path, doc_key, display, options)
+    if export == SLACK_DAY:
+        return parse_slack_day(text, path, doc_key, display, options, max_bytes)
+    if export == TELEGRAM:
+        return parse_telegram(text, doc_key, display, options)
+    return None

@@ -1,4 +1,5 @@
-"""Shared reading of JSON-lines files: which kind they are, and per-line warnings.
+"""Shared reading of JSON-lines files: which kind they are, and per-line warnings; and of the whole
+JSON files chat apps export (`load_export`).
 
 A .jsonl can be a message log or a BEIR corpus; the first valid object tells which, so a few bad
 lines at the top do not change how the whole file is read.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+
+from .chunk import IngestError
 
 JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})
 
@@ -49,23 +52,37 @@ def sniff_jsonl(lines: Iterable[str]) -> str | None:
 
 
 class LineWarnings:
-    """Collects `{display}:{line}: reason` warnings, keeping the first few and counting the rest."""
+    """Collects `{display}:{line}: reason` warnings, keeping the first few and counting the rest.
+    With `item` (a source without lines, as a JSON export), they read `{display}: {item} {n}: reason`."""
 
-    def __init__(self, display: str):
+    def __init__(self, display: str, item: str | None = None):
         self.display = display
+        self.item = item
         self.kept: list[str] = []
         self.dropped = 0
 
     def add(self, line_no: int, reason: str) -> None:
         if len(self.kept) < MAX_LINE_WARNINGS:
-            self.kept.append(f"{self.display}:{line_no}: {reason}")
+            where = f"{self.display}: {self.item} {line_no}" if self.item else f"{self.display}:{line_no}"
+            self.kept.append(f"{where}: {reason}")
         else:
             self.dropped += 1
 
     def as_list(self) -> list[str]:
         if self.dropped:
-            return [*self.kept, f"{self.display}: {self.dropped} more bad lines skipped"]
+            return [*self.kept, f"{self.display}: {self.dropped} more bad {self.item or 'line'}s skipped"]
         return list(self.kept)
+
+
+def load_export(text: str, display: str):
+    """A whole JSON file's value; IngestError naming the file when it is not JSON (an export cut
+    short, as a download that stopped) or nests too deeply."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IngestError(f"{display}: not valid JSON ({exc.msg} at line {exc.lineno}); cut short?") from None
+    except RecursionError:
+        raise IngestError(f"{display}: JSON nested too deeply") from None
 
 
 def load_object(line: str) -> tuple[dict | None, str | None]:

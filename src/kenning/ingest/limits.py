@@ -10,7 +10,8 @@ is skipped (or its part ignored) with a message naming the file and the limit; t
   --max-file-bytes`), checked from the file's size before any byte is read, and while reading (a
   file may grow). Only regular files are opened, and never in a way that waits (a FIFO is refused).
 - Binary content is recognised from the first block (a NUL byte in the first 8 KB) before the rest
-  is read.
+  is read; a macOS Messages database is read though (kenning.ingest.chat_imessage), within the same
+  size bound with its write-ahead log, and within a budget of SQLite steps.
 - YAML front matter: at most MAX_FRONT_MATTER_BYTES, MAX_YAML_NODES nodes and MAX_YAML_ALIASES
   aliases; values are copied out to at most MAX_YAML_ITEMS items and MAX_YAML_DEPTH levels.
 - Zip containers (DOCX, EPUB): at most MAX_ZIP_MEMBERS members, and each member read inflates to at

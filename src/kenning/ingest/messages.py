@@ -42,6 +42,30 @@ class Message:
     repeats: int = 1
 
 
+class Conversations:
+    """Messages grouped by conversation, ready for `conversation_chunks`. Two conversations with one
+    name (two chats called "Family") stay apart: the later one is also named by its own key."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, list[Message]] = {}  # in order of first appearance
+        self._names: dict[object, str] = {}  # a conversation's key -> the name it is shown by
+        self._taken: set[str] = set()
+
+    def name(self, key: object, name: str) -> str:
+        """The name conversation `key` goes by: `name`, unless another conversation has it."""
+        if key not in self._names:
+            unique, n = name, 1
+            while unique in self._taken:
+                n += 1
+                unique = f"{name} ({key})" if n == 2 else f"{name} ({key}, {n})"
+            self._names[key] = unique
+            self._taken.add(unique)
+        return self._names[key]
+
+    def add(self, message: Message) -> None:
+        self.groups.setdefault(message.conversation, []).append(message)
+
+
 def parse_messages(lines: list[str], doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:
     """A JSON lines message log: grouped by conversation, ordered by time, in windows."""
     warnings = LineWarnings(display)

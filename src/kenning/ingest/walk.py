@@ -169,10 +169,18 @@ def path_key(path: Path | str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+# Files whose extension says binary but that a reader understands: macOS Messages' database
+# (kenning.ingest.chat_imessage). Only the name is known here; its first bytes decide when it is read.
+READABLE_BINARY_NAMES = frozenset({"chat.db"})
+
+
 def is_binary_extension(path: Path | str) -> bool:
     """True when the file name alone says the content is not text (by the name's text: making a Path
     of each name would be a large share of walking a big tree)."""
-    return os.path.splitext(os.fspath(path))[1].lower() in BINARY_EXTENSIONS
+    text = os.fspath(path)
+    if os.path.splitext(text)[1].lower() not in BINARY_EXTENSIONS:
+        return False
+    return os.path.basename(text).lower() not in READABLE_BINARY_NAMES
 
 
 def is_secret(rel: str) -> bool:
