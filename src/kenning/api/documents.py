@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from urllib.parse import quote, unquote
 
 from kenning.query.filters import path_matches
+from kenning.search.message_lines import is_message_window
 from kenning.store import ChunkRow
 
 URI_PREFIX = "kenning://"  # kenning://<the indexed path, percent-encoded>: /x/a.md is kenning:///x/a.md
@@ -276,12 +278,28 @@ def window(document: Document, max_chars: int, offset: int = 0) -> Document:
 
 
 def _numbered_lines(row: ChunkRow) -> list[tuple[int | None, str]]:
-    """A chunk's body with the file's line numbers: the body is exact lines ending at end_line."""
+    """A chunk's body with the file's line numbers: the body is exact lines ending at end_line. A
+    chat window's lines are messages, not the file's lines: unnumbered, each after its time."""
     body = row.body.split("\n")
+    if is_message_window(row.meta):
+        return [(None, f"{_when(row.meta, i, len(body))}{line}") for i, line in enumerate(body)]
     if row.end_line is None:
         return [(None, line) for line in body]
     first = row.end_line - len(body) + 1
     return list(zip(range(first, row.end_line + 1), body, strict=True))
+
+
+def _when(meta: dict, i: int, lines: int) -> str:
+    """The time of a chat window's i-th message as `2023-12-31 21:41  ` (UTC), or "" when its
+    metadata does not say (it comes from the index: untrusted)."""
+    rows = meta.get("messages")
+    row = rows[i] if isinstance(rows, list) and len(rows) == lines else None
+    if not isinstance(row, list) or len(row) != 3:
+        return ""
+    t = row[2]
+    if not isinstance(t, int | float) or isinstance(t, bool) or not -6e10 < t < 2.5e11:
+        return ""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M  ")
 
 
 def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow) -> None:
