@@ -4,8 +4,8 @@ messages around them.
 A chat log is indexed in windows of several messages (kenning.ingest.messages), one body line per
 message ("sender: text") and, in the window's metadata, each line's id, sender and time. A reader
 of a hit wants the message that matched, not a window flattened into one line, so a hit on a window
-lists up to MAX_MATCHED of its messages that hold a query term, each with CONTEXT messages before
-and after it, in order.
+lists the MAX_MATCHED of its messages that hold the most of the query's terms, each with CONTEXT
+messages before and after it, in order.
 
 The metadata comes from the index, which is untrusted: lines whose metadata is missing or malformed
 still show, without an id or a time; every text is bounded.
@@ -34,7 +34,9 @@ def message_lines(body: str, meta: dict, terms: set[str], analyzer) -> list[dict
     """The messages to show for a hit on a chat window: each matched one (it holds a query term)
     with its neighbours, as {"id", "sender", "time", "text", "matched"}; [] when none matched."""
     lines = body.split("\n")[:MAX_LINES]
-    matched = [i for i, line in enumerate(lines) if _holds(_text_of(line), terms, analyzer)][:MAX_MATCHED]
+    held = [_held(_text_of(line), terms, analyzer) for line in lines]
+    best = sorted((i for i in range(len(lines)) if held[i]), key=lambda i: (-held[i], i))
+    matched = sorted(best[:MAX_MATCHED])  # the messages holding most of the query's terms, in order
     shown = sorted({j for i in matched for j in range(i - CONTEXT, i + CONTEXT + 1) if 0 <= j < len(lines)})
     rows = meta.get("messages")
     senders = meta.get("senders")
@@ -65,6 +67,7 @@ def _text_of(line: str) -> str:
     return _REPEATS.sub("", _split(line)[1])
 
 
-def _holds(text: str, terms: set[str], analyzer) -> bool:
+def _held(text: str, terms: set[str], analyzer) -> int:
+    """How many of the query's terms a message holds (each counted once)."""
     raws = TOKEN_RE.findall(text[: 4 * MAX_TEXT])
-    return any(t in terms for raw in raws for t in analyzer.token_terms(raw))
+    return len({t for raw in raws for t in analyzer.token_terms(raw) if t in terms})
