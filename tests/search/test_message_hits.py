@@ -129,3 +129,17 @@ def test_damaged_message_metadata_still_shows_the_lines():
         assert [m["matched"] for m in shown] == [False, True, False]
         assert shown[1]["text"] == "the airport at noon" and shown[1]["time"] is None
         assert shown[1]["sender"] == "Bob"
+
+
+def test_the_messages_shown_are_those_holding_most_of_the_query():
+    from kenning.analysis.analyzer import Analyzer
+    from kenning.search.message_lines import MAX_MATCHED, message_lines
+
+    analyzer = Analyzer()
+    lines = [f"A: a word about trains {i}" for i in range(6)] + ["B: the trains leave the harbour at dawn"]
+    meta = {"senders": ["A", "B"], "conversation": "x", "messages": [[str(i), 0, 1.0] for i in range(7)]}
+    terms = {t for w in ("trains", "harbour", "dawn") for t in analyzer.token_terms(w)}
+    shown = message_lines("\n".join(lines), meta, terms, analyzer)
+    matched = [m["text"] for m in shown if m["matched"]]
+    assert len(matched) == MAX_MATCHED and matched[-1] == "the trains leave the harbour at dawn"
+    assert matched[:2] == ["a word about trains 0", "a word about trains 1"]  # then the earliest, in order
