@@ -35,11 +35,13 @@ UNITS = {
     "one message": (1, 1),
 }
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+_CLAUSE = re.compile(r"(?<=[.!?;:,])\s+")  # --short: chat-length messages, a clause each
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
-def chat_from_book(text: str) -> list[dict]:
-    """The book as messages: a sentence each, a paragraph a turn, a chapter a conversation."""
+def chat_from_book(text: str, short: bool = False) -> list[dict]:
+    """The book as messages: a sentence each (a clause each when `short`), a paragraph a turn, a
+    chapter a conversation."""
     messages, chapter, turn, clock = [], "opening", 0, 1_700_000_000
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph = " ".join(paragraph.split())
@@ -50,7 +52,7 @@ def chat_from_book(text: str) -> list[dict]:
             continue
         sender = SENDERS[turn % len(SENDERS)]
         turn += 1
-        for sentence in _SENTENCE.split(paragraph):
+        for sentence in (_CLAUSE if short else _SENTENCE).split(paragraph):
             if len(_WORD.findall(sentence)) >= 3:
                 clock += 60
                 messages.append(
@@ -99,8 +101,9 @@ def main() -> None:
     parser.add_argument("book", type=Path)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--short", action="store_true", help="a clause per message (chat length)")
     args = parser.parse_args()
-    messages = chat_from_book(args.book.read_text(encoding="utf-8"))
+    messages = chat_from_book(args.book.read_text(encoding="utf-8"), args.short)
     asked = queries(messages, args.queries, random.Random(args.seed))
     results = {}
     with tempfile.TemporaryDirectory() as work:
@@ -111,15 +114,9 @@ def main() -> None:
             with Index(Path(work) / f"ix-{size}") as index:
                 index.add([log.parent], options=ChunkOptions(message_window=size, message_stride=stride))
                 results[name] = {kind: measure(index, pairs) for kind, pairs in asked.items()}
-    print(
-        json.dumps(
-            {
-                "book": args.book.name,
-                "messages": len(messages),
-                "queries": {k: len(v) for k, v in asked.items()},
-            }
-        )
-    )
+    words = sum(len(m["text"].split()) for m in messages) / len(messages)
+    said = {"book": args.book.name, "messages": len(messages), "words_per_message": round(words, 1)}
+    print(json.dumps({**said, "queries": {k: len(v) for k, v in asked.items()}}))
     print(f"{'unit':<20} {'phrase Hit@1':>13} {'MRR@10':>7} {'exchange Hit@1':>15} {'MRR@10':>7}")
     for name, kinds in results.items():
         p, e = kinds["phrase"], kinds["exchange"]
