@@ -10,9 +10,10 @@ between messages. Two kinds of query, drawn from random messages:
   what was said around it.
 
 A query is found at rank r when the r-th hit lists the message among the messages that matched
-(kenning.search.message_lines: what the reader is shown). Lexical ranking; no model is needed.
+(kenning.search.message_lines: what the reader is shown). Lexical ranking by default (no model is
+needed); `--mode hybrid` embeds every window first (minutes: one message per window is thousands).
 
-    python benchmarks/chat_units.py ../shared/data/books/dracula.md [--queries 300] [--seed 7]
+    python benchmarks/chat_units.py ../shared/data/books/dracula.md [--short] [--mode hybrid] [--seed 7]
 """
 
 from __future__ import annotations
@@ -82,11 +83,11 @@ def queries(messages: list[dict], n: int, rng: random.Random) -> dict[str, list[
     return out
 
 
-def measure(index: Index, pairs: list[tuple[str, str]]) -> dict[str, float]:
+def measure(index: Index, pairs: list[tuple[str, str]], mode: str) -> dict[str, float]:
     """Hit@1 and MRR@10 of the sought message being shown, marked, in a hit."""
     hits = mrr = 0.0
     for query, wanted in pairs:
-        ranked = index.search(query, limit=10, mode="lexical").hits
+        ranked = index.search(query, limit=10, mode=mode).hits
         shown = [
             r for r, h in enumerate(ranked, 1) if any(m["id"] == wanted and m["matched"] for m in h.messages)
         ]
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--short", action="store_true", help="a clause per message (chat length)")
+    parser.add_argument("--mode", choices=("lexical", "hybrid"), default="lexical")
     args = parser.parse_args()
     messages = chat_from_book(args.book.read_text(encoding="utf-8"), args.short)
     asked = queries(messages, args.queries, random.Random(args.seed))
@@ -113,9 +115,16 @@ def main() -> None:
         for name, (size, stride) in UNITS.items():
             with Index(Path(work) / f"ix-{size}") as index:
                 index.add([log.parent], options=ChunkOptions(message_window=size, message_stride=stride))
-                results[name] = {kind: measure(index, pairs) for kind, pairs in asked.items()}
+                if args.mode == "hybrid":
+                    index.embed()
+                results[name] = {kind: measure(index, pairs, args.mode) for kind, pairs in asked.items()}
     words = sum(len(m["text"].split()) for m in messages) / len(messages)
-    said = {"book": args.book.name, "messages": len(messages), "words_per_message": round(words, 1)}
+    said = {
+        "book": args.book.name,
+        "mode": args.mode,
+        "messages": len(messages),
+        "words_per_message": round(words, 1),
+    }
     print(json.dumps({**said, "queries": {k: len(v) for k, v in asked.items()}}))
     print(f"{'unit':<20} {'phrase Hit@1':>13} {'MRR@10':>7} {'exchange Hit@1':>15} {'MRR@10':>7}")
     for name, kinds in results.items():
