@@ -10,6 +10,7 @@ normalises a channel against all of them), and so do queries with phrases or glo
 from __future__ import annotations
 
 import numpy as np
+from pyroaring import BitMap
 
 from kenning.kernels.topk import top_k
 from kenning.lexical.bm25 import ScoringClause, ScoringTerm
@@ -53,12 +54,36 @@ def lexical_scores(ctx: SearchContext, state: QueryState, ids) -> np.ndarray:
 
 def rank(ctx: SearchContext, state: QueryState) -> None:
     """The lexical ranking: the best `pool` survivors by BM25, ties by chunk id. A survivor that
-    scores 0 matched no clause (it holds a phrase's words, but apart) and is not a lexical hit."""
+    matches no clause (it holds a phrase's words, but apart) is not a lexical hit."""
     if state.pruned is not None:
         state.ranked = list(zip(state.pruned.ids.tolist(), state.pruned.scores.tolist(), strict=True))
         return
-    ids = np.frombuffer(state.survivors.to_array(), dtype=np.uint32).astype(np.int64)
+    survivors = state.survivors
+    matching = _matching_a_clause(state)
+    if matching is not None:
+        survivors = survivors & matching
+    ids = np.frombuffer(survivors.to_array(), dtype=np.uint32).astype(np.int64)
     scores = state.lexical[ids] if len(ids) else np.zeros(0)
-    ids, scores = ids[scores > 0], scores[scores > 0]
     top_ids, top_scores = top_k(ids, scores, state.pool)
     state.ranked = list(zip(top_ids.tolist(), top_scores.tolist(), strict=True))
+
+
+def _matching_a_clause(state: QueryState) -> BitMap | None:
+    """The chunks that match at least one of the plan's clauses, or None when every survivor does:
+    the survivors were gathered from the postings of every term, so only a clause whose matches are
+    not its terms' postings (a soft phrase, a glossary group holding one) can leave a survivor
+    matching nothing."""
+    clauses = state.plan.clauses
+    if not any(c.needs_docs and not c.required for c in clauses):
+        return None
+    out = BitMap()
+    for clause in clauses:
+        if clause.docs is not None:
+            out |= clause.docs
+            continue
+        for item in clause.items:
+            for term in item.terms:
+                postings = state.found.get(term)
+                if postings is not None:
+                    out |= postings.bitmap
+    return out
