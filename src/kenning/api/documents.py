@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote, unquote
 
 from kenning.query.filters import path_matches
@@ -47,9 +48,9 @@ class Section:
     lines: list[tuple[int | None, str]]
     page: int | None = None
     chunk_ids: list[int] = field(default_factory=list)
-    message_ids: set = field(default_factory=set, repr=False)  # chat lines already shown
+    message_ids: set[str] = field(default_factory=set, repr=False)  # chat lines already shown
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "title": self.title,
             "page": self.page,
@@ -89,7 +90,7 @@ class Document:
                 out.append(f"{n:>6}  {line}" if numbered and n is not None else line)
         return "\n".join(out)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "ref": self.ref,
             "path": self.path,
@@ -119,7 +120,7 @@ class Window:
         end = self.offset + self.shown
         return end if end < self.total else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "offset": self.offset,
             "lines_shown": self.shown,
@@ -174,7 +175,7 @@ def around_message(rows: list[ChunkRow], message_id: str) -> list[ChunkRow]:
     return [rows[i] for i in same[max(0, k - 1) : k + 2]]
 
 
-def _split_range(ref: str, pattern: re.Pattern, unit: str) -> tuple[str, tuple[int, int] | None]:
+def _split_range(ref: str, pattern: re.Pattern[str], unit: str) -> tuple[str, tuple[int, int] | None]:
     match = pattern.match(ref.strip())
     if not match:
         return ref.strip(), None
@@ -289,7 +290,7 @@ def _numbered_lines(row: ChunkRow) -> list[tuple[int | None, str]]:
     return list(zip(range(first, row.end_line + 1), body, strict=True))
 
 
-def _when(meta: dict, i: int, lines: int) -> str:
+def _when(meta: dict[str, Any], i: int, lines: int) -> str:
     """The time of a chat window's i-th message as `2023-12-31 21:41  ` (UTC), or "" when its
     metadata does not say (it comes from the index: untrusted)."""
     rows = meta.get("messages")
@@ -322,7 +323,7 @@ def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow)
             section.lines.append((n, text))
         elif text and text not in section.lines[have[n]][1]:  # a very long line cut into pieces
             section.lines[have[n]] = (n, section.lines[have[n]][1] + text)
-    section.lines.sort(key=lambda pair: pair[0])
+    section.lines.sort(key=lambda pair: pair[0] or 0)  # numbered lines here (from 1)
 
 
 def matching_paths(paths: list[str], pattern: str) -> list[str]:

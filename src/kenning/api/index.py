@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from pyroaring import BitMap
@@ -42,15 +43,19 @@ if TYPE_CHECKING:  # the write side loads when first used: a search never import
     from kenning.answer.sources import AnswerSources
     from kenning.api.documents import Document
     from kenning.entities.graph import EntityGraph
+    from kenning.indexing.reports import EmbedReport, IndexReport
     from kenning.indexing.tuning import WriterTuning
-    from kenning.indexing.writer import EmbedReport, IndexReport, IndexWriter
+    from kenning.indexing.writer import IndexWriter
+    from kenning.lexical.view import LexicalView
+    from kenning.models.chat import ChatModel
     from kenning.models.embed.base import Embedder
+    from kenning.store.postgres import PostgresStore
 
 DEFAULT_INDEX_DIR = ".kenning"
 SEARCH_MODES = MODES
 
 
-def default_index_dir() -> Path:
+def default_index_dir() -> Path | str:
     """The index the command line would use here (kenning.api.settings.resolve_index_dir)."""
     from kenning.api.settings import load_config, resolve_index_dir
     from kenning.places.locate import find_config
@@ -63,15 +68,19 @@ class Index:
     report status."""
 
     def __init__(
-        self, directory: str | os.PathLike | None = None, create: bool = True, rebuild_outdated: bool = False
-    ):
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        create: bool = True,
+        rebuild_outdated: bool = False,
+    ) -> None:
         """`directory`: an index folder, or a postgresql:// URL (kenning.store.postgres); None finds
         the folder or server the command line would use here."""
         where = directory if directory is not None else default_index_dir()
         self.directory = None if is_server_url(where) else Path(where)  # a server index has no folder
         self.store = open_store(where, create=create, rebuild_outdated=rebuild_outdated)
         # what messages and reports name: the folder, or the URL without its password
-        self.location = str(self.directory) if self.directory else self.store.location
+        # (open_store gives a PostgresStore exactly when the location is a server URL)
+        self.location = str(self.directory) if self.directory else cast("PostgresStore", self.store).location
         stored = self.store.get_meta("analyzer")
         try:
             with decoding("the analyzer settings"):
@@ -82,14 +91,14 @@ class Index:
         self.analyzer = Analyzer(config)
         self.caches = IndexCaches()
         self.lexical = LexicalIndex(self.store, self.caches, lambda: self.analyzer)
-        self._glossary = None
+        self._glossary: Glossary | None = None
         self.vectors = IndexVectors(self.store, self.caches)  # models, embedders, dense views
-        self._rerankers: dict[str, Reranker] = {}
+        self._rerankers: dict[str, Reranker | None] = {}
 
     def __enter__(self) -> Index:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -104,24 +113,31 @@ class Index:
 
         return IndexWriter(self.store, self.analyzer, self.embedder, tuning)
 
-    def add(self, paths, tuning: WriterTuning | None = None, **options) -> IndexReport:
+    def add(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        tuning: WriterTuning | None = None,
+        **options: Any,
+    ) -> IndexReport:
         """Index files and folders (see IndexWriter.add); re-running only redoes what changed."""
         writer = self.writer(tuning)
-        paths = list(paths) if not isinstance(paths, str | os.PathLike) else [paths]
-        report = writer.add(paths, **options)
-        remember(index_location(self.directory, self.location), paths)  # (kenning.api.own_roots)
+        given = list(paths) if not isinstance(paths, str | os.PathLike) else [paths]
+        report = writer.add(given, **options)
+        remember(index_location(self.directory, self.location), given)  # (kenning.api.own_roots)
         if writer.analyzer is not self.analyzer:
             self.analyzer = writer.analyzer
             self._glossary = None
         return report
 
-    def collections(self) -> dict[str, dict]:
+    def collections(self) -> dict[str, dict[str, int]]:
         """Each collection's files and chunks: {"notes": {"files": 12, "chunks": 80}, ...}."""
         with self.store.reading():
             files, chunks = self.store.collections(), self.store.collection_chunks()
         return {name: {"files": n, "chunks": chunks.get(name, 0)} for name, n in sorted(files.items())}
 
-    def answer(self, question: str, llm=None, candidates: int = 20, **search) -> Answer:
+    def answer(
+        self, question: str, llm: str | ChatModel | None = None, candidates: int = 20, **search: Any
+    ) -> Answer:
         """A cited answer, or found=False with what the sources do not say (kenning.answer). `llm` is
         a chat model spec or ChatModel (None: $KENNING_LLM, else extractive); `search`: settings for
         every search the answer runs (knobs such as w_graph)."""
@@ -131,7 +147,7 @@ class Index:
         model = llm if isinstance(llm, ChatModel) else make_chat_model(llm)
         return answer_question(self.answer_sources(**search), question, llm=model, candidates=candidates)
 
-    def answer_sources(self, **search) -> AnswerSources:
+    def answer_sources(self, **search: Any) -> AnswerSources:
         """What answering reads from this index (kenning.answer.sources): its search, chunks, analyzer,
         idf, entity graph and, when it has vectors, its embedder."""
         from kenning.answer.sources import AnswerSources
@@ -140,7 +156,7 @@ class Index:
             with self.store.reading():
                 return self.store.chunks_by_ids(ids)
 
-        def idfs(terms) -> list[float]:
+        def idfs(terms: Iterable[str]) -> list[float]:
             with self.store.reading():
                 view = self.lexical.view()
                 return [view.idf(t) for t in terms]
@@ -182,7 +198,7 @@ class Index:
                     counts[term] = int(np.count_nonzero(postings.tf_body)) if postings is not None else 0
         return {word: counts.get(term, 0) for word, term in terms.items()}
 
-    def entity_neighbours(self, name: str, limit: int = 20, scoring: str = "relatedness") -> dict:
+    def entity_neighbours(self, name: str, limit: int = 20, scoring: str = "relatedness") -> dict[str, Any]:
         """An entity (as written, any case or accents) and its neighbours with a, b, k, z and weight.
         Raises ValueError when no chunk holds it, naming the closest entities."""
         graph = self.entity_graph()
@@ -221,12 +237,14 @@ class Index:
             raise ValueError(f"no collection {name!r} (kenning collections lists them)")
         return self.writer(tuning).remove_collection(name)
 
-    def embed(self, embedder=None, tuning: WriterTuning | None = None, **options) -> EmbedReport:
+    def embed(
+        self, embedder: str | Embedder | None = None, tuning: WriterTuning | None = None, **options: Any
+    ) -> EmbedReport:
         """Embed chunks that have no vector yet (see IndexWriter.embed)."""
         return self.writer(tuning).embed(embedder, **options)
 
     # ------------------------------------------------------------------------------------ reading
-    def search(self, query: str | ParsedQuery | SearchRequest, **settings) -> SearchResponse:
+    def search(self, query: str | ParsedQuery | SearchRequest, **settings: Any) -> SearchResponse:
         """Rank chunks for a query. `settings` are SearchRequest fields and knobs (limit, mode, params,
         fusion, filters, k1, w_dense, ...), read by kenning.api.request.build_request, the same function
         every surface uses, so the defaults are the same everywhere: mode "auto" is hybrid when the
@@ -240,7 +258,7 @@ class Index:
         with self.store.reading():
             return search_with_vectors(self._context(request), request, self.vectors)
 
-    def _check_collections(self, names) -> None:
+    def _check_collections(self, names: Iterable[str]) -> None:
         """A collection the index does not have is a mistake to name, not a scope with no results."""
         if not names:
             return
@@ -268,7 +286,7 @@ class Index:
             substring=lambda: self._substring_view(view),
         )
 
-    def _substring_view(self, view):
+    def _substring_view(self, view: LexicalView) -> SubstringView | TrigramSubstrings:
         """The substring signal's view of this generation: the store's trigram index when the index
         has one (`kenning index --substring-index`), else the live texts joined in memory (built once
         per generation)."""
@@ -280,7 +298,7 @@ class Index:
             lambda: SubstringView(self.store, np.frombuffer(view.live.to_array(), np.uint32)),
         )
 
-    def _reranker(self, spec: str | None):
+    def _reranker(self, spec: str | None) -> Reranker | None:
         if not spec or spec == "none":
             return None
         if spec not in self._rerankers:
@@ -288,7 +306,7 @@ class Index:
         return self._rerankers[spec]
 
     # ------------------------------------------------------------------------------------ vectors
-    def embedding_model(self) -> dict | None:
+    def embedding_model(self) -> dict[str, Any] | None:
         """The embedder that made this index's vectors: backend, model, dim, fingerprint, spec."""
         return self.vectors.recorded()
 
@@ -308,7 +326,7 @@ class Index:
 
     # ------------------------------------------------------------------------------------ helpers
     @property
-    def glossary(self):
+    def glossary(self) -> Glossary:
         """The glossary stored in this index (alias groups used to expand queries)."""
         if self._glossary is None:
             self._glossary = Glossary(self.store, self.analyzer)
@@ -408,15 +426,15 @@ class Index:
             document.sections = [s for s in document.sections if s.lines]
         if line_range is not None and not document.sections:
             numbers = [n for row in rows for n in (row.start_line, row.end_line) if n is not None]
-            held = f"lines {min(numbers)}-{max(numbers)}" if numbers else "no line numbers"
-            raise ValueError(f"{ref}: lines {line_range[0]}-{line_range[1]} are not in it (it has {held})")
+            have = f"lines {min(numbers)}-{max(numbers)}" if numbers else "no line numbers"
+            raise ValueError(f"{ref}: lines {line_range[0]}-{line_range[1]} are not in it (it has {have})")
         source = self.store.source_by_path(rows[0].path) if rows[0].path else None
         document.kind = source.kind if source else None
         if max_chars is not None or offset:
             document = window(document, max_chars if max_chars is not None else 2**62, offset)
         return document
 
-    def sources(self) -> list[dict]:
+    def sources(self) -> list[dict[str, Any]]:
         """Every indexed file: path, kind, collection and chunks, by path."""
         with self.store.reading():
             rows = sorted(self.store.sources(), key=lambda s: s.path)
@@ -424,7 +442,7 @@ class Index:
             {"path": s.path, "kind": s.kind, "collection": s.collection, "chunks": s.n_chunks} for s in rows
         ]
 
-    def read_many(self, refs: str | list[str], max_chars: int = 50_000) -> dict:
+    def read_many(self, refs: str | list[str], max_chars: int = 50_000) -> dict[str, Any]:
         """Several documents: a glob over the indexed paths (`notes/*.md`) or a list of references,
         until `max_chars`; what did not fit or was not found is listed, never dropped silently."""
         from kenning.api.documents import matching_paths
@@ -445,7 +463,7 @@ class Index:
                 used += document.chars
         return {"documents": documents, "left_out": left_out, "not_found": missing, "max_chars": max_chars}
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """What the index holds: documents, chunks, segments, terms, size, the last commit, the
         analyzer, collections and vector coverage (the `kenning status --json` document)."""
         with self.store.reading():

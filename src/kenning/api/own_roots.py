@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from kenning.sidefiles.seal import read_regular
@@ -48,7 +49,7 @@ def remembered(index_location: str) -> list[Path]:
     return [Path(r) for r in data["roots"] if isinstance(r, str) and os.path.isabs(r)]
 
 
-def remember(index_location: str, paths) -> None:
+def remember(index_location: str, paths: Iterable[str | os.PathLike[str]]) -> None:
     """Add the folders of `paths` (a folder itself, a file's parent) to the index's record. Best
     effort: a state folder that cannot be written leaves writing calls refused, nothing else."""
     folders = []

@@ -10,6 +10,7 @@ feedback_k, w_dense, ...), and `fusion` for the fusion mode. None means "not set
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import Any
 
 from kenning import signals
 from kenning.lexical.bm25 import Bm25Params
@@ -26,22 +27,24 @@ REQUEST_FIELDS = tuple(
 
 
 _DEFAULT_BM25 = Bm25Params()
-_DEFAULT_FUSION: dict[tuple, object] = {}  # derived from the registry, by its version
+# derived from the registry, by its version
+_DEFAULT_FUSION: dict[int, FusionParams] = {}
+_FUSION_NAMES: dict[int, frozenset[str]] = {}
 
 
 def default_fusion() -> FusionParams:
     """FusionParams() for the registry as it is (made once per registry change: a search asks often)."""
-    key = ("params", signals.version())
+    key = signals.version()
     if key not in _DEFAULT_FUSION:
         _DEFAULT_FUSION[key] = FusionParams()
     return _DEFAULT_FUSION[key]
 
 
 def _fusion_names() -> frozenset[str]:
-    key = ("names", signals.version())
-    if key not in _DEFAULT_FUSION:
-        _DEFAULT_FUSION[key] = frozenset(fusion_knobs())
-    return _DEFAULT_FUSION[key]
+    key = signals.version()
+    if key not in _FUSION_NAMES:
+        _FUSION_NAMES[key] = frozenset(fusion_knobs())
+    return _FUSION_NAMES[key]
 
 
 def knob_names() -> list[str]:
@@ -53,10 +56,10 @@ def build_request(
     query: str | ParsedQuery,
     *,
     params: Bm25Params | None = None,
-    fusion: FusionParams | None = None,
+    fusion: FusionParams | str | None = None,
     post: PostprocessOptions | None = None,
     filters: Filters | None = None,
-    **settings,
+    **settings: Any,
 ) -> SearchRequest:
     """A SearchRequest from a query and settings; unknown settings are refused by name."""
     settings = {k: v for k, v in settings.items() if v is not None}

@@ -26,6 +26,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from kenning.lexical.bm25 import Bm25Params
 from kenning.places.locate import locate_index
@@ -56,12 +57,12 @@ class CollectionConfig:
 class Config:
     path: Path | None = None
     index: Path | None = None
-    search: dict = field(default_factory=dict)
+    search: dict[str, Any] = field(default_factory=dict)
     collections: dict[str, CollectionConfig] = field(default_factory=dict)
     glossary_scope: str | None = None
 
 
-def _convert(value, kind: str, where: str):
+def _convert(value: Any, kind: str, where: str) -> bool | int | float | str:
     kind = str(kind)
     try:
         if "bool" in kind:
@@ -82,7 +83,7 @@ def _convert(value, kind: str, where: str):
         raise ConfigError(f"{where}: {value!r} is not a valid {kind}") from exc
 
 
-def _store_url(value, path: Path) -> str:
+def _store_url(value: object, path: Path) -> str:
     """A config file's `store`: a postgresql:// URL without a password (the password belongs in
     PGPASSWORD or ~/.pgpass, never in a file kenning reads settings from)."""
     from urllib.parse import urlsplit
@@ -99,7 +100,7 @@ def _store_url(value, path: Path) -> str:
     return url
 
 
-def _inside_project(base: Path, value, path: Path, key: str) -> Path:
+def _inside_project(base: Path, value: object, path: Path, key: str) -> Path:
     """A path a project file names, resolved (links followed); only inside the project's own folder.
 
     A kenning.toml comes with a cloned repository: naming the user's home as a collection would read
@@ -183,9 +184,9 @@ def user_store() -> str | None:
     return _store_url(data["store"], path) if "store" in data else None
 
 
-def resolve_search(flags: dict, config: Config) -> dict:
+def resolve_search(flags: dict[str, Any], config: Config) -> dict[str, Any]:
     """Each search setting from the first place that sets it: flag, environment, file, default."""
-    out = {}
+    out: dict[str, Any] = {}
     for key, kind in search_keys().items():
         if flags.get(key) is not None:
             out[key] = flags[key]

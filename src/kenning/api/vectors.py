@@ -9,7 +9,7 @@ how to give them. What a search does when the vectors cannot be used is kenning.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kenning.common.cache import IndexCaches
 from kenning.models.endpoints import (
@@ -39,11 +39,11 @@ class IndexVectors:
         self.embedders: dict[str, Embedder] = {}  # by spec, as built or handed over by the caller
         self.newer = NewerVectors()  # vectors a saved graph lacks, read once (kenning.signals.dense)
 
-    def recorded(self) -> dict | None:
+    def recorded(self) -> dict[str, Any] | None:
         """The embedder that made this index's vectors: backend, model, dim, fingerprint, spec."""
         return recorded_embedder(self.store)
 
-    def recorded_in(self, view: LexicalView) -> dict | None:
+    def recorded_in(self, view: LexicalView) -> dict[str, Any] | None:
         """The record as it stands in `view`'s generation, read once per generation."""
         return self.caches.view(view.generation, "embedder", self.recorded)
 
@@ -62,7 +62,7 @@ class IndexVectors:
             self.embedders[spec] = make_embedder(spec)
         return self.embedders[spec]
 
-    def _chosen(self, recorded: dict | None) -> Embedder | None:
+    def _chosen(self, recorded: dict[str, Any] | None) -> Embedder | None:
         """An embedder this process already built or was handed (by the caller, never by the index)
         whose fingerprint is the one the index records, so a search reuses the model that embedded."""
         if recorded is None:
@@ -72,7 +72,7 @@ class IndexVectors:
                 return embedder
         return None
 
-    def _recorded_spec(self, recorded: dict | None) -> str:
+    def _recorded_spec(self, recorded: dict[str, Any] | None) -> str:
         """The spec that rebuilds the recorded model: from the record only where kenning ships the
         model (minilm); a remote model's address and a model folder from the user, or EndpointError
         saying how to give them."""
@@ -80,7 +80,8 @@ class IndexVectors:
             return "minilm"
         backend, model = recorded["backend"], recorded["model"]
         if backend in ("minilm", "none"):
-            return recorded["spec"]  # "minilm", "minilm:float32" or "none": built in
+            spec: str = recorded["spec"]  # "minilm", "minilm:float32" or "none": built in
+            return spec
         if backend in REMOTE_BACKENDS:
             url = user_endpoint(backend)
             if url is None:
@@ -96,14 +97,14 @@ class IndexVectors:
             )
         return given
 
-    def dense_view(self, recorded: dict, view: LexicalView) -> DenseView:
+    def dense_view(self, recorded: dict[str, Any], view: LexicalView) -> DenseView:
         """The generation's dense view, built once: the server's own vector index when the store
         keeps one and the index is large enough to use it; else the vectors, exact or through the
         graph file beside a folder index."""
         key = ("dense", recorded["fingerprint"])
         return self.caches.view(view.generation, key, lambda: self._dense_view(recorded, view))
 
-    def _dense_view(self, recorded: dict, view: LexicalView) -> DenseView:
+    def _dense_view(self, recorded: dict[str, Any], view: LexicalView) -> DenseView:
         fingerprint = recorded["fingerprint"]
         if (
             isinstance(self.store, VectorSearch)
@@ -115,7 +116,7 @@ class IndexVectors:
         graph = GraphFile(directory, fingerprint) if directory else None
         return DenseView(self.store, fingerprint, view.live_mask, graph_file=graph, newer=self.newer)
 
-    def status(self) -> dict | None:
+    def status(self) -> dict[str, Any] | None:
         """The record with how many chunks have a vector and how many lack one (None: no vectors)."""
         recorded = self.recorded()
         if recorded is None:

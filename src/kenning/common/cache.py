@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Hashable
+from typing import TypeVar, cast
 
 import numpy as np
 
 DEFAULT_BUDGET_MB = 256
 _MISSING = object()
+T = TypeVar("T")  # what a key's `make` returns, and so what the key holds
 
 
 def nbytes(value) -> int:
@@ -65,12 +67,12 @@ class BoundedCache:
             self.bytes -= self._sizes.pop(oldest)
             del self._values[oldest]
 
-    def get_or_make(self, key: Hashable, make: Callable[[], object]):
+    def get_or_make(self, key: Hashable, make: Callable[[], T]) -> T:
         value = self.get(key, _MISSING)
         if value is _MISSING:
             value = make()
             self.put(key, value)
-        return value
+        return cast(T, value)
 
     def drop(self, keep: Callable[[Hashable], bool]) -> None:
         """Forget every entry whose key `keep` refuses (e.g. data of segments merged away)."""
@@ -112,9 +114,9 @@ class IndexCaches:
         self._views.clear()
         self.generation = None
 
-    def view(self, generation: int, key: Hashable, make: Callable[[], object]):
+    def view(self, generation: int, key: Hashable, make: Callable[[], T]) -> T:
         """A view of one generation (vectors, substring text, speller), made once per generation."""
         self.enter(generation)
         if key not in self._views:
             self._views[key] = make()
-        return self._views[key]
+        return cast(T, self._views[key])

@@ -11,10 +11,16 @@ other parts, each in its own module:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kenning.glossary.curation import GlossaryCuration
 from kenning.glossary.exchange import export_glossary, import_glossary
 from kenning.glossary.expansion import Alternative, GlossaryExpansion, GlossaryPhrases
 from kenning.glossary.terms import GlossaryError
+
+if TYPE_CHECKING:
+    from kenning.analysis.analyzer import Analyzer
+    from kenning.store.protocols import Store
 
 __all__ = ["Alternative", "Glossary", "GlossaryError"]
 
@@ -22,7 +28,7 @@ __all__ = ["Alternative", "Glossary", "GlossaryError"]
 class Glossary(GlossaryCuration):
     """The alias groups stored in one index: curated here, expanded, exported and imported, suggested."""
 
-    def __init__(self, store, analyzer):
+    def __init__(self, store: Store, analyzer: Analyzer) -> None:
         super().__init__(store, analyzer)
         self.expansion = GlossaryExpansion(store, analyzer)
 

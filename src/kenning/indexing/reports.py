@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kenning.ingest.walk import CREDENTIALS_SKIP, path_key
 
@@ -27,21 +28,21 @@ def display_path(path: str | Path) -> str:
 class IndexReport:
     """What one `Index.add` run did."""
 
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_removed: int = 0
+    files_seen: int = 0  # files the walk found
+    files_indexed: int = 0  # new or changed files, read and indexed
+    files_unchanged: int = 0  # files whose content had not changed since they were indexed
+    files_removed: int = 0  # files taken out of the index (gone from disk, or their collection removed)
     chunks_added: int = 0
-    chunks_kept: int = 0
+    chunks_kept: int = 0  # chunks of changed files the index held already (same content), kept
     chunks_removed: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): not indexed, by design
     errors: list[tuple[str, str]] = field(default_factory=list)  # (path, why): could not be indexed
     missing: list[str] = field(default_factory=list)  # paths named on the command line that failed
     warnings: list[str] = field(default_factory=list)
-    merged_segments: bool = False
+    merged_segments: bool = False  # the run merged the index's segments
     substring_indexed: int = 0  # chunks already stored, put in the substring index when it was turned on
     seconds: float = 0.0
-    generation: int = 0
+    generation: int = 0  # the index's generation after the run's commit
 
     def merge(self, other: IndexReport) -> None:
         """Add another run's counts to this one (several collections indexed by one command)."""
@@ -54,7 +55,7 @@ class IndexReport:
                 getattr(self, name).extend(value)
         self.generation = other.generation
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The report as data (what `kenning index --json` prints)."""
         d = dict(self.__dict__)
         d["skipped"] = [{"path": p, "reason": r} for p, r in self.skipped]
@@ -87,6 +88,6 @@ class EmbedReport:
     seconds: float = 0.0
     per_second: float = 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The report as data."""
         return dict(self.__dict__)

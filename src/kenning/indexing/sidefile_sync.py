@@ -23,7 +23,7 @@ from pyroaring import BitMap
 from kenning.models.recorded import recorded_embedder
 from kenning.sidefiles import ann
 from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
-from kenning.store.protocols import VectorSearch
+from kenning.store.protocols import Store, VectorSearch
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
 
@@ -53,7 +53,7 @@ class GraphLacks:
 class SideFileSync:
     """Saves one index's side files from its committed state (the module docstring)."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.directory = store.directory
 

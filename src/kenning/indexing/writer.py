@@ -15,6 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kenning.analysis.analyzer import Analyzer, AnalyzerConfig
 from kenning.indexing.analysis import early_worker
@@ -29,6 +30,10 @@ from kenning.ingest.limits import DEFAULT_MAX_FILE_BYTES
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.store import StorageError
 
+if TYPE_CHECKING:
+    from kenning.models.embed.base import Embedder
+    from kenning.store.protocols import Store
+
 
 class IndexWriter:
     """Writes one index: files in (add), files out (remove_collection), vectors in (embed).
@@ -37,11 +42,11 @@ class IndexWriter:
 
     def __init__(
         self,
-        store,
+        store: Store,
         analyzer: Analyzer,
-        embedder_for: Callable[[str | None], object],
+        embedder_for: Callable[[str | None], Embedder],
         tuning: WriterTuning | None = None,
-    ):
+    ) -> None:
         self.store = store
         self.analyzer = analyzer
         self.embedder_for = embedder_for
@@ -51,7 +56,7 @@ class IndexWriter:
 
     def add(
         self,
-        paths: Sequence[str | os.PathLike],
+        paths: Sequence[str | os.PathLike[str]],
         include: list[str] | None = None,
         exclude: list[str] | None = None,
         force: bool = False,
@@ -135,7 +140,7 @@ class IndexWriter:
 
     def embed(
         self,
-        embedder=None,
+        embedder: str | Embedder | None = None,
         batch_size: int = 32,
         commit_every: int = 512,
         progress: EmbedProgress | None = None,
@@ -155,7 +160,7 @@ class IndexWriter:
         run = EmbedRun(self.store, embedder, spec, self.side_files, self.sync_graph, save_every)
         return run.run(batch_size, commit_every, progress, replace, limit)
 
-    def sync_graph(self) -> dict | None:
+    def sync_graph(self) -> dict[str, Any] | None:
         """Bring the saved HNSW graph up to date with the committed vectors (SideFileSync.sync_graph)."""
         return self.side_files.sync_graph()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -243,7 +243,7 @@ class _Folder(NamedTuple):
 
 
 def discover(
-    paths: list[str | Path],
+    paths: Sequence[str | os.PathLike[str]],
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     include_secrets: bool = False,

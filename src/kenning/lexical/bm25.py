@@ -31,11 +31,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyroaring import BitMap
 
 from kenning.common.numbers import check_number
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 VARIANTS = ("classic", "plus", "l", "bm25f")
 COORDINATIONS = ("clauses", "idf")
@@ -62,7 +66,7 @@ class Bm25Params:
     k3: float = 2.0
     coordination: str = "idf"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown BM25 variant {self.variant!r}: choose one of {', '.join(VARIANTS)}")
         if self.coordination not in COORDINATIONS:
@@ -81,7 +85,7 @@ class Bm25Params:
         """How much a term the query says `qtf` times counts (1 for a term said once)."""
         return (self.k3 + 1.0) * qtf / (self.k3 + qtf)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every knob by name."""
         return asdict(self)
 
@@ -113,7 +117,9 @@ def joint_saturate(
     return saturate_once(t, p.k1)
 
 
-def field_frequency(tf, length, avg_len: float, weight: float, b: float) -> np.ndarray:
+def field_frequency(
+    tf: npt.ArrayLike, length: npt.ArrayLike, avg_len: float, weight: float, b: float
+) -> np.ndarray:
     """One field's part of BM25F's frequency: weight x tf / (1 - b + b len / avg_len); 0 for a field
     no chunk has (avg_len 0)."""
     tf = np.asarray(tf, dtype=np.float64)

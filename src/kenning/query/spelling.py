@@ -8,6 +8,8 @@ letters, 2 for longer ones), the most frequent first among equals.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kenning.analysis.analyzer import fold
@@ -54,7 +56,7 @@ class Speller:
     vocabulary leaves a handful of words, and the exact distance decides among them.
     """
 
-    def __init__(self, vocabulary):
+    def __init__(self, vocabulary: dict[str, int] | Callable[[], dict[str, int]]) -> None:
         self._source = vocabulary  # a dict, or a callable returning one
         self._vocabulary: dict[str, int] | None = None
         self._words: list[str] = []

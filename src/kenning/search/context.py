@@ -27,7 +27,7 @@ from kenning.signals.base import Channel, SignalQuery
 if TYPE_CHECKING:  # what the index builds; the stages only read it
     from kenning.analysis.analyzer import Analyzer
     from kenning.entities.graph import EntityGraph
-    from kenning.glossary.expansion import GlossaryExpansion
+    from kenning.glossary.glossary import Glossary
     from kenning.lexical.view import LexicalView
     from kenning.models.rerankers import Reranker
     from kenning.query.spelling import Speller
@@ -45,7 +45,7 @@ class SearchContext:
     view: LexicalView  # the committed generation the whole search reads
     store: Store
     analyzer: Analyzer
-    glossary: GlossaryExpansion | None = None  # None when the index's glossary is empty
+    glossary: Glossary | None = None  # None when the index's glossary is empty
     speller: Speller | None = None  # only when the request spells or wants full detail
     resolve_filters: Callable[[Filters], BitMap] | None = None  # cached by the index
     dense: DenseView | None = None  # this generation's vectors, when the search uses them

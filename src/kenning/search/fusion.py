@@ -33,7 +33,9 @@ choice and docs/benchmarks.md has the figures.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +79,7 @@ class FusionParams:
     weights: tuple[tuple[str, float], ...]  # (signal, weight) for every signal registered
     knobs: tuple[tuple[str, float], ...]  # (knob, value) for every signal's own knob
 
-    def __init__(self, **settings):
+    def __init__(self, **settings: Any) -> None:
         registry = signals.registered()
         weights = {name: float(s.weight) for name, s in registry.items()}
         knobs = {k.name: k.default for s in registry.values() for k in getattr(s, "knobs", ())}
@@ -128,7 +130,7 @@ class FusionParams:
         """A registered signal's knob by name (`default` when not given)."""
         return dict(self.knobs).get(name, default)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every knob by name, each signal's weight as `w_<name>`."""
         out = {key: getattr(self, key) for key in _FIXED}
         out.update({f"w_{name}": w for name, w in self.weights})
@@ -157,9 +159,9 @@ def fusion_knobs() -> dict[str, tuple[object, str]]:
 class Fused:
     ids: list[int]
     scores: list[float]
-    explain: dict[int, dict] = field(default_factory=dict)
+    explain: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)  # chunk -> channel -> parts
     # per channel, what this query's fusion made of it: weight, normalisation, and its share of the top
-    weights: dict[str, dict] = field(default_factory=dict)
+    weights: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _sorted(scores: dict[int, float]) -> tuple[list[int], list[float]]:
@@ -167,11 +169,18 @@ def _sorted(scores: dict[int, float]) -> tuple[list[int], list[float]]:
     return [c for c, _ in order], [s for _, s in order]
 
 
-def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
+def _score_of(channel: Channel, ids: np.ndarray) -> np.ndarray:
+    """A channel's raw scores for `ids`, chunks beyond its list included (every fusion but rrf asks)."""
+    if channel.score_of is None:
+        raise TypeError(f"the {channel.name} channel has no score_of, which this fusion needs")
+    return channel.score_of(ids)
+
+
+def fuse(channels: Mapping[str, Channel | None], params: FusionParams) -> Fused:
     """Combine channels into one ranked list, recording each channel's part for every chunk."""
     lists = {name: ch for name, ch in channels.items() if ch is not None}
     ranks = {name: ch.ranks() for name, ch in lists.items()}
-    explain: dict[int, dict] = {}
+    explain: dict[int, dict[str, dict[str, Any]]] = {}
 
     def note(cid: int, name: str, raw: float, part: float) -> None:
         explain.setdefault(cid, {})[name] = {"score": raw, "rank": ranks[name].get(cid), "contribution": part}
@@ -195,7 +204,7 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
         if lexical is None or not len(lexical.ids):
             return Fused([], [], {})
         pool = lexical.ids[: params.depth]
-        cos = dense.score_of(pool) if dense is not None else np.zeros(len(pool))
+        cos = _score_of(dense, pool) if dense is not None else np.zeros(len(pool))
         fused = {}
         for cid, raw, c in zip(pool.tolist(), lexical.scores.tolist(), cos.tolist(), strict=False):
             fused[cid] = c
@@ -210,14 +219,14 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
     )
     if not len(pool):
         return Fused([], [], {})
-    raw = {name: np.asarray(ch.score_of(pool), dtype=np.float64) for name, ch in lists.items()}
+    raw = {name: np.asarray(_score_of(ch, pool), dtype=np.float64) for name, ch in lists.items()}
 
     if params.mode in ("blend", "blend_norm"):
         return _blend(pool, raw, params, note, explain)
 
     total = np.zeros(len(pool))
     parts: dict[str, np.ndarray] = {}
-    how: dict[str, dict] = {}
+    how: dict[str, dict[str, Any]] = {}
     for name, values in raw.items():
         normalised, how[name] = _normalise(values, lists[name], params.mode)
         parts[name] = params.weight(name) * normalised
@@ -228,7 +237,13 @@ def fuse(channels: dict[str, Channel], params: FusionParams) -> Fused:
     return Fused(ids, scores, explain, _weights(params, how, parts, total))
 
 
-def _blend(pool: np.ndarray, raw: dict, params: FusionParams, note, explain: dict) -> Fused:
+def _blend(
+    pool: np.ndarray,
+    raw: dict[str, np.ndarray],
+    params: FusionParams,
+    note: Callable[[int, str, float, float], None],
+    explain: dict[int, dict[str, dict[str, Any]]],
+) -> Fused:
     """Lume's line, multiplicative (blend) or on one [0, 1] scale (blend_norm); each channel's part is
     what it added to the chunk's score."""
     zeros = np.zeros(len(pool))
@@ -255,7 +270,7 @@ def _blend(pool: np.ndarray, raw: dict, params: FusionParams, note, explain: dic
     return Fused(ids, fused_scores, explain)
 
 
-def _normalise(values: np.ndarray, channel: Channel, mode: str) -> tuple[np.ndarray, dict]:
+def _normalise(values: np.ndarray, channel: Channel, mode: str) -> tuple[np.ndarray, dict[str, Any]]:
     """A channel's raw scores over the pool on a common scale, and how they were put there."""
     if mode == "zscore":
         mean, std = channel.background or (float(values.mean()), float(values.std()))
@@ -268,7 +283,13 @@ def _normalise(values: np.ndarray, channel: Channel, mode: str) -> tuple[np.ndar
     return np.full(len(values), 1.0 if hi > 0 else 0.0), {"normalise": "minmax", "min": lo, "max": hi}
 
 
-def _weights(params: FusionParams, how: dict, parts: dict, total: np.ndarray, top: int = 10) -> dict:
+def _weights(
+    params: FusionParams,
+    how: dict[str, dict[str, Any]],
+    parts: dict[str, np.ndarray],
+    total: np.ndarray,
+    top: int = 10,
+) -> dict[str, dict[str, Any]]:
     """Per channel: its weight, how its scores were normalised, how far its best chunk stands above
     its background (zscore), and its share of the fused score of the top results: the per-query
     weighting --explain shows."""

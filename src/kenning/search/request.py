@@ -43,7 +43,7 @@ class SearchRequest:
     embedder: str | None = None  # the query embedder (must match the index's vectors)
     pruning: bool = True  # lexical mode: skip chunks that cannot reach the top (same results, faster)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_number("limit", self.limit, 1, MAX_LIMIT, integer=True)
         parse_rerank_spec(self.rerank)  # a bad spec is an error before the search, not after it
         if self.mode not in MODES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any, ClassVar
 
 from kenning.lexical.bm25 import Bm25Params
 from kenning.query.filters import Filters
@@ -13,7 +14,7 @@ from kenning.search.notices import Notice, texts
 from kenning.search.snippets import Snippet
 
 
-def glossary_reason(reason: dict) -> str:
+def glossary_reason(reason: dict[str, Any]) -> str:
     """A match reason from a glossary group, as the surfaces print it: what matched, in which group
     (its canonical term), in which fields."""
     return (
@@ -22,7 +23,7 @@ def glossary_reason(reason: dict) -> str:
     )
 
 
-def message_text(message: dict) -> str:
+def message_text(message: dict[str, Any]) -> str:
     """A message a chat hit shows, as the surfaces print it: "› 2023-12-31 21:41  Bob: text" for one
     that matched, the same without the mark for a neighbour (the time in local time)."""
     when = ""
@@ -60,14 +61,16 @@ def location_text(
 class Funnel:
     """How many chunks survived each stage, and how long each stage took (milliseconds)."""
 
-    corpus: int = 0
-    gathered: int = 0
-    filtered: int = 0
-    scored: int = 0
-    returned: int = 0
-    constraints: list[dict] = field(default_factory=list)
-    channels: dict[str, dict] = field(default_factory=dict)  # per channel: method, candidates returned
-    timings_ms: dict[str, float] = field(default_factory=dict)
+    corpus: int = 0  # live chunks in the index
+    gathered: int = 0  # chunks holding a query term
+    filtered: int = 0  # of those, the ones the filters and required and excluded words left
+    scored: int = 0  # of those, the ones scored (pruning skips chunks that cannot reach the top)
+    returned: int = 0  # hits returned
+    # each filter and constraint in turn, and how many chunks it left: kind, constraint, remaining
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+    # per channel: method, candidates returned
+    channels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)  # per stage, in milliseconds
 
 
 class _SnippetPart:
@@ -76,23 +79,29 @@ class _SnippetPart:
     caller that asks for a hundred hits to rerank them, or reads only their ids and scores, does not
     pay for a hundred snippets it never shows."""
 
-    _EMPTY = {"text": "", "spans": (), "messages": ()}
+    _EMPTY: ClassVar[dict[str, object]] = {"text": "", "spans": (), "messages": ()}
 
-    def __init__(self, part: str):
+    def __init__(self, part: str) -> None:
         self.part = part  # "text", "spans" or "messages"
 
-    def __set_name__(self, owner, name: str) -> None:
+    def __set_name__(self, owner: type, name: str) -> None:
         self.slot = "_" + name
 
-    def __get__(self, hit, owner=None):
+    def __get__(self, hit: Hit | None, owner: type | None = None) -> object:
         if hit is None:  # the dataclass's default for the field
             return self._EMPTY[self.part]
         hit._make_snippet()
         return hit.__dict__.get(self.slot, self._EMPTY[self.part])
 
-    def __set__(self, hit, value) -> None:
+    def __set__(self, hit: Hit, value: object) -> None:
         hit._make_snippet()  # a deferred snippet is made first, so the other part stays its own
         hit.__dict__[self.slot] = value
+
+
+def _snippet_part(part: str) -> Any:
+    """A _SnippetPart as the default of a Hit field: typed Any, so the field keeps the type of what it
+    holds (str, list of spans, list of messages) for type checkers and the reference pages."""
+    return _SnippetPart(part)
 
 
 @dataclass
@@ -102,34 +111,37 @@ class Hit:
     (`channels`), what later stages did (`adjustments`), the query's `evidence` and a
     `confidence`; `explain` with `explain=True`."""
 
-    id: int
-    score: float
-    title: str = ""
-    path: str = ""
-    doc_key: str = ""
-    start_line: int | None = None
+    id: int  # the chunk's id (`kenning get chunk:ID`)
+    score: float  # the fused score, after the post-fusion stages and any reranker
+    title: str = ""  # the chunk's heading path
+    path: str = ""  # the file it comes from
+    doc_key: str = ""  # its document (the path, or a record's own id in a corpus file)
+    start_line: int | None = None  # its first and last line in the file (None without lines)
     end_line: int | None = None
-    page: int | None = None
-    time: float | None = None
-    meta: dict = field(default_factory=dict)
-    snippet: str = _SnippetPart("text")  # the document's own text around the best matches (whitespace folded)
+    page: int | None = None  # its first page, in a paged document
+    time: float | None = None  # the document's (or message's) time as epoch seconds, when known
+    meta: dict[str, Any] = field(default_factory=dict)  # the chunk's metadata (page_end, message ids, ...)
+    # the document's own text around the best matches (whitespace folded)
+    snippet: str = _snippet_part("text")
     # where the matched words sit in `snippet`: [start, end) character offsets (code points)
-    highlights: list[tuple[int, int]] = _SnippetPart("spans")  # type: ignore[assignment]
+    highlights: list[tuple[int, int]] = _snippet_part("spans")
     # a chat window's messages that matched, among their neighbours: id, sender, time, text, matched
-    messages: list[dict] = _SnippetPart("messages")  # type: ignore[assignment]
-    match_reasons: list[dict] = field(default_factory=list)
-    channels: dict = field(default_factory=dict)  # per channel: raw score, rank, contribution to the fusion
-    adjustments: list[dict] = field(default_factory=list)  # what post-fusion stages and the reranker did
+    messages: list[dict[str, Any]] = _snippet_part("messages")
+    match_reasons: list[dict[str, Any]] = field(default_factory=list)
+    # per channel: raw score, rank, contribution to the fusion
+    channels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # what post-fusion stages and the reranker did
+    adjustments: list[dict[str, Any]] = field(default_factory=list)
     # how much of the query this hit holds, whatever its fused score: clauses matched of all clauses,
     # and the cosine with the query as asked (None without vectors)
-    evidence: dict = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
     # a 0-1 estimate that this hit answers the query, from the evidence alone, so the same number
     # means the same on any query and any collection (see kenning.search.confidence, docs/scoring.md)
     confidence: float | None = None
     # the set-aside constraints this hit does not meet (see kenning.search.relax); empty for a strict result
     relaxed: list[str] = field(default_factory=list)
     verbatim: bool = False  # holds the whole query word for word (see _verbatim)
-    explain: dict | None = None
+    explain: dict[str, Any] | None = None  # the score's parts, stage by stage (with explain=True)
 
     def defer_snippet(self, make: Callable[[], Snippet]) -> None:
         """Make the snippet and its highlights with `make()` when either is first read."""
@@ -142,12 +154,12 @@ class Hit:
             self.__dict__["_snippet"], self.__dict__["_highlights"] = made.text, made.spans
             self.__dict__["_messages"] = made.messages
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         """Pickled and deep-copied with its snippet made (what makes it holds the analyzer)."""
         self._make_snippet()
         return dict(self.__dict__)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every field as data, the snippet and its highlights included (made now if not yet read)."""
         out = asdict(self)
         out["highlights"] = [tuple(span) for span in out["highlights"]]
@@ -166,18 +178,18 @@ class SearchResponse:
     used, and what it noticed (`notices`, `missing_terms`, `suggestions`, constraints it `relaxed`,
     and `empty_reason` when nothing matched)."""
 
-    query: str
-    plan: QueryPlan
+    query: str  # the query as asked
+    plan: QueryPlan  # what the query became: terms, clauses, constraints
     hits: list[Hit]
     funnel: Funnel
-    params: Bm25Params
-    filters: Filters
-    missing_terms: list[str] = field(default_factory=list)
+    params: Bm25Params  # the lexical knobs used
+    filters: Filters  # the filters applied
+    missing_terms: list[str] = field(default_factory=list)  # query terms no chunk holds
     notices: list[Notice] = field(default_factory=list)  # kenning.search.notices
-    suggestions: list[dict] = field(default_factory=list)
+    suggestions: list[dict[str, Any]] = field(default_factory=list)  # did you mean: word, did_you_mean
     empty_reason: str | None = None
-    dropped: list[dict] = field(default_factory=list)  # chunks post-fusion stages removed, and why
-    relaxed: list[dict] = field(default_factory=list)  # constraints set aside because they left too little
+    dropped: list[dict[str, Any]] = field(default_factory=list)  # chunks post-fusion stages removed, and why
+    relaxed: list[dict[str, Any]] = field(default_factory=list)  # constraints set aside: they left too little
 
     @property
     def terms(self) -> list[str]:
@@ -189,7 +201,7 @@ class SearchResponse:
         """The query's words left out as stopwords."""
         return self.plan.dropped_stopwords
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The response as data: the `kenning search --json` document."""
         return {
             "query": self.query,

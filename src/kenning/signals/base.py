@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from kenning.kernels.topk import top_k
 from kenning.lexical.bm25 import Bm25Params
+
+if TYPE_CHECKING:  # for the annotations only: signals import nothing from kenning.search when run
+    from kenning.search.context import SearchContext
 
 
 @dataclass
@@ -34,9 +37,10 @@ class Channel:
     name: str
     ids: np.ndarray
     scores: np.ndarray
-    score_of: object = None  # callable(ids) -> raw scores, for chunks beyond the list
+    # ids -> raw scores, for chunks beyond the list (every fusion but rrf needs it)
+    score_of: Callable[[np.ndarray], np.ndarray] | None = None
     background: tuple[float, float] | None = None  # (mean, std) of an unremarkable chunk's score
-    info: dict = field(default_factory=dict)  # what the funnel reports for this channel
+    info: dict[str, Any] = field(default_factory=dict)  # what the funnel reports for this channel
 
     def ranks(self) -> dict[int, int]:
         return {int(c): r for r, c in enumerate(self.ids.tolist(), 1)}
@@ -56,8 +60,10 @@ class SignalQuery:
     knobs: Mapping[str, float] = field(default_factory=dict)  # every signal knob's value
     bm25: Bm25Params = field(default_factory=Bm25Params)  # the request's lexical knobs
     vector: np.ndarray | None = None  # the query's embedding, once a signal has made it
-    cosine: Callable | None = None  # ids -> cosine with the query as asked (None without vectors)
-    memo: dict = field(default_factory=dict)  # what a signal worked out for this query, for its explain
+    # ids -> cosine with the query as asked (None without vectors)
+    cosine: Callable[[np.ndarray], np.ndarray] | None = None
+    # what a signal worked out for this query, for its explain
+    memo: dict[str, Any] = field(default_factory=dict)
 
     def found(self, ids: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
         """True for the chunks the query itself found: they hold a query word, or their cosine with
@@ -81,7 +87,9 @@ class SignalQuery:
         cosine each for chunks without a query word) runs only over as many of the best as it takes:
         the best m in top_k's order are a prefix of the best n, so each round checks only the new ones."""
         ids = np.asarray(ids, dtype=np.int64)
-        kept_ids, kept_scores, checked, take = [], [], 0, max(4 * k, 64)
+        kept_ids: list[np.ndarray] = []
+        kept_scores: list[np.ndarray] = []
+        checked, take = 0, max(4 * k, 64)
         while checked < len(ids) and sum(map(len, kept_ids)) < k:
             take = min(len(ids), take)
             best_ids, best_scores = top_k(ids, scores, take)
@@ -121,23 +129,33 @@ class Knob:
 class Signal(Protocol):
     name: str  # the channel's name, and its weight's: w_<name>
     weight: float  # default weight in fusion (0: off unless asked for)
-    knobs: tuple[Knob, ...]
-    help: str
+    help: str  # one line for the help text of its weight
 
-    def channel(self, ctx, query: SignalQuery) -> Channel | None:
+    @property
+    def knobs(self) -> tuple[Knob, ...]:
+        """Its own settings besides its weight, as a class attribute (`knobs = ()` when none)."""
+        return ()
+
+    def channel(self, ctx: SearchContext, query: SignalQuery) -> Channel | None:
         """This query's channel over the allowed chunks (query.allowed), None when the signal has
         nothing to say (no vectors, no words to look for)."""
         ...
 
 
-def feedback_channel(signal: Signal, ctx, query: SignalQuery, learned: Learned):
+def feedback_channel(
+    signal: Signal, ctx: SearchContext, query: SignalQuery, learned: Learned
+) -> Channel | None:
     """The signal's second-pass channel after feedback, or None to keep its first one."""
+    hook: Callable[[SearchContext, SignalQuery, Learned], Channel | None] | None
     hook = getattr(signal, "feedback", None)
     return hook(ctx, query, learned) if hook is not None else None
 
 
-def explain_signal(signal: Signal, ctx, query: SignalQuery, chunk_id: int) -> dict | None:
+def explain_signal(
+    signal: Signal, ctx: SearchContext, query: SignalQuery, chunk_id: int
+) -> dict[str, Any] | None:
     """What the signal says about one chunk's score, when it has something to say."""
+    hook: Callable[[SearchContext, SignalQuery, int], dict[str, Any] | None] | None
     hook = getattr(signal, "explain", None)
     return hook(ctx, query, chunk_id) if hook is not None else None
 

@@ -213,7 +213,7 @@ class NewerVectors:
     embedder's fingerprint). Holds only what the last view wanted: one graph save's worth at most.
     Its state is one tuple, read once and replaced whole, so views made at once never mix two."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.state: tuple[str | None, np.ndarray, np.ndarray | None] = (
             None,
             np.zeros(0, dtype=np.int64),
