@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kenning.ingest import IngestError, binary_reason, detect_kind, discover, parse_file
+from kenning.ingest import ChunkOptions, IngestError, binary_reason, detect_kind, discover, parse_file
 from kenning.ingest.chat_imessage import APPLE_EPOCH, attributed_text
 from kenning.ingest.limits import FileSkipped
 from kenning.query.filters import Filters
+
+EIGHT = ChunkOptions(message_window=8, message_stride=4)  # a short export in one window
 
 # 2023-12-31T21:41:05Z and its neighbours, as epoch seconds
 T_2141_05 = 1704058865.0
@@ -72,7 +74,7 @@ def write(path: Path, text: str) -> Path:
 def test_whatsapp_iphone_export(tmp_path: Path):
     path = write(tmp_path / "WhatsApp Chat with Bob.txt", WHATSAPP_IPHONE)
     assert detect_kind(path, path.read_bytes()) == "messages"
-    parsed = parse_file(path, display_name="chat.txt")
+    parsed = parse_file(path, EIGHT, display_name="chat.txt")
     assert parsed.kind == "messages" and parsed.warnings == []
     [chunk] = parsed.chunks
     assert chunk.title == chunk.meta["conversation"] == "Bob"
@@ -322,7 +324,7 @@ def test_telegram_single_chat_export(tmp_path: Path):
     path = write(tmp_path / "ChatExport_2024-01-01" / "result.json", json.dumps(
         telegram_chat("Bob", 4242, TELEGRAM_BOB), ensure_ascii=False, indent=1))  # fmt: skip
     assert detect_kind(path, path.read_bytes()[:8192]) == "messages"
-    parsed = parse_file(path)
+    parsed = parse_file(path, EIGHT)
     assert parsed.kind == "messages" and parsed.warnings == []
     [chunk] = parsed.chunks
     assert chunk.title == "Bob"

@@ -445,7 +445,7 @@ def test_messages_windows(tmp_path: Path):
     rows = message_lines(13)
     rows.reverse()  # file order is not time order: windows must follow timestamps
     path = write_jsonl(tmp_path, "chat.jsonl", rows)
-    parsed = parse_file(path)
+    parsed = parse_file(path, ChunkOptions(message_window=8, message_stride=4))
     assert parsed.kind == "messages"
     assert parsed.warnings == []
     ids = [c.meta["message_ids"] for c in parsed.chunks]
@@ -471,7 +471,9 @@ def test_messages_windows(tmp_path: Path):
 
 def test_messages_no_redundant_tail_and_short_conversations(tmp_path: Path):
     rows = message_lines(12, "work") + message_lines(3, "book club")
-    parsed = parse_file(write_jsonl(tmp_path, "chat.ndjson", rows))
+    parsed = parse_file(
+        write_jsonl(tmp_path, "chat.ndjson", rows), ChunkOptions(message_window=8, message_stride=4)
+    )
     work = [c.meta["message_ids"] for c in parsed.chunks if c.title == "work"]
     # With 12 messages, a third window [8, 12) would lie inside [4, 12): not emitted.
     assert work == [[f"work-{i}" for i in range(0, 8)], [f"work-{i}" for i in range(4, 12)]]

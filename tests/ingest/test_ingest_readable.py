@@ -299,7 +299,7 @@ def test_an_unsorted_chat_export_stays_many_hits(tmp_path):
     rng.shuffle(lines)  # an export in no particular order
     log = write(tmp_path, "export.jsonl", "\n".join(json.dumps(x) for x in lines))
     parsed = parse_file(log)
-    assert parsed.kind == "messages" and len(parsed.chunks) == 14
+    assert parsed.kind == "messages" and len(parsed.chunks) == 29  # windows of 4, a new one every 2
     first = parsed.chunks[0]
     assert first.title == "ops" and first.body.startswith(
         "bo: deploy step 0 of the rollout\nana: deploy step 1"

@@ -8,6 +8,7 @@ import time
 from tiny_cross_encoder import expected_score, make_cross_encoder
 
 from kenning import Index
+from kenning.ingest import ChunkOptions
 from kenning.search.postprocess import PostprocessOptions
 
 
@@ -26,7 +27,7 @@ def test_overlap_dedup_drops_repeated_windows(tmp_path):
     ]
     (tmp_path / "chat.jsonl").write_text("\n".join(lines) + "\n")
     ix = Index(tmp_path / "ix")
-    ix.add([tmp_path / "chat.jsonl"])
+    ix.add([tmp_path / "chat.jsonl"], options=ChunkOptions(message_window=8, message_stride=4))
     windows = ix.search("lighthouse keeper", limit=20, post=PostprocessOptions(dedup_threshold=None))
     deduped = ix.search("lighthouse keeper", limit=20)
     assert len(windows.hits) == 4 and len(deduped.hits) == 2
