@@ -101,7 +101,13 @@ def test_get_shows_the_conversation_at_a_message(chat):
     ix, path = chat
     document = ix.read(f"{path}#msg=f2")
     lines = [text for section in document.sections for _, text in section.lines]
-    assert "2023-11-14 22:14  Bob: I'll pick you up at the airport" in lines  # each message after its time
+    # each message after its time, the one asked for marked
+    assert "› 2023-11-14 22:14  Bob: I'll pick you up at the airport" in lines
+    assert "  2023-11-14 22:13  Alice: Are you coming on Friday?" in lines
+    whole = ix.read(str(path))
+    assert "2023-11-14 22:14  Bob: I'll pick you up at the airport" in [
+        t for s in whole.sections for _, t in s.lines
+    ]
     assert all("Carol" not in line for line in lines)  # only its own conversation
     late = ix.read(f"{path}#msg=f15")  # in the last window: that window and the one before it
     late_lines = [text for section in late.sections for _, text in section.lines]

@@ -212,11 +212,14 @@ def on_pages(row: ChunkRow, pages: tuple[int, int]) -> bool:
     return row.page <= pages[1] and last >= pages[0]
 
 
-def assemble(ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None = None) -> Document:
-    """One Document from a document's chunks (in order), each line once."""
+def assemble(
+    ref: str, rows: list[ChunkRow], line_range: tuple[int, int] | None = None, message: str | None = None
+) -> Document:
+    """One Document from a document's chunks (in order), each line once; in a chat log, the line of
+    `message` (an id) marked `› `, the others indented to match."""
     sections: list[Section] = []
     for row in rows:
-        lines = _numbered_lines(row)
+        lines = _numbered_lines(row, message)
         if line_range is not None:
             lines = [(n, t) for n, t in lines if n is not None and line_range[0] <= n <= line_range[1]]
             if not lines:
@@ -278,16 +281,27 @@ def window(document: Document, max_chars: int, offset: int = 0) -> Document:
     return part
 
 
-def _numbered_lines(row: ChunkRow) -> list[tuple[int | None, str]]:
+def _numbered_lines(row: ChunkRow, message: str | None = None) -> list[tuple[int | None, str]]:
     """A chunk's body with the file's line numbers: the body is exact lines ending at end_line. A
-    chat window's lines are messages, not the file's lines: unnumbered, each after its time."""
+    chat window's lines are messages, not the file's lines: unnumbered, each after its time (and,
+    when a `message` id is asked for, after a mark that is `› ` on that message's line)."""
     body = row.body.split("\n")
     if is_message_window(row.meta):
-        return [(None, f"{_when(row.meta, i, len(body))}{line}") for i, line in enumerate(body)]
+        ids = _message_ids(row.meta, len(body)) if message is not None else []
+        marks = ["› " if message_id == message else "  " for message_id in ids] or [""] * len(body)
+        return [(None, f"{marks[i]}{_when(row.meta, i, len(body))}{line}") for i, line in enumerate(body)]
     if row.end_line is None:
         return [(None, line) for line in body]
     first = row.end_line - len(body) + 1
     return list(zip(range(first, row.end_line + 1), body, strict=True))
+
+
+def _message_ids(meta: dict[str, Any], lines: int) -> list[str | None]:
+    """Each line's message id from a chat window's metadata (untrusted): None where it is unclear."""
+    rows = meta.get("messages")
+    if not isinstance(rows, list) or len(rows) != lines:
+        return [None] * lines
+    return [str(r[0]) if isinstance(r, list) and r and isinstance(r[0], str | int) else None for r in rows]
 
 
 def _when(meta: dict[str, Any], i: int, lines: int) -> str:

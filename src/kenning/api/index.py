@@ -418,7 +418,7 @@ class Index:
             rows = self.get(doc_ref)
         if not rows:
             return None
-        document = assemble(str(ref), rows, line_range)
+        document = assemble(str(ref), rows, line_range, message_id)
         if pages is not None:  # the lines of those pages alone, where the chunks number their lines
             keep = set().union(*(lines_on_pages(row, pages) for row in rows))
             for section in document.sections:
