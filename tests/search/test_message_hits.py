@@ -149,3 +149,22 @@ def test_the_messages_shown_are_those_holding_most_of_the_query():
     matched = [m["text"] for m in shown if m["matched"]]
     assert len(matched) == MAX_MATCHED and matched[-1] == "the trains leave the harbour at dawn"
     assert matched[:2] == ["a word about trains 0", "a word about trains 1"]  # then the earliest, in order
+
+
+def test_get_shows_each_message_once_around_a_run_of_repeats(tmp_path):
+    rows = [("ana", f"note {i}", 60 * i) for i in range(10)] + [("bo", "ok", 1000 + j) for j in range(3)]
+    rows += [("ana", f"later {i}", 2000 + 60 * i) for i in range(6)]
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "log.jsonl").write_text(
+        "".join(
+            json.dumps({"sender": s, "text": t, "timestamp": 1_700_000_000 + ts, "conversation": "c"}) + "\n"
+            for s, t, ts in rows
+        )
+    )
+    with Index(tmp_path / "ix") as ix:
+        ix.add([tmp_path / "c"])
+        lines = [
+            t for section in ix.read(str(tmp_path / "c" / "log.jsonl")).sections for _, t in section.lines
+        ]
+    assert len(lines) == len(set(lines)) == 10 + 1 + 6  # three "ok" read as one line, every line once
+    assert any(line.endswith("bo: ok (×3)") for line in lines)

@@ -319,9 +319,13 @@ def _when(meta: dict[str, Any], i: int, lines: int) -> str:
 
 def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow) -> None:
     """Add a chunk's lines to its section, skipping lines an overlapping chunk already gave: by line
-    number, or for chat logs (no line numbers) by message id."""
+    number, or for chat logs (no line numbers) by message id: each line's own (`meta.messages`; a
+    run of repeats collapsed into one line lists every id in `message_ids`, so only an index built
+    before `messages` existed, without such runs, is read by those)."""
     if lines and lines[0][0] is None:
-        ids = row.meta.get("message_ids") if isinstance(row.meta, dict) else None
+        ids: list[Any] | None = _message_ids(row.meta, len(lines)) if is_message_window(row.meta) else None
+        if ids is None or None in ids:
+            ids = row.meta.get("message_ids") if isinstance(row.meta, dict) else None
         if ids and len(ids) == len(lines):
             for message_id, line in zip(ids, lines, strict=True):
                 if message_id not in section.message_ids:
