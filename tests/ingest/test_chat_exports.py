@@ -260,6 +260,24 @@ def test_slack_metadata_is_skipped_and_other_json_stays_text(tmp_path: Path):
     assert detect_kind(dated, dated.read_bytes()) == "text"
 
 
+def test_slack_does_not_follow_a_linked_users_json_or_a_linked_log(tmp_path: Path):
+    """The walk refuses a link that leads outside the indexed folders; a reader's sibling files are
+    not followed either (a users.json linked to a secret would put the secret's names in the index)."""
+    export = slack_export(tmp_path / "export")
+    outside = write(tmp_path / "outside" / "secret.json", json.dumps([{"id": "U01", "name": "TOP-SECRET"}]))
+    (export / "users.json").unlink()
+    (export / "users.json").symlink_to(outside)
+    parsed = parse_file(export / "general" / "2023-12-31.json", display_name="2023-12-31.json")
+    assert "users.json is a symbolic link: not followed" in " ".join(parsed.warnings)
+    assert not any("TOP-SECRET" in c.body or "TOP-SECRET" in str(c.meta) for c in parsed.chunks)
+    db = tmp_path / "mac" / "chat.db"
+    db.parent.mkdir()
+    messages_db(db).close()
+    (db.parent / "chat.db-wal").symlink_to(outside)
+    parsed = parse_file(db, display_name="chat.db")
+    assert any("is a symbolic link, not followed" in w for w in parsed.warnings) and parsed.chunks
+
+
 def test_slack_without_users_json_shows_ids_and_a_damaged_one_warns(tmp_path: Path):
     root = slack_export(tmp_path / "export")
     (root / "users.json").unlink()
@@ -635,6 +653,27 @@ def test_messages_reading_is_bounded_in_steps(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(chat_imessage, "PROGRESS_EVERY", 1)  # a budget of 10 steps
     with pytest.raises(IngestError, match=r"^chat\.db: reading it took more steps than its size allows$"):
         parse_file(db, display_name="chat.db")
+
+
+def test_messages_database_that_computes_huge_values_is_refused(tmp_path: Path):
+    """A computed column could make SQLite build a gigabyte string from a 16 KB file in one step,
+    which no step budget sees: such a table is refused, and no value read may pass 8 MB."""
+    from kenning.ingest import chat_imessage
+
+    db = tmp_path / "chat.db"
+    conn = messages_db(db)
+    conn.executescript(
+        "DROP TABLE chat_message_join;"
+        "CREATE TABLE chat_message_join (message_id INTEGER, chat_id AS (printf('%.*c', 100000000, 'x')));"
+        "INSERT INTO chat_message_join(message_id) SELECT ROWID FROM message;"
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(
+        IngestError, match=r"^chat\.db: the chat_message_join table\(s\) have computed columns"
+    ):
+        parse_file(db, display_name="chat.db")
+    assert chat_imessage.MAX_VALUE_BYTES <= 8 << 20
 
 
 # --- all four in one index ---------------------------------------------------------------------

@@ -49,6 +49,7 @@ APPLE_EPOCH = 978_307_200  # 2001-01-01T00:00:00Z, where Apple's clocks count fr
 NANOSECOND_DATES = 1e12  # a date past this counts nanoseconds, not seconds
 REACTIONS = range(2000, 4000)  # associated_message_type of a tapback (2xxx) or its removal (3xxx)
 STEPS_PER_BYTE = 200  # SQLite steps a read may take per byte of the database (and log)
+MAX_VALUE_BYTES = 8 << 20  # the largest text or blob SQLite may make while reading (a message is far smaller)
 PROGRESS_EVERY = 10_000  # steps between checks of that budget
 LOG_LOSS = "the newest messages, not yet moved into chat.db, are left out"
 # the columns read, by table: name -> whether the reader needs it (a missing optional one reads NULL)
@@ -130,6 +131,11 @@ def _copy_log(path: Path, copy: Path, budget: int, display: str, warnings: list[
     """Copy the write-ahead log beside the database's copy, within `budget` bytes: its size (0:
     none copied)."""
     log = path.with_name(path.name + "-wal")
+    if log.is_symlink():  # it may lead outside the folders being indexed: not followed
+        warnings.append(
+            f"{display}: its write-ahead log ({log.name}) is a symbolic link, not followed; {LOG_LOSS}"
+        )
+        return 0
     if not log.is_file():
         return 0
     try:
@@ -153,6 +159,9 @@ class _Reader:
         self.unreadable = self.undated = 0
         self.steps = max(steps, 10 * PROGRESS_EVERY) // PROGRESS_EVERY
         self.conn = sqlite3.connect(copy, isolation_level=None)  # (opened at the first statement)
+        # no value SQLite makes while reading may be larger than this (a crafted schema's expression
+        # could build a gigabyte string in one step, which the step budget cannot see)
+        self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
 
     def close(self) -> None:
         self.conn.close()
@@ -187,6 +196,12 @@ class _Reader:
                 f"{self.display}: an SQLite database without the Messages tables ({', '.join(missing)}); "
                 "not a macOS Messages chat.db"
             )
+        computed = [t for t in (*REQUIRED_TABLES, "chat") if t in tables and self._computed_columns(t)]
+        if computed:
+            raise IngestError(
+                f"{self.display}: the {', '.join(computed)} table(s) have computed columns, which a Messages "
+                "database never has; not read"
+            )
         selected = {}
         for table, columns in COLUMNS.items():
             have = self._columns(table) if table in tables else set()
@@ -205,6 +220,10 @@ class _Reader:
 
     def _columns(self, table: str) -> set[str]:
         return {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+
+    def _computed_columns(self, table: str) -> list[str]:
+        """A table's generated (computed) columns: table_xinfo marks them hidden (2 or 3)."""
+        return [row[1] for row in self.conn.execute(f"PRAGMA table_xinfo({table})") if row[6]]
 
     def _message(self, row: tuple, ordinal: int, conversations: Conversations) -> Message | None:
         rowid, guid, text, body, _, date, from_me, associated, edited, attached, item, handle = row[:12]

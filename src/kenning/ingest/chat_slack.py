@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import stat
 from pathlib import Path
 
 from .chunk import ChunkOptions, IngestError, ParsedSource
@@ -132,12 +133,19 @@ def _export(root: Path, max_bytes: int) -> _Export:
     return _read_export(*(_version(root / name) for name in files), max_bytes)
 
 
+LINKED = -2  # _version's size for a symbolic link: not followed
+
+
 def _version(path: Path) -> tuple[str, int, int]:
-    """A file's path with its size and modification time (-1: absent): a changed file is read again."""
+    """A file's path with its size and modification time (-1: absent; LINKED: a symbolic link, which
+    is not followed, since it may lead outside the folders being indexed): a changed file is read
+    again."""
     try:
-        info = path.stat()
+        info = path.lstat()
     except OSError:
         return str(path), -1, -1
+    if stat.S_ISLNK(info.st_mode):
+        return str(path), LINKED, LINKED
     return str(path), info.st_size, info.st_mtime_ns
 
 
@@ -162,9 +170,11 @@ def _read_export(users: tuple, dms: tuple, mpims: tuple, max_bytes: int) -> _Exp
 
 def _read_list(path: str, size: int, max_bytes: int) -> tuple[list, str | None]:
     """A metadata file's list ([] when absent) and why it could not be read, when it could not."""
+    name = Path(path).name
+    if size == LINKED:
+        return [], f"{name} is a symbolic link: not followed"
     if size < 0:
         return [], None  # names come from the profiles in the messages, else ids
-    name = Path(path).name
     try:
         text, _ = decode_text(read_bounded(Path(path), max_bytes, name), name)
         rows = json.loads(text)
