@@ -67,9 +67,12 @@ def make_pdf(pages: list[list], title: str | None = None) -> bytes:
         ops = [b"BT"]
         y = 720.0
         for line in lines:
-            text, size, bold = (line, 12.0, False) if isinstance(line, str) else line
+            text, size, bold, *scaled = (line, 12.0, False) if isinstance(line, str) else line
             escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops.append(b"/F%d %g Tf 1 0 0 1 72 %g Tm (" % (2 if bold else 1, size, y))
+            if scaled:  # the size set by the text matrix on a 1-point font, as cairo writes it
+                ops.append(b"/F%d 1 Tf %g 0 0 %g 72 %g Tm (" % (2 if bold else 1, size, size, y))
+            else:
+                ops.append(b"/F%d %g Tf 1 0 0 1 72 %g Tm (" % (2 if bold else 1, size, y))
             ops[-1] += escaped.encode("latin-1") + b") Tj"
             y -= max(14.0, size * 1.25)
         ops.append(b"ET")
@@ -278,6 +281,15 @@ def test_pdf_without_an_outline_reads_headings_from_its_fonts(tmp_path: Path):
     assert not any("draft" in c.title for c in parsed.chunks)
 
 
+def test_a_size_set_by_the_text_matrix_is_the_size_printed(tmp_path: Path):
+    pages = [[(text, size, False, "matrix") for text, size, _ in STYLED_PAGES[0][4:]]]
+    parsed = parse_file(write_bytes(tmp_path, "cairo.pdf", make_pdf(pages)))
+    assert [c.title for c in parsed.chunks] == [
+        "cairo.pdf > 1 Getting started",
+        "cairo.pdf > 1 Getting started > 1.1 Requirements of a working machine",
+    ]
+
+
 def test_pdf_with_plain_fonts_reads_numbered_headings_else_pages(tmp_path: Path):
     numbered = [
         ["1. Overview", "The tool indexes notes.", "2. Setup"],
@@ -299,14 +311,32 @@ def test_pdf_with_plain_fonts_reads_numbered_headings_else_pages(tmp_path: Path)
 def test_a_page_of_headings_is_cut_a_bounded_number_of_times(tmp_path: Path, monkeypatch):
     import kenning.ingest.pdf as pdf
 
-    monkeypatch.setattr(pdf, "MAX_CUTS_PER_PAGE", 8)  # each cut reads the page once more
-    first = [(f"Heading {i}", 16.0, True) if i % 2 else (f"body {i} words", 10.0, False) for i in range(40)]
+    monkeypatch.setattr(pdf, "MAX_DETECTED_PER_PAGE", 5)  # each cut reads the page once more
+    first = [(f"Heading {i}", 16.0, True) if i % 2 else (f"body {i} words", 10.0, False) for i in range(34)]
     rest = [[("Closing heading", 16.0, True), ("closing words of the book", 10.0, False)]]
-    parsed = parse_file(write_bytes(tmp_path, "crowded.pdf", make_pdf([first[:34]] + rest)))
-    assert len([c for c in parsed.chunks if c.page == 1]) <= 8 + 1
-    assert any("more than 8 bookmarks on page(s) 1" in w for w in parsed.warnings)
+    parsed = parse_file(write_bytes(tmp_path, "crowded.pdf", make_pdf([first] + rest)))
+    assert len([c for c in parsed.chunks if c.page == 1]) <= 5 + 1
+    assert any("more than 5 bookmarks on page(s) 1" in w for w in parsed.warnings)
     body = [line for chunk in parsed.chunks for line in chunk.body.split("\n")]
-    assert sorted(body) == sorted(line[0] for page in [first[:34]] + rest for line in page)  # nothing lost
+    assert sorted(body) == sorted(line[0] for page in [first] + rest for line in page)  # nothing lost
+
+
+def test_lines_set_apart_beyond_a_document_s_headings(tmp_path: Path):
+    """A page of short bold lines (a table) is not sixty sections: the least prominent level goes
+    first, and when one level alone is still too many, the document is read by page."""
+    table = [(f"cell {i}", 10.0, True) for i in range(30)]
+    chapter = [("Chapter One", 20.0, True), ("Plain words of the chapter.", 10.0, False), *table]
+    parsed = parse_file(
+        write_bytes(tmp_path, "table.pdf", make_pdf([chapter, [("More plain words.", 10.0, False)] * 3]))
+    )
+    assert {c.title for c in parsed.chunks} == {"table.pdf > Chapter One"}  # the cells are its text
+    flat = [
+        [(f"cell {p}.{i}", 10.0, True) for i in range(40)] + [("some plain body text", 9.0, False)] * 40
+        for p in range(2)
+    ]
+    parsed = parse_file(write_bytes(tmp_path, "flat.pdf", make_pdf(flat)))
+    assert [c.title for c in parsed.chunks][:1] == ["flat.pdf > page 1"]
+    assert any("more lines set apart than a document has headings" in w for w in parsed.warnings)
 
 
 def test_the_real_manuals_headings_without_their_outline():

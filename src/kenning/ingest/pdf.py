@@ -20,16 +20,19 @@ last when that is another.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from .chunk import Chunk, ChunkOptions, IngestError, ParsedSource, split_lines_into_windows
-from .pdf_headings import detect_headings, heading_paths
+from .pdf_headings import Heading, detect_headings, heading_paths
 from .source import split_source_lines
 
 MAX_BOOKMARKS = 5000  # an outline longer than this is read no further (a crafted file's loop)
 MAX_DEPTH = 16
 MAX_CUTS_PER_PAGE = 64  # bookmarks that cut one page (each cut reads the page's text once more)
+MAX_DETECTED_PER_PAGE = 8  # headings found in the text that cut one page; and on average at most
+DETECTED_PER_PAGE = 4  # this many a page (the manuals tried have about two)
 MAX_TITLE_CHARS = 200  # a bookmark's title, and
 MAX_PATH_CHARS = 512  # a heading path of them, are cut here (every child repeats its parents')
 # destination view modes that give a height on the page, and where it is among their parameters
@@ -123,27 +126,50 @@ def _detected(document, warnings: list[str], display: str) -> list[Bookmark]:
     except Exception as exc:  # the pages are still read one by one
         warnings.append(f"{display}: headings could not be read ({_reason(exc)}); indexed by page")
         return []
-    headings = headings[:MAX_BOOKMARKS]
+    headings = _most_prominent(headings, len(document))
+    if len(headings) > DETECTED_PER_PAGE * len(document) + 16:
+        warnings.append(f"{display}: more lines set apart than a document has headings; indexed by page")
+        return []
     marks = [
         Bookmark(tuple(title[:MAX_TITLE_CHARS] for title in path), heading.page, heading.top + 0.5)
         for heading, path in zip(headings, heading_paths(headings), strict=True)
     ]
-    return _in_reading_order(marks, warnings, display)
+    return _in_reading_order(marks, warnings, display, MAX_DETECTED_PER_PAGE)
 
 
-def _in_reading_order(out: list[Bookmark], warnings: list[str], display: str) -> list[Bookmark]:
+def _most_prominent(headings: list[Heading], pages: int) -> list[Heading]:
+    """The headings, their least prominent levels left out while there are more than a document's
+    headings could be (MAX_DETECTED_PER_PAGE on a page, DETECTED_PER_PAGE a page on average): each
+    cut reads its page once more, so a page of short bold lines (a table, a form) must not become
+    sixty sections. Their text stays in the sections of the headings kept. Still too many of one
+    level (the caller checks): the document is read by page; too many on a page: the page's first
+    MAX_DETECTED_PER_PAGE cut it."""
+    ranks = sorted({h.rank for h in headings})
+    while len(ranks) > 1:
+        on_page = Counter(h.page for h in headings)
+        if len(headings) <= DETECTED_PER_PAGE * pages + 16 and max(on_page.values()) <= MAX_DETECTED_PER_PAGE:
+            break
+        least = ranks.pop()
+        headings = [h for h in headings if h.rank != least]
+    return headings[:MAX_BOOKMARKS]
+
+
+def _in_reading_order(
+    out: list[Bookmark], warnings: list[str], display: str, per_page: int | None = None
+) -> list[Bookmark]:
     """The section starts by page, then down the page (a larger height is nearer the top), with at
-    most MAX_CUTS_PER_PAGE on a page."""
+    most `per_page` (MAX_CUTS_PER_PAGE) on a page."""
+    per_page = MAX_CUTS_PER_PAGE if per_page is None else per_page
     out = sorted(out, key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
     kept, on_page = [], {}
     for bookmark in out:
         on_page[bookmark.page] = on_page.get(bookmark.page, 0) + 1
-        if on_page[bookmark.page] <= MAX_CUTS_PER_PAGE:
+        if on_page[bookmark.page] <= per_page:
             kept.append(bookmark)
-    crowded = sorted(page + 1 for page, n in on_page.items() if n > MAX_CUTS_PER_PAGE)
+    crowded = sorted(page + 1 for page, n in on_page.items() if n > per_page)
     if crowded:
         warnings.append(
-            f"{display}: more than {MAX_CUTS_PER_PAGE} bookmarks on page(s) "
+            f"{display}: more than {per_page} bookmarks on page(s) "
             f"{', '.join(map(str, crowded[:5]))}; the rest of them are read as part of the section before"
         )
     return kept

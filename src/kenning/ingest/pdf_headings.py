@@ -26,6 +26,7 @@ calls a line; MAX_LINES lines are read at most.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _FORCE_BOLD = 1 << 18  # a font descriptor's ForceBold flag (PDF 32000-1, table 
 RUNNING_PAGES = 3  # a line repeated on this many pages is a running header or footer
 MIN_NUMBERED = 3
 SAMPLES_PER_LINE = 4
+MAX_SIZE = 10_000.0  # points: a larger size is a crafted file's, not a heading's
 MAX_LINES = 200_000  # a document's lines read for headings at most (about 4,000 dense pages)
 
 # a table of contents' line: "Introduction ....... 3", or a numbered title and its page "2.1 Naming 7"
@@ -112,6 +114,8 @@ def read_lines(document) -> list[Line]:
                 text = "".join(chr(raw.FPDFText_GetUnicode(textpage.raw, i)) for i in range(count))
             start = 0
             for end in [m.start() for m in _BREAK.finditer(text)] + [count]:
+                if len(out) >= MAX_LINES:
+                    break
                 line = sampler.line(textpage.raw, text, start, end, index) if end > start else None
                 if line is not None:
                     out.append(line)
@@ -138,6 +142,7 @@ class _Sampler:
         self.raw = raw
         self.box = [ctypes.c_double() for _ in range(4)]  # left, right, bottom, top
         self.name, self.flags = ctypes.create_string_buffer(64), ctypes.c_int()
+        self.matrix = raw.FS_MATRIX()
 
     def line(self, textpage, text: str, start: int, end: int, page: int) -> Line | None:
         words = " ".join(text[start:end].split())
@@ -153,13 +158,25 @@ class _Sampler:
         sizes: Counter[float] = Counter()
         bold, top = True, float("-inf")
         for i in sorted(picks):
-            sizes[round(self.raw.FPDFText_GetFontSize(textpage, i) * 2) / 2] += 1
+            size = self._size(textpage, i)
+            if size is not None:
+                sizes[round(size * 2) / 2] += 1
             bold = bold and self._bold(textpage, i)
             if self.raw.FPDFText_GetCharBox(textpage, i, *self.box):
                 top = max(top, self.box[3].value)
-        if top == float("-inf"):
+        if top == float("-inf") or not sizes:
             return None
         return Line(words, page, top, sizes.most_common(1)[0][0], bold)
+
+    def _size(self, textpage, i: int) -> float | None:
+        """A letter's size as printed: the font size the text operator set, scaled by the letter's
+        matrix (a PDF may set text at size 1 and scale it to 24 with the text matrix, and a mirrored
+        one sets a negative size); None when it is not a positive finite number."""
+        size = abs(self.raw.FPDFText_GetFontSize(textpage, i))
+        if self.raw.FPDFText_GetMatrix(textpage, i, ctypes.byref(self.matrix)):
+            m = self.matrix
+            size *= math.sqrt(abs(m.a * m.d - m.b * m.c))
+        return size if math.isfinite(size) and 0 < size < MAX_SIZE else None
 
     def _bold(self, textpage, i: int) -> bool:
         """By the font's weight, else (the standard fonts report none) by a bold font's name
