@@ -216,3 +216,8 @@ def test_an_acronym_and_its_spelled_out_term_keep_their_rules(index):
     acronym = search(index, "JWT expire")
     assert acronym.plan.clauses[0].label == "JWT (glossary)"
     assert [i.describe() for i in acronym.plan.clauses[0].items] == ["JWT", '"JSON Web Token"']
+
+
+def test_a_field_word_is_still_taken_as_typed_by_spelling(index):
+    response = index.search("title:hedaers", mode="lexical", spell=True, relax=False)
+    assert response.plan.corrections == [] and response.hits == []

@@ -152,6 +152,16 @@ def test_whatsapp_detection_leaves_other_text_alone():
     assert detect_kind(Path("worker.txt"), log) == "text"  # a log's date and time have no comma
     head = b"Notes\n31/12/2023, 21:41 - Bob: a\n31/12/2023, 21:42 - Ann: b\n"
     assert detect_kind(Path("pasted.txt"), head) == "messages"  # two of the first five lines
+    # a note whose first line merely starts with a date and a dash is not a chat
+    note = b"12/03/2024, 10:00 - Meeting notes\nWe decided to ship.\nAlice owns the changelog.\n"
+    assert detect_kind(Path("notes.txt"), note) == "text"
+
+
+def test_a_text_that_begins_like_a_chat_but_holds_no_message_stays_text(tmp_path: Path):
+    text = "31/02/2023, 10:00 - Bob: no such day\n30/02/2023, 10:00 - Bob: nor this\nWe decided to ship.\n"
+    assert detect_kind(Path("notes.txt"), text.encode()) == "messages"
+    parsed = parse_file(write(tmp_path / "notes.txt", text))
+    assert parsed.kind == "text" and "We decided to ship." in parsed.chunks[0].body  # nothing lost
 
 
 # --- Slack -------------------------------------------------------------------------------------
@@ -703,3 +713,30 @@ def test_an_index_of_chat_exports_finds_messages_by_sender(tmp_path: Path):
     assert all("Bob" in h.meta["senders"] for h in by_bob.hits)
     assert [Path(h.path).name for h in by_phone.hits] == ["chat.db", "chat.db"]
     assert {Path(h.path).name for h in by_me.hits} == {"chat.db", "result.json"}  # "me" and Telegram's "Me"
+
+
+def test_numbers_too_large_for_a_date_are_warnings_not_failures(tmp_path: Path):
+    day = '[{"type":"message","user":"U1","text":"hi","ts":"1704059000.000200"},'
+    big = write(
+        tmp_path / "general" / "2024-01-01.json",
+        day + '{"type":"message","user":"U1","text":"x","ts":' + "9" * 400 + "}]",
+    )
+    parsed = parse_file(big, display_name="2024-01-01.json")
+    assert len(parsed.chunks) == 1 and parsed.warnings == [
+        "2024-01-01.json: message 2: no readable ts ('" + "9" * 40 + "')"
+    ]
+    huge = write(
+        tmp_path / "general" / "2024-01-02.json",
+        day + '{"type":"message","user":"U1","text":"x","ts":' + "9" * 5000 + "}]",
+    )
+    with pytest.raises(
+        IngestError,
+        match=r"^2024-01-02\.json: not valid JSON \(Exceeds the limit \(4300 digits\) for integer string",
+    ):
+        parse_file(huge, display_name="2024-01-02.json")
+    chat = {"name": "Bob", "type": "personal_chat", "id": 1, "messages": [
+        {"id": 1, "type": "message", "date_unixtime": int("9" * 400), "text": "lost"},
+        {"id": 2, "type": "message", "date_unixtime": "1704059000", "text": "kept"},
+    ]}  # fmt: skip
+    parsed = parse_file(write(tmp_path / "tg" / "result.json", json.dumps(chat)))
+    assert [lines_of(c) for c in parsed.chunks] == [["unknown: kept"]] and "message 1" in parsed.warnings[0]

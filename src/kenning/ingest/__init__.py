@@ -183,8 +183,9 @@ def _parse_chat_export(
     export: str, text: str, path: Path, doc_key: str, display: str, options: ChunkOptions, max_bytes: int
 ) -> ParsedSource | None:
     """A chat app's text export (kenning.ingest.chat_exports); None: not one after all, read as text."""
-    if export == WHATSAPP:
-        return parse_whatsapp(text, path, doc_key, display, options)
+    if export == WHATSAPP:  # a text that only began like one, with no message in it, stays text
+        parsed = parse_whatsapp(text, path, doc_key, display, options)
+        return parsed if parsed.chunks else None
     if export == SLACK_DAY:
         return parse_slack_day(text, path, doc_key, display, options, max_bytes)
     if export == TELEGRAM:

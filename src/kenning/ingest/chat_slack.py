@@ -102,11 +102,11 @@ def parse_slack_day(
         ts = row.get("ts")
         try:
             time = float(ts)
-        except (TypeError, ValueError):
-            warnings.add(n, f"no readable ts ({ts!r})")
+        except (TypeError, ValueError, OverflowError):
+            warnings.add(n, f"no readable ts ({str(ts)[:40]!r})")
             continue
         if not 0 <= time < 1e11:
-            warnings.add(n, f"ts out of range ({ts!r})")
+            warnings.add(n, f"ts out of range ({str(ts)[:40]!r})")
             continue
         body = _text(row, export.names)
         if body:

@@ -66,9 +66,10 @@ def parse_telegram(text: str, doc_key: str, display: str, options: ChunkOptions)
                 continue
             if row.get("type") != "message":
                 continue  # a service message: someone joined, a call, a pin
-            time = parse_timestamp(row.get("date_unixtime") or row.get("date"))
+            stamp = row.get("date_unixtime") or row.get("date")
+            time = parse_timestamp(stamp)
             if time is None:
-                warnings.add(ordinal, f"no readable date_unixtime or date ({row.get('date')!r})")
+                warnings.add(ordinal, f"no readable date_unixtime or date ({str(stamp)[:40]!r})")
                 continue
             body = _text(row)
             if body:

@@ -29,8 +29,9 @@ time in kenning is.
   are "Bob"; the `_chat.txt` of an unzipped iPhone export takes its folder's name; else the stem.
 - A message's id is its line number, where its first line is.
 
-A .txt file is read this way when its first non-empty line, or two of its first five, start like a
-message (`looks_like_whatsapp`); every other .txt stays plain text.
+A .txt file is read this way when two of its first five non-empty lines start like a message, one
+with a sender (`looks_like_whatsapp`); every other .txt stays plain text, and so does one that
+holds no message after all.
 """
 
 from __future__ import annotations
@@ -64,10 +65,19 @@ SNIFF_LINES = 5
 
 
 def looks_like_whatsapp(head: str) -> bool:
-    """True when the first non-empty line, or two of the first five, start like a message."""
+    """True when two of the first five non-empty lines start like a message, one of them with a
+    sender ("Name: "), or the file's only line does: a note that merely begins with a date and a
+    dash is not a chat."""
     lines = [line for line in split_source_lines(head)[:50] if line.strip()][:SNIFF_LINES]
-    starts = [bool(_START.match(line)) for line in lines]
-    return bool(starts) and (starts[0] or sum(starts) >= 2)
+    starts = [m for line in lines if (m := _START.match(line))]
+    said = any(_sender(m["rest"]) for m in starts)
+    return said and (len(starts) >= 2 or len(lines) == 1)
+
+
+def _sender(rest: str) -> str | None:
+    """The sender a message's first line names ("Bob: see you" -> "Bob"), None for a notice."""
+    sender, colon, _ = rest.partition(": ")
+    return sender if colon and sender.strip() and len(sender) <= 80 else None
 
 
 def parse_whatsapp(text: str, path: Path, doc_key: str, display: str, options: ChunkOptions) -> ParsedSource:

@@ -83,6 +83,8 @@ def load_export(text: str, display: str):
         raise IngestError(f"{display}: not valid JSON ({exc.msg} at line {exc.lineno}); cut short?") from None
     except RecursionError:
         raise IngestError(f"{display}: JSON nested too deeply") from None
+    except ValueError as exc:  # a number of more digits than Python converts (4,300)
+        raise IngestError(f"{display}: not valid JSON ({str(exc).split(':')[0]})") from None
 
 
 def load_object(line: str) -> tuple[dict | None, str | None]:

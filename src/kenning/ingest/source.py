@@ -100,7 +100,10 @@ def parse_timestamp(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits (a crafted export)
+            return None
     elif isinstance(value, str):
         raw = value.strip()
         if not raw:

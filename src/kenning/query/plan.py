@@ -219,7 +219,8 @@ def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
         items = []
         for alt in clause.alternatives:
             if isinstance(alt, Word) and clause.kind in ("required", "or", "field"):
-                alt = _correct(alt, ctx, spell, plan)
+                if clause.kind != "field":  # a field word is taken as typed (no spelling), as before
+                    alt = _correct(alt, ctx, spell, plan)
                 items.append(plan_item(alt, analyzer))
                 expansions = _expand(alt, ctx, scopes, plan)
                 if expansions:
