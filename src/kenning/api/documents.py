@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from kenning.query.filters import path_matches
-from kenning.search.message_lines import is_message_window
+from kenning.search.message_lines import is_message_window, line_records
 from kenning.store import ChunkRow
 
 URI_PREFIX = "kenning://"  # kenning://<the indexed path, percent-encoded>: /x/a.md is kenning:///x/a.md
@@ -287,34 +287,16 @@ def _numbered_lines(row: ChunkRow, message: str | None = None) -> list[tuple[int
     when a `message` id is asked for, after a mark that is `› ` on that message's line)."""
     body = row.body.split("\n")
     if is_message_window(row.meta):
-        ids = _message_ids(row.meta, len(body)) if message is not None else []
-        marks = ["› " if message_id == message else "  " for message_id in ids] or [""] * len(body)
-        return [(None, f"{marks[i]}{_when(row.meta, i, len(body))}{line}") for i, line in enumerate(body)]
+        out: list[tuple[int | None, str]] = []
+        for (message_id, _, time), line in zip(line_records(row.meta, len(body)), body, strict=True):
+            mark = "" if message is None else "› " if message_id == message else "  "
+            when = "" if time is None else datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%d %H:%M  ")
+            out.append((None, f"{mark}{when}{line}"))
+        return out
     if row.end_line is None:
         return [(None, line) for line in body]
     first = row.end_line - len(body) + 1
     return list(zip(range(first, row.end_line + 1), body, strict=True))
-
-
-def _message_ids(meta: dict[str, Any], lines: int) -> list[str | None]:
-    """Each line's message id from a chat window's metadata (untrusted): None where it is unclear."""
-    rows = meta.get("messages")
-    if not isinstance(rows, list) or len(rows) != lines:
-        return [None] * lines
-    return [str(r[0]) if isinstance(r, list) and r and isinstance(r[0], str | int) else None for r in rows]
-
-
-def _when(meta: dict[str, Any], i: int, lines: int) -> str:
-    """The time of a chat window's i-th message as `2023-12-31 21:41  ` (UTC), or "" when its
-    metadata does not say (it comes from the index: untrusted)."""
-    rows = meta.get("messages")
-    row = rows[i] if isinstance(rows, list) and len(rows) == lines else None
-    if not isinstance(row, list) or len(row) != 3:
-        return ""
-    t = row[2]
-    if not isinstance(t, int | float) or isinstance(t, bool) or not -6e10 < t < 2.5e11:
-        return ""
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M  ")
 
 
 def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow) -> None:
@@ -323,7 +305,9 @@ def _merge(section: Section, lines: list[tuple[int | None, str]], row: ChunkRow)
     run of repeats collapsed into one line lists every id in `message_ids`, so only an index built
     before `messages` existed, without such runs, is read by those)."""
     if lines and lines[0][0] is None:
-        ids: list[Any] | None = _message_ids(row.meta, len(lines)) if is_message_window(row.meta) else None
+        ids: list[Any] | None = None
+        if is_message_window(row.meta):
+            ids = [message_id for message_id, _, _ in line_records(row.meta, len(lines))]
         if ids is None or None in ids:
             ids = row.meta.get("message_ids") if isinstance(row.meta, dict) else None
         if ids and len(ids) == len(lines):

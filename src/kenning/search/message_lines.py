@@ -22,6 +22,7 @@ MAX_MATCHED = 3  # matched messages shown per hit
 CONTEXT = 1  # messages shown before and after each matched one
 MAX_TEXT = 400  # characters of a message shown
 MAX_LINES = 200  # a window's lines read at most
+EARLIEST, LATEST = -6e10, 2.5e11  # epoch seconds a date can be shown for (years 68 to 9892)
 _REPEATS = re.compile(r" \(×\d+\)$")
 
 
@@ -38,22 +39,44 @@ def message_lines(body: str, meta: dict, terms: set[str], analyzer) -> list[dict
     best = sorted((i for i in range(len(lines)) if held[i]), key=lambda i: (-held[i], i))
     matched = sorted(best[:MAX_MATCHED])  # the messages holding most of the query's terms, in order
     shown = sorted({j for i in matched for j in range(i - CONTEXT, i + CONTEXT + 1) if 0 <= j < len(lines)})
-    rows = meta.get("messages")
-    senders = meta.get("senders")
+    said = line_records(meta, len(lines))
     out = []
     for j in shown:
         sender, text = _split(lines[j])
-        message_id, time = None, None
-        row = rows[j] if isinstance(rows, list) and len(rows) == len(lines) and j < len(rows) else None
-        if isinstance(row, list) and len(row) == 3:
-            message_id = str(row[0])[:MAX_TEXT] if isinstance(row[0], str | int) else None
-            if isinstance(row[2], int | float) and not isinstance(row[2], bool) and -6e10 < row[2] < 2.5e11:
-                time = iso_utc(row[2])
-            index = row[1]
-            if isinstance(index, int) and isinstance(senders, list) and 0 <= index < len(senders):
-                sender = str(senders[index])[:MAX_TEXT]
-        said = {"id": message_id, "sender": sender, "time": time, "text": text[:MAX_TEXT]}
-        out.append({**said, "matched": j in matched})
+        message_id, named, epoch = said[j]
+        time = iso_utc(epoch) if epoch is not None else None
+        out.append(
+            {
+                "id": message_id,
+                "sender": named or sender,
+                "time": time,
+                "text": text[:MAX_TEXT],
+                "matched": j in matched,
+            }
+        )
+    return out
+
+
+def line_records(meta: dict, lines: int) -> list[tuple[str | None, str | None, float | None]]:
+    """Each of a chat window's `lines` messages as (id, sender, time in epoch seconds) from its
+    metadata, which comes from the index (untrusted): None for what is missing, malformed, or not
+    line by line with the body."""
+    rows = meta.get("messages")
+    senders = meta.get("senders")
+    if not isinstance(rows, list) or len(rows) != lines:
+        return [(None, None, None)] * lines
+    out: list[tuple[str | None, str | None, float | None]] = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 3:
+            out.append((None, None, None))
+            continue
+        message_id, index, time = row
+        message_id = str(message_id)[:MAX_TEXT] if isinstance(message_id, str | int) else None
+        named = None
+        if isinstance(index, int) and isinstance(senders, list) and 0 <= index < len(senders):
+            named = str(senders[index])[:MAX_TEXT]
+        dated = isinstance(time, int | float) and not isinstance(time, bool) and EARLIEST < time < LATEST
+        out.append((message_id, named, float(time) if dated else None))
     return out
 
 
