@@ -127,7 +127,7 @@ def _detected(document, warnings: list[str], display: str) -> list[Bookmark]:
         warnings.append(f"{display}: headings could not be read ({_reason(exc)}); indexed by page")
         return []
     headings = _most_prominent(headings, len(document))
-    if len(headings) > DETECTED_PER_PAGE * len(document) + 16:
+    if len(headings) > _heading_budget(len(document)):
         warnings.append(f"{display}: more lines set apart than a document has headings; indexed by page")
         return []
     marks = [
@@ -147,19 +147,23 @@ def _most_prominent(headings: list[Heading], pages: int) -> list[Heading]:
     ranks = sorted({h.rank for h in headings})
     while len(ranks) > 1:
         on_page = Counter(h.page for h in headings)
-        if len(headings) <= DETECTED_PER_PAGE * pages + 16 and max(on_page.values()) <= MAX_DETECTED_PER_PAGE:
+        if len(headings) <= _heading_budget(pages) and max(on_page.values()) <= MAX_DETECTED_PER_PAGE:
             break
         least = ranks.pop()
         headings = [h for h in headings if h.rank != least]
     return headings[:MAX_BOOKMARKS]
 
 
+def _heading_budget(pages: int) -> int:
+    """The most headings found in the text that a document of `pages` pages is cut at."""
+    return DETECTED_PER_PAGE * pages + 16
+
+
 def _in_reading_order(
-    out: list[Bookmark], warnings: list[str], display: str, per_page: int | None = None
+    out: list[Bookmark], warnings: list[str], display: str, per_page: int = MAX_CUTS_PER_PAGE
 ) -> list[Bookmark]:
     """The section starts by page, then down the page (a larger height is nearer the top), with at
-    most `per_page` (MAX_CUTS_PER_PAGE) on a page."""
-    per_page = MAX_CUTS_PER_PAGE if per_page is None else per_page
+    most `per_page` on a page."""
     out = sorted(out, key=lambda b: (b.page, -(b.top if b.top is not None else float("inf"))))
     kept, on_page = [], {}
     for bookmark in out:

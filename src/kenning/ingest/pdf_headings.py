@@ -86,7 +86,7 @@ def detect_headings(document) -> list[Heading]:
     numbered = [
         line
         for line in lines
-        if _key(line) not in running and _looks_numbered(line.text) and abs(line.size - body) < 0.6
+        if _looks_numbered(line.text) and abs(line.size - body) < 0.6 and _key(line) not in running
     ]
     if len(numbered) >= MIN_NUMBERED:
         return [Heading(line.text, line.page, line.top, (0, _depth(line.text))) for line in numbered]
