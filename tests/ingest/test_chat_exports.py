@@ -665,7 +665,7 @@ def test_messages_reading_is_bounded_in_steps(tmp_path: Path, monkeypatch):
         parse_file(db, display_name="chat.db")
 
 
-def test_messages_database_that_computes_huge_values_is_refused(tmp_path: Path):
+def test_messages_database_that_computes_huge_values_is_refused(tmp_path: Path, monkeypatch):
     """A computed column could make SQLite build a gigabyte string from a 16 KB file in one step,
     which no step budget sees: such a table is refused, and no value read may pass 8 MB."""
     from kenning.ingest import chat_imessage
@@ -683,7 +683,14 @@ def test_messages_database_that_computes_huge_values_is_refused(tmp_path: Path):
         IngestError, match=r"^chat\.db: the chat_message_join table\(s\) have computed columns"
     ):
         parse_file(db, display_name="chat.db")
-    assert chat_imessage.MAX_VALUE_BYTES <= 8 << 20
+    # and a stored value past the limit is an error naming the file, not gigabytes of memory
+    monkeypatch.setattr(chat_imessage, "MAX_VALUE_BYTES", 1000)
+    conn = messages_db(tmp_path / "big" / "chat.db")
+    conn.execute("UPDATE message SET text = ? WHERE ROWID = 1", ("x" * 5000,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(IngestError, match=r"^chat\.db: cannot read the database \(string or blob too big\)"):
+        parse_file(tmp_path / "big" / "chat.db", display_name="chat.db")
 
 
 # --- all four in one index ---------------------------------------------------------------------

@@ -118,15 +118,15 @@ class GlossaryPhrases:
         raws = TOKEN_RE.findall(unicodedata.normalize("NFC", text))
         return [self.analyzer.token_terms(raw)[0] for raw in raws]
 
-    def longest(self, words: list[str], start: int) -> int:
-        """How many of `words`, from `start`, make the longest glossary term of two words or more
+    def longest(self, words: list[str]) -> int:
+        """How many of `words`, from the first, make the longest glossary term of two words or more
         (0: none starts there)."""
         terms: list[str] = []
         best = 0
-        for end in range(start, len(words)):
-            terms += self._terms(words[end])
+        for end, word in enumerate(words):
+            terms += self._terms(word)
             if len(terms) > MAX_PHRASE_TERMS:
                 break
-            if end > start and " ".join(terms) in self.keys:
-                best = end - start + 1
+            if end > 0 and " ".join(terms) in self.keys:
+                best = end + 1
         return best

@@ -251,7 +251,7 @@ def _join_phrases(tokens: list[_Token], phrases) -> list[_Token]:
                 if nxt.kind != "word" or (nxt.sign, nxt.field) != (tok.sign, tok.field):
                     break
                 run.append(nxt)
-        n = phrases.longest([t.text for t in run], 0) if len(run) > 1 else 0
+        n = phrases.longest([t.text for t in run]) if len(run) > 1 else 0
         if n > 1:
             text = " ".join(t.text for t in run[:n])
             out.append(_Token("word", text, tok.sign, tok.field, tok.start, run[n - 1].end))

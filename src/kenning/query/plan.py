@@ -56,10 +56,14 @@ class PlannedClause:
     docs: BitMap | None = None
     needs_docs: bool = False
     qtf: int = 1  # how many times the query says this term (plain words)
-    group: str | None = None  # the glossary group (its canonical term) the clause was expanded by
 
     def __post_init__(self):
         self.needs_docs = len(self.items) > 1 or not self.items[0].simple
+
+    @property
+    def group(self) -> str | None:
+        """The glossary group (its canonical term) the clause was expanded by, if any."""
+        return next((i.group for i in self.items if i.group), None)
 
 
 @dataclass
@@ -198,10 +202,7 @@ def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
             if expansions:
                 items = [plan_item(word, analyzer), *expansions]
                 items[0].group = expansions[0].group
-                glossary = PlannedClause(
-                    "or", False, f"{word.text} (glossary)", items, group=expansions[0].via
-                )
-                plan.clauses.append(glossary)
+                plan.clauses.append(PlannedClause("or", False, f"{word.text} (glossary)", items))
                 seen_terms.update(items[0].terms)
                 continue
             raws = content_raws[id(clause)] if clause.alternatives[0] is word else TOKEN_RE.findall(word.text)
@@ -229,11 +230,8 @@ def plan_query(parsed: ParsedQuery, ctx, spell: bool, scopes) -> QueryPlan:
             else:
                 items.append(plan_item(alt, analyzer))
         items = [i for i in items if i.spec]
-        group = next((i.group for i in items if i.group), None)
         if items:
-            plan.clauses.append(
-                PlannedClause(clause.kind, clause.required, _label(clause), items, group=group)
-            )
+            plan.clauses.append(PlannedClause(clause.kind, clause.required, _label(clause), items))
     plan.exclusions = [p for p in (plan_item(e, analyzer) for e in parsed.exclusions) if p.spec]
     plan.terms = list(dict.fromkeys(t for c in plan.clauses for i in c.items for t in i.terms))
     return plan
