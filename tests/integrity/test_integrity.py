@@ -85,6 +85,29 @@ def test_a_flipped_byte_in_a_chunks_text_is_found(built, capsys):
     assert code == 1 and "its text changed after it was written" in out
 
 
+def test_a_flipped_byte_in_a_block_of_texts_is_found_and_named(tmp_path, capsys):
+    chat = tmp_path / "chat"
+    chat.mkdir()
+    lines = [
+        json.dumps(
+            {"id": f"m{i}", "sender": "Ana", "timestamp": 1_700_000_000 + 60 * i, "text": f"note {i} {w}"}
+        )
+        for i, w in enumerate(["rotate keys", "restore backup", "canary deploy"] * 20)
+    ]
+    (chat / "log.jsonl").write_text("\n".join(lines) + "\n")
+    index = tmp_path / "ix"
+    with Index(index) as ix:
+        ix.add([chat])
+    conn = sqlite3.connect(index / DB_NAME)
+    (data,) = conn.execute("SELECT data FROM text_blocks").fetchone()  # the file's windows share one block
+    conn.close()
+    flip(index / DB_NAME, data[len(data) // 2 : len(data) // 2 + 12])
+    code, out, _ = run(capsys, "verify", "--index", index)
+    assert code == 1 and "its text changed after it was written" in out
+    with Index(index) as ix, pytest.raises(StorageError, match=r"chunk \d+'s stored text is damaged"):
+        _ = ix.search("rotate keys", mode="lexical").hits[0].snippet
+
+
 def test_damaged_vectors_are_found_dropped_and_made_again(built, capsys):
     _, index = built
     with Index(index) as ix:

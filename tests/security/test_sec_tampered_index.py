@@ -671,19 +671,49 @@ CASES = [
     ),
     Case("analyzer: not JSON", _db(lambda db: _update(db, "UPDATE meta SET value='{' WHERE key='analyzer'"))),
     # ---- chunk rows
-    Case("chunk: body an integer", _db(lambda db: _update(db, "UPDATE chunks SET body=42 WHERE id=3"))),
+    # (block=NULL: the row's own body is read, not the block it was written in)
+    Case(
+        "chunk: body an integer",
+        _db(lambda db: _update(db, "UPDATE chunks SET body=42, block=NULL WHERE id=3")),
+    ),
     Case(
         "chunk: body a 1 GB zstd bomb",
-        _db(lambda db: _update(db, "UPDATE chunks SET body=? WHERE id=3", _zstd_bomb(1 << 30))),
+        _db(lambda db: _update(db, "UPDATE chunks SET body=?, block=NULL WHERE id=3", _zstd_bomb(1 << 30))),
     ),
     Case(
         "chunk: body a frame claiming 2**62 bytes",
-        _db(lambda db: _update(db, "UPDATE chunks SET body=? WHERE id=3", _zstd_claiming(2**62))),
+        _db(lambda db: _update(db, "UPDATE chunks SET body=?, block=NULL WHERE id=3", _zstd_claiming(2**62))),
     ),
     Case(
         "chunk: body garbage bytes",
-        _db(lambda db: _update(db, "UPDATE chunks SET body=x'78da0102' WHERE id=3")),
+        _db(lambda db: _update(db, "UPDATE chunks SET body=x'78da0102', block=NULL WHERE id=3")),
     ),
+    # ---- text blocks (kenning.store.text_blocks)
+    Case("chunk: block missing", _db(lambda db: _update(db, "UPDATE chunks SET block=987654 WHERE id=3"))),
+    Case("chunk: block id a text", _db(lambda db: _update(db, "UPDATE chunks SET block='x' WHERE id=3"))),
+    Case(
+        "chunk: range outside its block",
+        _db(lambda db: _update(db, "UPDATE chunks SET block_start=0, block_end=1099511627776 WHERE id=3")),
+    ),
+    Case(
+        "chunk: range as text",
+        _db(lambda db: _update(db, "UPDATE chunks SET block_start='a', block_end=x'00' WHERE id=3")),
+    ),
+    Case(
+        "chunk: range shifted by a byte",
+        _db(lambda db: _update(db, "UPDATE chunks SET block_start=block_start + 1 WHERE id=3")),
+    ),
+    Case(
+        "block: a 1 GB zstd bomb",
+        _db(lambda db: _update(db, "UPDATE text_blocks SET data=?", _zstd_bomb(1 << 30))),
+    ),
+    Case(
+        "block: a frame claiming 2**62 bytes",
+        _db(lambda db: _update(db, "UPDATE text_blocks SET data=?", _zstd_claiming(2**62))),
+    ),
+    Case("block: garbage bytes", _db(lambda db: _update(db, "UPDATE text_blocks SET data=x'28b52ffd0102'"))),
+    Case("block: cut short", _db(lambda db: _update(db, "UPDATE text_blocks SET data=substr(data, 1, 20)"))),
+    Case("block: an integer", _db(lambda db: _update(db, "UPDATE text_blocks SET data=7"))),
     Case("chunk: title a blob", _db(lambda db: _update(db, "UPDATE chunks SET title=x'ff00fe' WHERE id=3"))),
     Case("chunk: meta not JSON", _db(lambda db: _update(db, "UPDATE chunks SET meta='{' WHERE id=3"))),
     Case(

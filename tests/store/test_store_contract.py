@@ -4,6 +4,7 @@ PostgreSQL store, on a real server started for the tests: tests/pg_server.py).
 Add an implementation to STORES and the whole suite runs against it.
 """
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -370,6 +371,81 @@ def test_clear_keeps_vectors_and_glossary(store):
     assert len(store.glossary_groups()) == 1
 
 
+def add_together(store, path="/chat/log.jsonl", bodies=()):
+    """A file's chunks written as one run writes them (one insert_chunks call)."""
+    with store.transaction():
+        sid = store.upsert_source(path, "messages", 10, 1, "hash-" + path, "chat")
+        chunks = [(i, Chunk(path, "chat", body), f"c{i}-{path}") for i, body in enumerate(bodies)]
+        ids = store.insert_chunks(sid, chunks)
+        store.set_source_chunk_count(sid, len(ids))
+    return sid, ids
+
+
+def stored_blocks(store) -> int:
+    with store.reading():
+        return int(store._value("SELECT count(*) FROM text_blocks"))
+
+
+# short bodies, repeated text, every kind of character, an empty one, and one too long to share a block
+BODIES = [f"Ana: message {i} — naïve café ß 😀 \ud800 {'again ' * (i % 7)}" for i in range(120)]
+BODIES[5] = ""
+BODIES[60] = "long " * 5000
+
+
+def test_bodies_written_together_are_stored_in_blocks_and_read_back_exactly(store):
+    sid, ids = add_together(store, bodies=BODIES)
+    assert 1 <= stored_blocks(store) < len(BODIES) // 10  # 16 KB blocks, not a row each
+    rows = store.chunks_by_ids(ids)
+    assert [rows[i].body for i in ids] == BODIES
+    assert store.chunk_texts(ids[:3]) == [f"chat\n{b}" for b in BODIES[:3]]
+    assert {cid: body for cid, _, body in store.iter_chunk_texts()} == dict(zip(ids, BODIES, strict=True))
+    assert [r.body for r in store.chunks_of_doc("/chat/log.jsonl")] == BODIES
+    assert [body for _, _, _, body, _ in store.iter_chunk_hashes()] == BODIES  # what `verify` reads
+
+
+def test_a_block_goes_with_the_last_chunk_that_reads_it(store):
+    sid, ids = add_together(store, bodies=BODIES[:40])
+    other, _ = add_together(store, path="/chat/other.jsonl", bodies=BODIES[40:60])
+    blocks = stored_blocks(store)
+    with store.transaction():
+        store.delete_chunks(ids[:-1])
+    assert stored_blocks(store) == blocks and store.chunks_by_ids(ids[-1:])[ids[-1]].body == BODIES[39]
+    with store.transaction():
+        store.delete_chunks(ids[-1:])
+    assert stored_blocks(store) == blocks - 1
+    with store.transaction():
+        store.delete_source(other)
+    assert stored_blocks(store) == 0
+    add_together(store, bodies=BODIES[:40])
+    with store.transaction():
+        store.clear()
+    assert stored_blocks(store) == 0
+
+
+def test_a_chunk_whose_document_is_its_file_reads_its_path_as_its_key(store):
+    _, of_file = add_file(
+        store, path="/notes/a.md", chunks=[Chunk("/notes/a.md", "A", "one"), Chunk("/notes/a.md", "A", "two")]
+    )
+    _, named = add_file(
+        store, path="/corpus.jsonl", chunks=[Chunk("doc-7", "T", "seven"), Chunk("/notes/a.md", "U", "x")]
+    )
+    with store.reading():
+        stored = dict(store._run("SELECT id, doc_key FROM chunks").fetchall())
+    assert [stored[i] for i in of_file] == ["", ""] and [stored[i] for i in named] == ["doc-7", "/notes/a.md"]
+    rows = store.chunks_by_ids([*of_file, *named])
+    assert [rows[i].doc_key for i in [*of_file, *named]] == [
+        "/notes/a.md",
+        "/notes/a.md",
+        "doc-7",
+        "/notes/a.md",
+    ]
+    assert [h.doc_key for h in store.chunk_heads(of_file).values()] == ["/notes/a.md"] * 2
+    # a key another file's chunk names, and a file's own chunks: both found, in file order
+    assert [r.body for r in store.chunks_of_doc("/notes/a.md")] == ["one", "two", "x"]
+    assert [r.body for r in store.chunks_of_doc("doc-7")] == ["seven"] and store.chunks_of_doc("") == []
+    assert store.counts()["documents"] == 2
+
+
 # ------------------------------------------------------------------------------------------ sqlite only
 def test_an_older_schema_is_migrated_forward(tmp_path):
     store = SqliteStore(tmp_path / "ix")
@@ -408,3 +484,31 @@ def test_a_newer_or_much_older_schema_is_refused(tmp_path):
 def test_no_index_is_a_clear_error(tmp_path):
     with pytest.raises(StorageError, match="no kenning index"):
         SqliteStore(tmp_path / "none", create=False)
+
+
+def test_an_index_from_before_text_blocks_reads_as_it_is_and_writes_blocks_once_upgraded(
+    tmp_path, monkeypatch
+):
+    store = SqliteStore(tmp_path / "ix")
+    _, old = add_file(store, chunks=[Chunk("a", "A", "kept in its row")])
+    store.close()
+    conn = sqlite3.connect(tmp_path / "ix" / DB_NAME)  # make it look like a version 10 index
+    conn.execute("DROP TABLE text_blocks")
+    for column in ("block", "block_start", "block_end"):
+        conn.execute(f"ALTER TABLE chunks DROP COLUMN {column}")
+    conn.execute("UPDATE meta SET value='10' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    real_access = os.access  # a folder that cannot be written (root writes anywhere: marked so)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: mode != os.W_OK and real_access(p, mode, **kw))
+    store = SqliteStore(tmp_path / "ix")
+    assert store.read_only and store.chunks_by_ids(old)[old[0]].body == "kept in its row"
+    store.close()
+    monkeypatch.setattr(os, "access", real_access)
+    store = SqliteStore(tmp_path / "ix")
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    _, new = add_together(store, bodies=BODIES[:30])
+    rows = store.chunks_by_ids([*old, *new])
+    assert rows[old[0]].body == "kept in its row" and [rows[i].body for i in new] == BODIES[:30]
+    assert stored_blocks(store) == 1
+    store.close()

@@ -29,6 +29,8 @@ from kenning.indexing.term_table import RawCountChanges
 from kenning.indexing.tuning import WriterTuning
 from kenning.store.records import own_text
 
+INSERT_BATCH = 1000  # new chunks of one file inserted with one statement
+
 
 @dataclass
 class VocabularyChanges:
@@ -97,12 +99,18 @@ class ChunkRun:
         finally:
             self.spill.close()
 
-    def add_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> None:
-        """Insert a new chunk and send it to analysis (call within `analysing`)."""
-        chunk_id = self.store.insert_chunk(source_id, ordinal, chunk, content_hash)
-        self.analysis.add(chunk_id, chunk.title, own_text(chunk.title, chunk.body), chunk.meta)
-        self.live.add(chunk_id)
-        self.report.chunks_added += 1
+    def add_chunks(self, source_id: int, items: list[tuple]) -> None:
+        """Insert a file's new chunks, (ordinal, chunk, content hash) each, and send them to analysis
+        (call within `analysing`). They go to the store INSERT_BATCH at a time: one statement and
+        one set of text blocks each (kenning.store.text_blocks), and a bounded batch of rows held."""
+        for at in range(0, len(items), INSERT_BATCH):
+            batch = items[at : at + INSERT_BATCH]
+            owns = [own_text(chunk.title, chunk.body) for _, chunk, _ in batch]
+            ids = self.store.insert_chunks(source_id, batch, owns)
+            for chunk_id, (_, chunk, _), own in zip(ids, batch, owns, strict=True):
+                self.analysis.add(chunk_id, chunk.title, own, chunk.meta)
+                self.live.add(chunk_id)
+            self.report.chunks_added += len(ids)
 
     def remove_chunks(self, chunk_ids: list[int]) -> None:
         """Delete chunks of a file that stays (its text changed there)."""

@@ -190,6 +190,7 @@ class FileIndexer:
         reusable: dict[str, list[int]] = {}
         for chunk_id, content_hash in self.store.chunk_hashes(source_id):
             reusable.setdefault(content_hash, []).append(chunk_id)
+        new = []
         for ordinal, chunk in enumerate(chunks):
             content_hash = chunk.content_hash()
             if chunk.time is None:
@@ -199,7 +200,8 @@ class FileIndexer:
                 self.store.move_chunk(pool.pop(0), ordinal, chunk)
                 self.report.chunks_kept += 1
                 continue
-            self.run.add_chunk(source_id, ordinal, chunk, content_hash)
+            new.append((ordinal, chunk, content_hash))
+        self.run.add_chunks(source_id, new)
         stale = [chunk_id for ids in reusable.values() for chunk_id in ids]
         if stale:
             self.run.remove_chunks(stale)

@@ -88,6 +88,13 @@ class Documents(Protocol):
 
     def chunk_hashes(self, source_id: int) -> list[tuple[int, str]]: ...
     def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int: ...
+    def insert_chunks(
+        self, source_id: int, items: Sequence[tuple], own_texts: Sequence[str] | None = None
+    ) -> list[int]:
+        """New chunks of one file, (ordinal, chunk, content hash) each, written together (their
+        bodies in shared compressed blocks where the store keeps them so); their ids, in order.
+        `own_texts`: each one's own text (kenning.store.records.own_text), when the caller has it."""
+
     # copies from another store, ids kept (kenning.integrity.migrate); later new ids come after them
     def restore_source(self, row: SourceRow) -> None: ...
     def restore_chunk(self, row: ChunkRow) -> None: ...

@@ -33,9 +33,12 @@ class MissingText(NamedTuple):
     chunk_ids: tuple[int, ...]
 
 
-def embedding_text(title: str, body: str) -> str:
-    """What an embedder sees for a chunk: its heading path, then its own text (`own_text`)."""
-    return f"{title}\n{own_text(title, body)}" if title else body
+def embedding_text(title: str, body: str, own: str | None = None) -> str:
+    """What an embedder sees for a chunk: its heading path, then its own text (`own_text`; `own`
+    when the caller has it already)."""
+    if not title:
+        return body
+    return f"{title}\n{own_text(title, body) if own is None else own}"
 
 
 def own_text(title: str, body: str) -> str:

@@ -26,7 +26,7 @@ from kenning.store.base import lock_timeout
 from kenning.store.errors import StorageError
 from kenning.store.postgres.dialect import POSTGRES
 from kenning.store.postgres.location import parse_location
-from kenning.store.postgres.schema import ALL_TABLES, SCHEMA_VERSION, statements
+from kenning.store.postgres.schema import ALL_TABLES, SCHEMA_VERSION, UPGRADES, statements
 from kenning.store.sql import SqlCommits
 
 LOG = logging.getLogger("kenning")
@@ -147,6 +147,10 @@ class PostgresConnection(SqlCommits):
                 f"the index in schema {self.schema!r} at {self.location} was written by a newer kenning "
                 f"(schema {version}; this one reads up to {SCHEMA_VERSION}): upgrade kenning"
             )
+        if version < SCHEMA_VERSION and not self.read_only:
+            self._upgrade()
+            version = SCHEMA_VERSION
+        self.text_blocks = version >= 2  # a read-only older index reads its bodies from their rows
         self._register_vector()
 
     # ----------------------------------------------------------------------------- schema
@@ -181,6 +185,23 @@ class PostgresConnection(SqlCommits):
                 self._set_meta("generation", "0")
                 self._set_meta("live", BitMap().serialize())
                 self._set_meta("created", str(time.time()))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _upgrade(self) -> None:
+        """Bring an older index's schema up to SCHEMA_VERSION (schema.UPGRADES), under the index's
+        lock, in one transaction."""
+        self.conn.execute("BEGIN")
+        try:
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            version = int(self._meta_raw("schema_version") or 0)
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in UPGRADES.get(step, ()):
+                    self.conn.execute(statement)
+            if version < SCHEMA_VERSION:
+                self._set_meta("schema_version", str(SCHEMA_VERSION))
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")

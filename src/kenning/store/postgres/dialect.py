@@ -21,6 +21,7 @@ from kenning.store.sql.dialect import Dialect
 PAGE = 2000  # rows per page when streaming a whole table
 
 # after a row is restored under its own id: the sequence that numbers the table moves past it
+_NEXT_IDS = {"chunks": "SELECT nextval('chunk_ids') FROM generate_series(1, %s)"}
 _IDS_FOLLOW = {
     "sources": "SELECT setval(pg_get_serial_sequence('sources', 'id'),"
     " greatest(%s, (SELECT max(id) FROM sources)))",
@@ -51,6 +52,11 @@ class PostgresDialect(Dialect):
         yield f"{column} = ANY(?)", [list(values)]
 
     returning = True
+
+    def new_ids(self, conn, table: str, n: int) -> list[int]:
+        """`n` ids from the table's sequence (chunks: `chunk_ids`), in one round trip."""
+        rows = conn.execute(_NEXT_IDS[table], (n,)).fetchall()
+        return [int(r[0]) for r in rows]
 
     def ids_follow(self, conn, table: str, row_id: int) -> None:
         conn.execute(_IDS_FOLLOW[table], (row_id,))

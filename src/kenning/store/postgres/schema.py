@@ -15,7 +15,19 @@ See docs/postgres.md.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# what each version adds to the one before, run in order on an older index opened for writing
+# (2: chunk bodies in compressed blocks, kenning.store.text_blocks; the bodies stored before stay
+# in their rows and read the same)
+UPGRADES = {
+    2: (
+        "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS block bigint",
+        "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS block_start integer",
+        "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS block_end integer",
+        "CREATE TABLE IF NOT EXISTS text_blocks (id bigserial PRIMARY KEY, first_chunk bigint NOT NULL,"
+        " last_chunk bigint NOT NULL, data bytea NOT NULL)",
+    ),
+}
 
 # statements run in order inside the index's own schema (search_path); {schema} is validated
 TABLES = """
@@ -47,7 +59,16 @@ CREATE TABLE IF NOT EXISTS chunks (
     facets jsonb NOT NULL DEFAULT '{}',
     content_hash text NOT NULL,
     text_hash text NOT NULL,
+    block bigint,
+    block_start integer,
+    block_end integer,
     PRIMARY KEY (source_id, id)
+);
+CREATE TABLE IF NOT EXISTS text_blocks (
+    id bigserial PRIMARY KEY,
+    first_chunk bigint NOT NULL,
+    last_chunk bigint NOT NULL,
+    data bytea NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_id ON chunks(id);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_key);
@@ -114,6 +135,7 @@ ALL_TABLES = (
     "meta",
     "sources",
     "chunks",
+    "text_blocks",
     "segments",
     "postings",
     "embeddings",

@@ -47,9 +47,9 @@ class PostgresSubstrings(SqlSubstrings):
         self.conn.execute("CREATE TABLE substrings (id bigint PRIMARY KEY, text text NOT NULL)")
         self._substrings_on = True
         count = 0
-        for block in _blocks(self.dialect.rows_by_id(self.conn, "id, title, body"), 1000):
-            self._add_substrings((cid, to_text(t), to_text(b)) for cid, t, b in block)
-            count += len(block)
+        for batch in _blocks(self.dialect.rows_by_id(self.conn, f"id, title, {self._body_columns()}"), 1000):
+            self._add_substrings((r[0], to_text(r[1]), self._body(r[0], *r[2:])) for r in batch)
+            count += len(batch)
         self.conn.execute("CREATE INDEX substrings_trigrams ON substrings USING gin (text gin_trgm_ops)")
         self._set_search_path()
         return count

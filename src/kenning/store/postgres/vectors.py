@@ -24,14 +24,17 @@ class PostgresVectors(SqlVectors):
     """The Vectors protocol over the `embeddings` table."""
 
     def chunks_missing_vectors(self, fingerprint: str) -> list[MissingText]:
-        rows = self.conn.execute(
-            "SELECT c.text_hash, (array_agg(c.title ORDER BY c.id))[1], (array_agg(c.body ORDER BY c.id))[1],"
-            " array_agg(c.id ORDER BY c.id) FROM chunks c WHERE NOT EXISTS ("
+        grouped = self.conn.execute(
+            "SELECT c.text_hash, array_agg(c.id ORDER BY c.id) FROM chunks c WHERE NOT EXISTS ("
             " SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.fingerprint = %s)"
             " GROUP BY c.text_hash ORDER BY c.text_hash",
             (fingerprint,),
-        )
-        return [MissingText(h, embedding_text(to_text(t), to_text(b)), tuple(ids)) for h, t, b, ids in rows]
+        ).fetchall()
+        statement = f"SELECT id, title, {self._body_columns()} FROM chunks WHERE {{}}"
+        rows = self._rows_in(statement, "id", [ids[0] for _, ids in grouped])
+        self._fetch_blocks(r[3] for r in rows)
+        texts = {r[0]: embedding_text(to_text(r[1]), self._body(r[0], *r[2:])) for r in rows}
+        return [MissingText(h, texts[ids[0]], tuple(ids)) for h, ids in grouped]
 
     def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
         ids, rows = [], []

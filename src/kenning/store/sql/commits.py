@@ -15,7 +15,15 @@ class SqlCommits(CommitsCommon, SqlStatements):
     """What CommitsCommon leaves to a store, where SQL says it the same way everywhere."""
 
     # what `clear` empties (vectors and the glossary stay)
-    CONTENT_TABLES: tuple[str, ...] = ("postings", "segments", "chunks", "sources", "vocabulary", "entities")
+    CONTENT_TABLES: tuple[str, ...] = (
+        "postings",
+        "segments",
+        "chunks",
+        "text_blocks",
+        "sources",
+        "vocabulary",
+        "entities",
+    )
 
     def forget_vector_graph(self) -> None:
         """The saved vector graph no longer matches what this transaction commits."""
@@ -29,7 +37,10 @@ class SqlCommits(CommitsCommon, SqlStatements):
             return {
                 "sources": self._value("SELECT count(*) FROM sources"),
                 "chunks": self._value("SELECT count(*) FROM chunks"),
-                "documents": self._value("SELECT count(DISTINCT doc_key) FROM chunks"),
+                "documents": self._value(
+                    "SELECT count(DISTINCT CASE WHEN c.doc_key = '' THEN s.path ELSE c.doc_key END)"
+                    " FROM chunks c JOIN sources s ON s.id = c.source_id"
+                ),
                 "segments": self._value("SELECT count(*) FROM segments"),
             }
 

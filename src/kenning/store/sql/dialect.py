@@ -51,6 +51,15 @@ class Dialect:
             return int(conn.execute(statement + " RETURNING id", params).fetchone()[0])
         return int(conn.execute(statement, params).lastrowid)
 
+    def new_ids(self, conn, table: str, n: int) -> list[int]:
+        """Ids for `n` rows about to be inserted into `table` together (one statement for all of
+        them). SQLite's: after the largest its AUTOINCREMENT key ever gave (kept in sqlite_sequence,
+        which inserting them moves on), so an id is never given twice."""
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        largest = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]  # noqa: S608
+        last = max(int(row[0]) if row else 0, int(largest))
+        return list(range(last + 1, last + 1 + n))
+
     def ids_follow(self, conn, table: str, row_id: int) -> None:
         """A row was written under its own `row_id` (a copy from another store): ids given later come
         after it. SQLite's keys do that by themselves."""

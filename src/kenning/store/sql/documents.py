@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import astuple
 from types import NoneType
 
-from kenning.store.compact import DAMAGED_TEXT
+from kenning.store.compact import DAMAGED_TEXT, DamagedText
 from kenning.store.errors import IndexDamaged, StorageError, decoding
 from kenning.store.records import (
     ChunkGroup,
@@ -24,13 +24,17 @@ from kenning.store.records import (
     text_hash,
 )
 from kenning.store.sql.statements import SqlStatements
+from kenning.store.text_blocks import BlockCache, body_in_block, plan_blocks
 
 _SOURCE_COLS = "id, path, collection, kind, size, mtime_ns, content_hash, indexed_at, n_chunks"
+# a chunk whose document is its file (most of them) keeps its document key empty: its file's path,
+# read from `sources`, is the key (a chat log's windows, a note's sections each held the path again)
+_DOC_KEY = "CASE WHEN c.doc_key = '' THEN s.path ELSE c.doc_key END"
 _CHUNK_COLS = (
-    "c.id, c.source_id, c.ordinal, c.doc_key, c.title, c.body, c.start_line, c.end_line, c.page,"
-    " c.time, c.meta, c.content_hash, s.path"
+    f"c.id, c.source_id, c.ordinal, {_DOC_KEY}, c.title, c.start_line, c.end_line, c.page,"
+    " c.time, c.meta, c.content_hash, s.path, {body}"
 )
-_HEAD_COLS = "c.id, c.doc_key, c.title, s.path, c.start_line, c.end_line, c.page, c.time"
+_HEAD_COLS = f"c.id, {_DOC_KEY}, c.title, s.path, c.start_line, c.end_line, c.page, c.time"
 _WITH_SOURCE = "FROM chunks c JOIN sources s ON s.id = c.source_id"
 
 
@@ -98,7 +102,9 @@ class SqlDocuments(SqlStatements):
         self._require_txn()
         ids = [r[0] for r in self._run("SELECT id FROM chunks WHERE source_id = ? ORDER BY id", (source_id,))]
         self._remove_substrings(ids)
+        blocks = self._blocks_of("source_id", [source_id])
         self._run("DELETE FROM chunks WHERE source_id = ?", (source_id,))
+        self._drop_unused_blocks(blocks)
         self._run("DELETE FROM sources WHERE id = ?", (source_id,))
         return ids
 
@@ -132,13 +138,57 @@ class SqlDocuments(SqlStatements):
         return [tuple(r) for r in rows]
 
     def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int:
+        return self.insert_chunks(source_id, [(ordinal, chunk, content_hash)])[0]
+
+    def insert_chunks(
+        self, source_id: int, items: Sequence[tuple], own_texts: Sequence[str] | None = None
+    ) -> list[int]:
+        """New chunks of one file, (ordinal, chunk, content hash) each, in one statement; their ids.
+        Their bodies are stored together in compressed blocks (kenning.store.text_blocks).
+        `own_texts`: each chunk's own text (kenning.store.records.own_text), when the caller has it."""
         self._require_txn()
-        meta = meta_json(chunk.meta)
-        columns = self._chunk_columns(source_id, ordinal, chunk, meta, content_hash)
-        chunk_id = self._insert_id(_insert("chunks", columns), list(columns.values()))
+        if not items:
+            return []
+        ids = self.dialect.new_ids(self.conn, "chunks", len(items))
+        path = self._value("SELECT path FROM sources WHERE id = ?", (source_id,))
+        bodies = self._stored_bodies(ids, [chunk.body for _, chunk, _ in items])
+        names: list[str] = []
+        rows = []
+        for k, (ordinal, chunk, content_hash) in enumerate(items):
+            own = own_texts[k] if own_texts is not None else None
+            columns = {
+                "id": ids[k],
+                **self._chunk_columns(
+                    source_id, ordinal, chunk, meta_json(chunk.meta), content_hash, path, own
+                ),
+                **bodies[k],
+            }
+            names = names or list(columns)
+            rows.append([columns[name] for name in names])
+        self._run_many(_insert("chunks", names), rows)
         if self.substring_index_enabled():
-            self._add_substrings([(chunk_id, chunk.title, chunk.body)])
-        return chunk_id
+            self._add_substrings([(i, c.title, c.body) for i, (_, c, _) in zip(ids, items, strict=True)])
+        return ids
+
+    def _stored_bodies(self, ids: list[int], bodies: list[str]) -> list[dict]:
+        """Each body's columns: in a block written here (kenning.store.text_blocks), or in its row."""
+        if not self.text_blocks:
+            return [{"body": self.dialect.body_in(b)} for b in bodies]
+        blocks, alone = plan_blocks(bodies)
+        stored: list[dict] = [{} for _ in bodies]
+        for i in alone:
+            stored[i] = {"body": self.dialect.body_in(bodies[i]), "block": None, "block_start": None}
+            stored[i]["block_end"] = None
+        empty = self.dialect.body_in("")
+        for block in blocks:
+            members = [ids[i] for i in block.members]
+            block_id = self._insert_id(
+                "INSERT INTO text_blocks(first_chunk, last_chunk, data) VALUES (?, ?, ?)",
+                (min(members), max(members), block.data),
+            )
+            for i, (start, end) in zip(block.members, block.spans, strict=True):
+                stored[i] = {"body": empty, "block": block_id, "block_start": start, "block_end": end}
+        return stored
 
     def restore_chunk(self, row: ChunkRow) -> None:
         """A chunk under its own id; later new chunks' ids come after it."""
@@ -146,21 +196,32 @@ class SqlDocuments(SqlStatements):
         meta = json.dumps(row.meta, default=str)
         columns = {
             "id": row.id,
-            **self._chunk_columns(row.source_id, row.ordinal, row, meta, row.content_hash),
+            **self._chunk_columns(row.source_id, row.ordinal, row, meta, row.content_hash, row.path),
+            "body": self.dialect.body_in(row.body),
         }
         self._run(_insert("chunks", columns), list(columns.values()))
         self.dialect.ids_follow(self.conn, "chunks", row.id)
         if self.substring_index_enabled():
             self._add_substrings([(row.id, row.title, row.body)])
 
-    def _chunk_columns(self, source_id: int, ordinal: int, chunk, meta: str, content_hash: str) -> dict:
-        """A chunk's row as column -> value (`chunk` a Chunk or a ChunkRow)."""
+    def _chunk_columns(
+        self,
+        source_id: int,
+        ordinal: int,
+        chunk,
+        meta: str,
+        content_hash: str,
+        path: str | None,
+        own: str | None = None,
+    ) -> dict:
+        """A chunk's row as column -> value (`chunk` a Chunk or a ChunkRow), its body's aside
+        (`_stored_bodies`). `path`: its file's, which its document key is left empty for (_DOC_KEY).
+        `own`: its own text, when the caller has it (`embedding_text`)."""
         return {
             "source_id": source_id,
             "ordinal": ordinal,
-            "doc_key": chunk.doc_key,
+            "doc_key": "" if chunk.doc_key == path else chunk.doc_key,
             "title": self.dialect.text_in(chunk.title),
-            "body": self.dialect.body_in(chunk.body),
             "start_line": chunk.start_line,
             "end_line": chunk.end_line,
             "page": chunk.page,
@@ -168,7 +229,7 @@ class SqlDocuments(SqlStatements):
             "meta": meta,
             **self._filter_columns(meta),
             "content_hash": content_hash,
-            "text_hash": text_hash(embedding_text(chunk.title, chunk.body)),
+            "text_hash": text_hash(embedding_text(chunk.title, chunk.body, own)),
         }
 
     def move_chunk(self, chunk_id: int, ordinal: int, chunk) -> None:
@@ -188,31 +249,85 @@ class SqlDocuments(SqlStatements):
     def delete_chunks(self, ids: list[int]) -> None:
         self._require_txn()
         self._remove_substrings(ids)
+        blocks = self._blocks_of("id", plain_ids(ids))
         self._run_in("DELETE FROM chunks WHERE {}", "id", plain_ids(ids))
+        self._drop_unused_blocks(blocks)
 
     @decoding("a chunk row")
     def _chunk_rows(self, where: str, params: Sequence) -> list[ChunkRow]:
-        rows = self._run(f"SELECT {_CHUNK_COLS} {_WITH_SOURCE} WHERE {where}", params)
+        columns = _CHUNK_COLS.format(body=self._body_columns("c."))
+        rows = self._run(f"SELECT {columns} {_WITH_SOURCE} WHERE {where}", params).fetchall()
+        self._fetch_blocks(r[13] for r in rows)
         return [self._chunk_row(r) for r in rows]
 
     def _chunk_row(self, r: tuple) -> ChunkRow:
         """A chunks row as a ChunkRow, checked (_check_types)."""
-        title = self.dialect.text_out(r[4])
-        _check_types((*r[:4], title, *r[5:]), _CHUNK_TYPES)
-        meta = json.loads(r[10])
+        row = (*r[:4], self.dialect.text_out(r[4]), self._body(r[0], *r[12:16]), *r[5:9])
+        _check_types(row, _CHUNK_TYPES)
+        meta = json.loads(r[9])
         if not isinstance(meta, dict):
             raise IndexDamaged(f"chunk {r[0]}'s metadata is not a JSON object")
-        return ChunkRow(*r[:4], title, self._body(r[0], r[5]), *r[6:10], meta, r[11], r[12])
+        return ChunkRow(*row, meta, r[10], r[11])
 
-    def _body(self, chunk_id: int, stored) -> str:
-        """A chunk's body as stored; damaged bytes are a clear error."""
+    # ----------------------------------------------------------------------------- bodies
+    text_blocks = False  # the index stores bodies in blocks (kenning.store.text_blocks); set on opening
+
+    def _body_columns(self, prefix: str = "") -> str:
+        """The columns a body is read from: its row's, then its block's id and byte range."""
+        if not self.text_blocks:  # an index from before blocks, read where it cannot be upgraded
+            return f"{prefix}body, NULL, NULL, NULL"
+        return f"{prefix}body, {prefix}block, {prefix}block_start, {prefix}block_end"
+
+    @property
+    def _block_cache(self) -> BlockCache:
+        cache = self.__dict__.get("_blocks_read")
+        if cache is None:
+            cache = self.__dict__["_blocks_read"] = BlockCache()
+        return cache
+
+    def _load_blocks(self, block_ids: list[int]) -> dict[int, bytes]:
+        """Stored (compressed) blocks by id."""
+        rows = self._rows_in("SELECT id, data FROM text_blocks WHERE {}", "id", block_ids)
+        return {int(block_id): data for block_id, data in rows}
+
+    def _fetch_blocks(self, block_ids) -> None:
+        """Read the blocks a batch of rows needs in one statement (`_body` finds them held)."""
         try:
-            return self.dialect.body_out(stored)
+            self._block_cache.fetch([b for b in block_ids if isinstance(b, int)], self._load_blocks)
+        except DAMAGED_TEXT:
+            pass  # each body whose block is damaged says so, naming its chunk (`_body`)
+
+    def _body(self, chunk_id: int, stored, block=None, start=None, end=None) -> str:
+        """A chunk's body as stored, in its row or in a block; damaged bytes are a clear error."""
+        try:
+            if block is None:
+                return self.dialect.body_out(stored)
+            if not isinstance(block, int):
+                raise DamagedText(f"its block id is a {type(block).__name__}")
+            return body_in_block(self._block_cache.get(block, self._load_blocks), start, end)
         except DAMAGED_TEXT as exc:
             raise StorageError(
                 f"chunk {chunk_id}'s stored text is damaged ({exc}): run `kenning verify`, then"
                 " `kenning repair`"
             ) from exc
+
+    def _blocks_of(self, column: str, values: Sequence) -> list[int]:
+        """The blocks holding the bodies of the chunks whose `column` is one of `values` (read
+        before they are deleted)."""
+        if not self.text_blocks:
+            return []
+        statement = "SELECT DISTINCT block FROM chunks WHERE {} AND block IS NOT NULL"
+        return sorted({r[0] for r in self._rows_in(statement, column, values)})
+
+    def _drop_unused_blocks(self, block_ids: list[int]) -> None:
+        """Delete the blocks among `block_ids` that no chunk reads any more (only the ids a block was
+        written for can read it, so the check reads those rows alone)."""
+        self._run_in(
+            "DELETE FROM text_blocks WHERE {} AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id BETWEEN"
+            " text_blocks.first_chunk AND text_blocks.last_chunk AND c.block = text_blocks.id)",
+            "id",
+            block_ids,
+        )
 
     def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
@@ -245,15 +360,30 @@ class SqlDocuments(SqlStatements):
         return out
 
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
-        return self._chunk_rows("c.doc_key = ? ORDER BY c.source_id, c.ordinal", (doc_key,))
+        named = (
+            self._chunk_rows("c.doc_key = ? ORDER BY c.source_id, c.ordinal", (doc_key,)) if doc_key else []
+        )
+        of_file = self._chunk_rows(
+            "c.doc_key = '' AND c.source_id = (SELECT id FROM sources WHERE path = ?)"
+            " ORDER BY c.source_id, c.ordinal",
+            (doc_key,),
+        )
+        return (
+            sorted([*named, *of_file], key=lambda r: (r.source_id, r.ordinal))
+            if named and of_file
+            else named or of_file
+        )
 
     def chunk_texts(self, ids: Sequence[int]) -> list[str]:
-        rows = self._rows_in("SELECT title, body FROM chunks WHERE {}", "id", plain_ids(ids))
-        return [f"{self.dialect.text_out(t)}\n{self.dialect.body_out(b)}" for t, b in rows]
+        statement = f"SELECT id, title, {self._body_columns()} FROM chunks WHERE {{}}"
+        rows = self._rows_in(statement, "id", plain_ids(ids))
+        self._fetch_blocks(r[3] for r in rows)
+        return [f"{self.dialect.text_out(r[1])}\n{self._body(r[0], *r[2:])}" for r in rows]
 
     def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]:
-        for chunk_id, title, body in self.dialect.rows_by_id(self.conn, "id, title, body"):
-            yield chunk_id, self.dialect.text_out(title), self.dialect.body_out(body)
+        rows = self.dialect.rows_by_id(self.conn, f"id, title, {self._body_columns()}")
+        for chunk_id, title, *body in rows:
+            yield chunk_id, self.dialect.text_out(title), self._body(chunk_id, *body)
 
 
 def _insert(table: str, columns: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kenning.store.compact import DAMAGED_TEXT
+from kenning.store.errors import StorageError
 from kenning.store.sql.statements import SqlStatements
 
 
@@ -14,13 +14,13 @@ class SqlIntegrity(SqlStatements):
     """The Integrity protocol's shared part."""
 
     def iter_chunk_hashes(self) -> Iterator[tuple[int, int, str, str, str]]:
-        rows = self.dialect.rows_by_id(self.conn, "id, source_id, title, body, text_hash")
-        for chunk_id, source_id, title, body, stored in rows:
+        rows = self.dialect.rows_by_id(self.conn, f"id, source_id, title, text_hash, {self._body_columns()}")
+        for chunk_id, source_id, title, stored, *body in rows:
             try:
-                body = self.dialect.body_out(body)
-            except DAMAGED_TEXT:  # damaged stored bytes: a text that cannot match
-                body = f"\x00undecodable body of chunk {chunk_id}"
-            yield chunk_id, source_id, self.dialect.text_out(title), body, stored
+                text = self._body(chunk_id, *body)
+            except StorageError:  # damaged stored bytes, or a missing block: a text that cannot match
+                text = f"\x00undecodable body of chunk {chunk_id}"
+            yield chunk_id, source_id, self.dialect.text_out(title), text, stored
 
     def vectorless_text_hashes(self, fingerprint: str) -> int:
         return int(

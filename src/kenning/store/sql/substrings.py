@@ -14,5 +14,7 @@ class SqlSubstrings(SqlStatements):
     """`substring_texts` of the Substrings protocol; an engine adds the index."""
 
     def substring_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        rows = self._rows_in("SELECT id, title, body FROM chunks WHERE {}", "id", plain_ids(ids))
-        return {cid: substring_text(self.dialect.text_out(t), self.dialect.body_out(b)) for cid, t, b in rows}
+        statement = f"SELECT id, title, {self._body_columns()} FROM chunks WHERE {{}}"
+        rows = self._rows_in(statement, "id", plain_ids(ids))
+        self._fetch_blocks(r[3] for r in rows)
+        return {r[0]: substring_text(self.dialect.text_out(r[1]), self._body(r[0], *r[2:])) for r in rows}

@@ -26,6 +26,7 @@ from kenning.store.sqlite.schema import (
     MIGRATIONS,
     OLDEST_MIGRATABLE,
     READ_INDEXES,
+    READS_UNCHANGED_FROM,
     SCHEMA_VERSION,
     TABLES,
     statements,
@@ -134,18 +135,20 @@ class SqliteConnection(SqlCommits):
             self.conn.close()
             raise StorageError(f"{db_path} is an SQLite database but not a kenning index (no meta table)")
         if self.read_only:
-            if version is None or version < SCHEMA_VERSION:
+            if version is None or version < READS_UNCHANGED_FROM:
                 self.conn.close()
                 raise StorageError(
                     f"index at {self.directory} needs to be {'created' if version is None else 'upgraded'}, "
                     f"but {self.read_only}"
                 )
+            self.text_blocks = self._has_table("text_blocks")
             return
         tag_as_cache(self.directory)
         if version is None:
             self._create()
         elif version < SCHEMA_VERSION:
             self._migrate(version)
+        self.text_blocks = True
         self._add_read_indexes()
 
     def _connect(self, db_path: Path) -> None:
@@ -297,6 +300,7 @@ class SqliteConnection(SqlCommits):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             self.__dict__.pop("_marks_by_segment", None)  # SqlitePostings: its segments are gone
+            self.__dict__.pop("_blocks_read", None)  # text blocks: a rolled-back block's id comes again
             full_disk = (
                 isinstance(exc, OSError) and exc.errno == errno.ENOSPC
             )  # spill files (kenning.indexing.spill)

@@ -4,6 +4,8 @@ Tables:
 - `meta`: schema version, analyzer settings, the `live` bitmap, the commit generation and time.
 - `sources`: one row per indexed file (path, size, mtime, content hash) for incremental re-indexing.
 - `chunks`: the retrievable pieces with their raw text and provenance. Ids are never reused.
+- `text_blocks`: the bodies of chunks written together, compressed in blocks; a chunk's row names
+  its block and byte range, or holds its body itself (kenning.store.text_blocks).
 - `segments` + `postings`: immutable inverted-index segments, with per-field term frequencies and
   token positions; each segment carries a checksum of all it holds (kenning.store.checksum).
   Deleting a chunk only removes it from the `live` bitmap; merges drop dead postings. `postings`
@@ -31,7 +33,8 @@ import numpy as np
 from kenning.store.checksum import posting_digest, segment_checksum
 from kenning.store.compact import decode_segment, unpack_frequencies, unpack_positions
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
+READS_UNCHANGED_FROM = 10  # an index of this version or later reads without migrating (read-only)
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
 TABLES = (
@@ -61,7 +64,16 @@ CREATE TABLE IF NOT EXISTS chunks (
     time REAL,
     meta TEXT NOT NULL,
     content_hash TEXT NOT NULL,
-    text_hash TEXT NOT NULL DEFAULT ''
+    text_hash TEXT NOT NULL DEFAULT '',
+    block INTEGER,
+    block_start INTEGER,
+    block_end INTEGER
+);
+CREATE TABLE IF NOT EXISTS text_blocks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    first_chunk INTEGER NOT NULL,
+    last_chunk INTEGER NOT NULL,
+    data BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_key);
@@ -201,6 +213,19 @@ def _v9_to_v10(execute) -> None:
             execute(statement)
 
 
+def _v10_to_v11(execute) -> None:
+    """Version 11 stores the bodies of chunks written together in compressed blocks, which an older
+    kenning would read as empty: the columns and the table are added (the bodies already stored
+    stay in their rows and read the same), and the version moves on."""
+    columns = {row[1] for row in execute("PRAGMA table_info(chunks)")}
+    for column in ("block", "block_start", "block_end"):
+        if column not in columns:
+            execute(f"ALTER TABLE chunks ADD COLUMN {column} INTEGER")
+    for statement in statements(TABLES):
+        if "text_blocks" in statement:
+            execute(statement)
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
     n = len(ids) // 4
@@ -223,4 +248,5 @@ MIGRATIONS = {
     7: _v7_to_v8,
     8: _v8_to_v9,
     9: _v9_to_v10,
+    10: _v10_to_v11,
 }

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from kenning.store.compact import unpack_text
 from kenning.store.records import MIN_TRIGRAM_WORD, substring_text
 from kenning.store.sql import SqlSubstrings
 from kenning.store.sql.dialect import batches, marks
@@ -55,11 +54,11 @@ class SqliteSubstrings(SqlSubstrings):
             f"CREATE VIRTUAL TABLE {TABLE} USING fts5(text, tokenize='trigram', content='', detail=none)"
         )
         self._substrings_on = True
-        rows = self.conn.execute("SELECT id, title, body FROM chunks ORDER BY id")
+        rows = self.conn.execute(f"SELECT id, title, {self._body_columns()} FROM chunks ORDER BY id")
         count = 0
-        while block := rows.fetchmany(1000):
-            self._add_substrings((cid, title, unpack_text(body)) for cid, title, body in block)
-            count += len(block)
+        while batch := rows.fetchmany(1000):
+            self._add_substrings((r[0], r[1], self._body(r[0], *r[2:])) for r in batch)
+            count += len(batch)
         return count
 
     def substring_candidates(self, word: str) -> np.ndarray:
@@ -80,11 +79,12 @@ class SqliteSubstrings(SqlSubstrings):
             return
         for batch in batches(list(ids)):
             texts = self.conn.execute(
-                f"SELECT id, title, body FROM chunks WHERE id IN ({marks(len(batch))})", list(batch)
+                f"SELECT id, title, {self._body_columns()} FROM chunks WHERE id IN ({marks(len(batch))})",
+                list(batch),
             ).fetchall()
             self.conn.executemany(
                 f"INSERT INTO {TABLE}({TABLE}, rowid, text) VALUES ('delete', ?, ?)",
-                ((cid, substring_text(title, unpack_text(body))) for cid, title, body in texts),
+                ((r[0], substring_text(r[1], self._body(r[0], *r[2:]))) for r in texts),
             )
 
     def _clear_substrings(self) -> None:

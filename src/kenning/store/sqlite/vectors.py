@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kenning.store.compact import unpack_text
 from kenning.store.errors import IndexDamaged, decoding
 from kenning.store.records import MissingText, embedding_text
 from kenning.store.sql import SqlVectors
@@ -23,12 +22,13 @@ class SqliteVectors(SqlVectors):
         texts: dict[str, str] = {}
         first: dict[str, int] = {}  # a text's first chunk, and (rarely) the others: no list per text
         others: dict[str, list[int]] = {}
-        rows = self.conn.execute("SELECT id, text_hash, title, body FROM chunks ORDER BY id")
-        for cid, h, title, body in rows:
+        columns = f"id, text_hash, title, {self._body_columns()}"
+        rows = self.conn.execute(f"SELECT {columns} FROM chunks ORDER BY id")
+        for cid, h, title, *body in rows:
             if h in held:
                 continue
             if h not in texts:
-                texts[h] = embedding_text(title, unpack_text(body))
+                texts[h] = embedding_text(title, self._body(cid, *body))
                 first[h] = cid
             else:
                 others.setdefault(h, []).append(cid)
