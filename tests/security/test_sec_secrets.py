@@ -30,15 +30,16 @@ def folder(tmp_path):
 
 
 def chunk_texts(cwd) -> str:
-    """Every chunk's title, body and metadata as the index holds them (bodies may be compressed):
-    all a search, `get` or an agent could ever be shown."""
-    import sqlite3
+    """Every chunk's title, body and metadata as the index holds them, read by the store (bodies may
+    be compressed, alone or in blocks): all a search, `get` or an agent could ever be shown."""
+    from kenning.store.sqlite import SqliteStore
 
-    from kenning.store.compact import unpack_text
-
-    with sqlite3.connect(cwd / "ix" / "index.db") as db:
-        rows = db.execute("SELECT title, body, meta FROM chunks").fetchall()
-    return "\n".join(f"{t}\n{unpack_text(b)}\n{m}" for t, b, m in rows)
+    store = SqliteStore(cwd / "ix", create=False)
+    try:
+        rows = store.chunks_by_ids([cid for cid, _, _ in store.iter_chunk_texts()])
+    finally:
+        store.close()
+    return "\n".join(f"{r.title}\n{r.body}\n{json.dumps(r.meta, default=str)}" for r in rows.values())
 
 
 def test_no_secret_is_indexed_by_default(folder):
@@ -146,3 +147,24 @@ def test_prose_about_secrets_is_not_a_secret(text):
     from kenning.ingest.secrets import find_secrets
 
     assert find_secrets(text) == []
+
+
+def test_every_chunk_of_a_file_is_screened_for_the_rules_the_file_holds():
+    """A file is searched once for the rules' fixed texts; the chunks are then tried for those
+    rules alone, a token in any chunk's text or metadata still redacted (a metadata key JSON cannot
+    write included), and a file holding none is left as it is."""
+    import datetime
+
+    from kenning.ingest.chunk import Chunk
+    from kenning.ingest.secrets import screen_chunks
+
+    token = "ghp_" + "a1B2" * 9
+    chunks = [Chunk("chat", f"Ana: plain words {i}", "log") for i in range(5)]
+    chunks.append(Chunk("chat", f"Ben: use {token}", "log", meta={"message_ids": [f"m-{token}"]}))
+    chunks.append(Chunk("notes", "text", "log", meta={"front_matter": {datetime.date(2024, 1, 5): token}}))
+    credential, kinds = screen_chunks(chunks)
+    assert credential is None and kinds == ["github token"] * 3
+    assert all(token not in f"{c.body} {c.meta}" for c in chunks)
+    assert chunks[0].body == "Ana: plain words 0" and chunks[5].body == "Ben: use [redacted github token]"
+    clean = [Chunk("chat", "Ana: nothing here", "log", meta={"message_ids": ["m_1"]})]
+    assert screen_chunks(clean) == (None, []) and clean[0].meta == {"message_ids": ["m_1"]}

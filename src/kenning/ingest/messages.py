@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .chunk import Chunk, ChunkOptions, ParsedSource
-from .jsonl import MESSAGE_FIELDS, LineWarnings, first_field, load_object
+from .jsonl import MESSAGE_FIELDS, LineWarnings, load_object
 from .source import parse_timestamp
 
 
@@ -99,9 +99,10 @@ def conversation_chunks(
     chunks: list[Chunk] = []
     for name, messages in conversations.items():
         messages = _collapse_repeats(sorted(messages, key=lambda m: (m.time, m.line_no)))
+        lines = [_line(m) for m in messages]  # each message's line made once, for every window it is in
         for start in range(0, len(messages), stride):
             window = messages[start : start + size]
-            chunks.append(_window_chunk(name, window, doc_key))
+            chunks.append(_window_chunk(name, window, lines[start : start + size], doc_key))
             if start + size >= len(messages):
                 break  # later windows would lie inside this one
     return chunks
@@ -121,8 +122,12 @@ def _collapse_repeats(messages: list[Message]) -> list[Message]:
 
 
 def _field(obj: dict, name: str):
-    key = first_field(obj, MESSAGE_FIELDS[name])
-    return obj.get(key) if key is not None else None
+    """The value of the first of the field's names the object has (not null), or None."""
+    for key in MESSAGE_FIELDS[name]:
+        value = obj.get(key)
+        if value is not None:
+            return value
+    return None
 
 
 def _message(obj: dict, line_no: int) -> tuple[Message | None, str | None]:
@@ -148,18 +153,21 @@ def _label(value: object) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _window_chunk(conversation: str, window: list[Message], doc_key: str) -> Chunk:
+def _line(m: Message) -> str:
+    """A message's line in a window's body: "sender: text", its own line breaks made spaces."""
+    return f"{m.sender or 'unknown'}: {' '.join(m.text.split())}" + (
+        f" (×{m.repeats})" if m.repeats > 1 else ""
+    )
+
+
+def _window_chunk(conversation: str, window: list[Message], lines: list[str], doc_key: str) -> Chunk:
     senders: list[str] = []
     for m in window:
         if (m.sender or "unknown") not in senders:
             senders.append(m.sender or "unknown")
     return Chunk(
         title=conversation,
-        body="\n".join(
-            f"{m.sender or 'unknown'}: {' '.join(m.text.split())}"
-            + (f" (×{m.repeats})" if m.repeats > 1 else "")
-            for m in window
-        ),
+        body="\n".join(lines),
         doc_key=doc_key,
         start_line=min(m.line_no for m in window),
         end_line=max(m.line_no for m in window),

@@ -20,7 +20,9 @@ gate.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 
@@ -89,17 +91,24 @@ class Found(NamedTuple):
     end: int
 
 
-def find_secrets(text: str) -> list[Found]:
-    """Every credential a text holds, in order; [] for almost every text, found by `in` tests alone."""
+def find_secrets(text: str, gates: Iterable[str] | None = None) -> list[Found]:
+    """Every credential a text holds, in order; [] for almost every text, found by `in` tests alone.
+    `gates`: only the rules behind these gates are tried (those a larger text holding this one
+    holds, `gates_in`)."""
     found = []
-    for gate, rules in _GATES.items():
+    for gate in _GATES if gates is None else gates:
         if gate in text:
-            for rule in rules:
+            for rule in _GATES[gate]:
                 found.extend(
                     Found(rule.kind, rule.whole_file, m.start(), m.end()) for m in rule.pattern.finditer(text)
                 )
     found.sort(key=lambda f: f.start)
     return found
+
+
+def gates_in(text: str) -> list[str]:
+    """The rules' gates a text holds: no part of it can hold a credential of another rule."""
+    return [gate for gate in _GATES if gate in text]
 
 
 def credential_kind(text: str) -> str | None:
@@ -130,10 +139,20 @@ def screen_chunks(chunks, redact_tokens: bool = True) -> tuple[str | None, list[
     file's chunks. Tokens are replaced in every chunk's title, body and front-matter values when
     `redact_tokens` (else only found, for a run that keeps them). Whether the file is a credential is
     settled before anything is changed: such a file is skipped whole."""
+    # the gates the whole file holds, in one pass over its text: most files hold none, and each
+    # chunk is tried only for those (a chunk can hold no gate its file does not). A chunk's metadata
+    # is read as its values' JSON there (all their strings, escaped where no gate has a character to
+    # escape; nested keys may add gates, never lose one), and as its strings only where that holds one.
+    values = [_gate_text(c.meta) for c in chunks]
+    gates = gates_in(
+        "\n".join(part for c, v in zip(chunks, values, strict=True) for part in (c.title, c.body, v))
+    )
+    if not gates:
+        return None, []
     seen = []
-    for chunk in chunks:
-        title, body = find_secrets(chunk.title), find_secrets(chunk.body)
-        meta = find_secrets(_value_text(chunk.meta)) if chunk.meta else []
+    for chunk, value in zip(chunks, values, strict=True):
+        title, body = find_secrets(chunk.title, gates), find_secrets(chunk.body, gates)
+        meta = find_secrets(_value_text(chunk.meta), gates) if gates_in(value) else []
         whole = next((f.kind for f in (*title, *body, *meta) if f.whole_file), None)
         if whole:
             return whole, []
@@ -154,17 +173,33 @@ def screen_chunks(chunks, redact_tokens: bool = True) -> tuple[str | None, list[
     return None, kinds
 
 
+def _gate_text(meta: dict) -> str:
+    """Text holding every gate a chunk's metadata strings hold, made fast: its values as JSON."""
+    if not meta:
+        return ""
+    try:
+        return json.dumps(list(meta.values()), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a key JSON cannot write, a value holding itself
+        return _value_text(meta)
+
+
 def _value_text(value) -> str:
     """The strings of a metadata value (strings, lists and mappings of them), one a line: what
     _redact_values would redact. Its keys are kenning's own names or front-matter keys, and scanning
     them ("message_ids", "senders") only wakes the rules gated on an underscore."""
     if isinstance(value, str):
         return value
-    if isinstance(value, list):
-        return "\n".join(_value_text(v) for v in value)
-    if isinstance(value, dict):
-        return "\n".join(_value_text(v) for v in value.values())
-    return ""
+    strings: list[str] = []
+    pending = [value]
+    while pending:  # depth first, in order (a nested value's strings where it stands)
+        item = pending.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, list):
+            pending.extend(reversed(item))
+        elif isinstance(item, dict):
+            pending.extend(reversed(item.values()))
+    return "\n".join(strings)
 
 
 def _redact_values(value):
