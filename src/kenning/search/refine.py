@@ -5,6 +5,8 @@ adjustments, and `--explain` shows them."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kenning.models.rerankers import RerankError
 from kenning.query.plan import semantic_text
 from kenning.search.context import QueryState, SearchContext
@@ -52,7 +54,11 @@ def postprocess(ctx: SearchContext, state: QueryState) -> None:
         }
         state.kept = None
         return  # dedup compares chunks of one document: nothing to do
-    groups = ctx.store.chunk_groups(ids)
+    if only_dedup:  # dedup compares chunks of one document: a document's only candidate needs no messages
+        per_doc = Counter(heads[c].doc_key for c in ids)
+        groups = ctx.store.chunk_groups([c for c in ids if per_doc[heads[c].doc_key] > 1])
+    else:
+        groups = ctx.store.chunk_groups(ids)
     cands = []
     for cid, score in state.ranked:
         head = heads[cid]
