@@ -446,6 +446,33 @@ def test_a_chunk_whose_document_is_its_file_reads_its_path_as_its_key(store):
     assert store.counts()["documents"] == 2
 
 
+def test_a_chat_windows_message_ids_are_stored_once_and_read_back(store):
+    plain = {
+        "conversation": "c",
+        "message_ids": ["m1", "m2"],
+        "senders": ["Ana"],
+        "messages": [["m1", 0, 1], ["m2", 0, 2]],
+    }
+    collapsed = {
+        "conversation": "c",
+        "message_ids": ["m1", "m2", "m3"],
+        "messages": [["m1", 0, 1], ["m3", 0, 3]],
+    }
+    _, ids = add_file(
+        store,
+        path="/c.jsonl",
+        chunks=[Chunk("/c.jsonl", "c", "x", meta=plain), Chunk("/c.jsonl", "c", "y", meta=collapsed)],
+    )
+    with store.reading():
+        stored = dict(store._run("SELECT id, meta FROM chunks").fetchall())
+    # the lines' own ids are not written twice; a line that stands for a run of repeats keeps them all
+    assert "message_ids" not in stored[ids[0]] and "message_ids" in stored[ids[1]]
+    rows = store.chunks_by_ids(ids)
+    assert rows[ids[0]].meta == plain and rows[ids[1]].meta == collapsed
+    groups = store.chunk_groups(ids)
+    assert groups[ids[0]].message_ids == ["m1", "m2"] and groups[ids[1]].message_ids == ["m1", "m2", "m3"]
+
+
 # ------------------------------------------------------------------------------------------ sqlite only
 def test_an_older_schema_is_migrated_forward(tmp_path):
     store = SqliteStore(tmp_path / "ix")

@@ -136,8 +136,37 @@ def range_bounds(sizes, budget: int) -> list[str]:
 
 
 def meta_json(meta: dict, sort_keys: bool = False) -> str:
-    """A chunk's metadata as stored and hashed; most chunks have none, and "{}" costs nothing."""
+    """A chunk's metadata as hashed; most chunks have none, and "{}" costs nothing."""
     return json.dumps(meta, sort_keys=sort_keys, default=str) if meta else "{}"
+
+
+def stored_meta_json(meta: dict) -> str:
+    """A chunk's metadata as a store keeps it: compact JSON, and a chat window's `message_ids` left
+    out where they are its lines' ids in order (`messages`), as they are unless a line stands for a
+    run of repeats; `read_meta` puts them back. They were a sixth of a chat index's chunk rows."""
+    if not meta:
+        return "{}"
+    if "message_ids" in meta and meta["message_ids"] == _line_ids(meta.get("messages")):
+        meta = {k: v for k, v in meta.items() if k != "message_ids"}
+    return json.dumps(meta, default=str, separators=(",", ":"))
+
+
+def read_meta(meta: dict) -> dict:
+    """Stored metadata as it was written (`stored_meta_json`): a chat window's `message_ids` back."""
+    if "message_ids" not in meta:
+        ids = _line_ids(meta.get("messages"))
+        if ids is not None:
+            meta["message_ids"] = ids
+    return meta
+
+
+def _line_ids(rows) -> list | None:
+    """The ids of a chat window's lines, from its `messages` ([id, sender index, time] each); None
+    when they are not all there."""
+    if not isinstance(rows, list) or not rows:
+        return None
+    ids = [row[0] for row in rows if isinstance(row, list) and row and isinstance(row[0], str)]
+    return ids if len(ids) == len(rows) else None
 
 
 def text_hash(text: str) -> str:

@@ -20,7 +20,8 @@ from kenning.store.records import (
     ChunkRow,
     SourceRow,
     embedding_text,
-    meta_json,
+    read_meta,
+    stored_meta_json,
     text_hash,
 )
 from kenning.store.sql.statements import SqlStatements
@@ -159,7 +160,7 @@ class SqlDocuments(SqlStatements):
             columns = {
                 "id": ids[k],
                 **self._chunk_columns(
-                    source_id, ordinal, chunk, meta_json(chunk.meta), content_hash, path, own
+                    source_id, ordinal, chunk, stored_meta_json(chunk.meta), content_hash, path, own
                 ),
                 **bodies[k],
             }
@@ -193,7 +194,7 @@ class SqlDocuments(SqlStatements):
     def restore_chunk(self, row: ChunkRow) -> None:
         """A chunk under its own id; later new chunks' ids come after it."""
         self._require_txn()
-        meta = json.dumps(row.meta, default=str)
+        meta = stored_meta_json(row.meta)
         columns = {
             "id": row.id,
             **self._chunk_columns(row.source_id, row.ordinal, row, meta, row.content_hash, row.path),
@@ -267,7 +268,7 @@ class SqlDocuments(SqlStatements):
         meta = json.loads(r[9])
         if not isinstance(meta, dict):
             raise IndexDamaged(f"chunk {r[0]}'s metadata is not a JSON object")
-        return ChunkRow(*row, meta, r[10], r[11])
+        return ChunkRow(*row, read_meta(meta), r[10], r[11])
 
     # ----------------------------------------------------------------------------- bodies
     text_blocks = False  # the index stores bodies in blocks (kenning.store.text_blocks); set on opening
@@ -346,12 +347,15 @@ class SqlDocuments(SqlStatements):
     def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
         out: dict[int, ChunkGroup] = {}
         rows = self._rows_in(
-            "SELECT id, meta FROM chunks WHERE {} AND meta LIKE '%message_ids%'", "id", plain_ids(ids)
+            "SELECT id, meta FROM chunks WHERE {}"
+            " AND (meta LIKE '%message_ids%' OR meta LIKE '%\"messages\"%')",
+            "id",
+            plain_ids(ids),
         )
         for cid, meta in rows:
             with decoding(f"chunk {cid}'s metadata"):
                 data = json.loads(meta)
-            message_ids = data.get("message_ids") if isinstance(data, dict) else None
+            message_ids = read_meta(data).get("message_ids") if isinstance(data, dict) else None
             if message_ids is None:
                 continue
             if not isinstance(message_ids, list):
