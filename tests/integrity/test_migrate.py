@@ -49,6 +49,15 @@ def vectors(location):
         store.close()
 
 
+def text_blocks(location) -> int:
+    store = open_store(location, create=False)
+    try:
+        with store.reading():
+            return int(store._value("SELECT count(*) FROM text_blocks"))
+    finally:
+        store.close()
+
+
 def test_a_folder_to_postgres_and_back(folder_index, tmp_path, pg_url, monkeypatch):
     import kenning.models.embed as embed
 
@@ -62,6 +71,7 @@ def test_a_folder_to_postgres_and_back(folder_index, tmp_path, pg_url, monkeypat
     expected = rankings(folder_index)
     assert all(expected[:3]) and rankings(pg_url) == expected and rankings(back) == expected
     assert vectors(pg_url) == vectors(folder_index) == vectors(back)
+    assert text_blocks(pg_url) == text_blocks(folder_index) == text_blocks(back) == 1  # auth.md's two chunks
     assert main(["verify", "--store", pg_url, "--full"]) == 0
     assert main(["verify", "--index", str(back), "--full"]) == 0
     assert (back / "views" / "lengths.bin").is_file()  # its lexical arrays saved, as a write leaves them

@@ -77,8 +77,7 @@ def _copy(src: Store, dst: Store, report: MigrateReport, progress: Progress) -> 
     chunk_ids = [row[0] for row in src.iter_chunk_hashes()]
     for start in range(0, len(chunk_ids), BATCH):
         rows = src.chunks_by_ids(chunk_ids[start : start + BATCH])
-        for chunk_id in chunk_ids[start : start + BATCH]:
-            dst.restore_chunk(rows[chunk_id])
+        dst.restore_chunks([rows[chunk_id] for chunk_id in chunk_ids[start : start + BATCH]])
         progress("chunks", min(start + BATCH, len(chunk_ids)), len(chunk_ids))
     segments = src.segment_sizes()
     for n, (segment_id, _size) in enumerate(segments, 1):

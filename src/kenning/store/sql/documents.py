@@ -6,6 +6,7 @@ blob would fail far from here (IndexDamaged names the row instead).
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -152,6 +153,28 @@ class SqlDocuments(SqlStatements):
             return []
         ids = self.dialect.new_ids(self.conn, "chunks", len(items))
         path = self._value("SELECT path FROM sources WHERE id = ?", (source_id,))
+        self._write_chunks(source_id, path, ids, items, own_texts)
+        return ids
+
+    def restore_chunks(self, rows: Sequence[ChunkRow]) -> None:
+        """Chunks copied from another store under their own ids (kenning.integrity.migrate); later
+        new chunks' ids come after them. A file's rows that come together share blocks, as a write
+        would have stored them."""
+        self._require_txn()
+        for source_id, run in itertools.groupby(rows, key=lambda r: r.source_id):
+            chunks = list(run)
+            items = [(r.ordinal, r, r.content_hash) for r in chunks]
+            self._write_chunks(source_id, chunks[0].path, [r.id for r in chunks], items)
+        if rows:
+            self.dialect.ids_follow(self.conn, "chunks", max(r.id for r in rows))
+
+    def restore_chunk(self, row: ChunkRow) -> None:
+        self.restore_chunks([row])
+
+    def _write_chunks(
+        self, source_id: int, path: str | None, ids: list[int], items: Sequence[tuple], own_texts=None
+    ) -> None:
+        """Chunks of one file under the given ids, in one statement, their bodies in blocks."""
         bodies = self._stored_bodies(ids, [chunk.body for _, chunk, _ in items])
         names: list[str] = []
         rows = []
@@ -169,7 +192,6 @@ class SqlDocuments(SqlStatements):
         self._run_many(_insert("chunks", names), rows)
         if self.substring_index_enabled():
             self._add_substrings([(i, c.title, c.body) for i, (_, c, _) in zip(ids, items, strict=True)])
-        return ids
 
     def _stored_bodies(self, ids: list[int], bodies: list[str]) -> list[dict]:
         """Each body's columns: in a block written here (kenning.store.text_blocks), or in its row."""
@@ -190,20 +212,6 @@ class SqlDocuments(SqlStatements):
             for i, (start, end) in zip(block.members, block.spans, strict=True):
                 stored[i] = {"body": empty, "block": block_id, "block_start": start, "block_end": end}
         return stored
-
-    def restore_chunk(self, row: ChunkRow) -> None:
-        """A chunk under its own id; later new chunks' ids come after it."""
-        self._require_txn()
-        meta = stored_meta_json(row.meta)
-        columns = {
-            "id": row.id,
-            **self._chunk_columns(row.source_id, row.ordinal, row, meta, row.content_hash, row.path),
-            "body": self.dialect.body_in(row.body),
-        }
-        self._run(_insert("chunks", columns), list(columns.values()))
-        self.dialect.ids_follow(self.conn, "chunks", row.id)
-        if self.substring_index_enabled():
-            self._add_substrings([(row.id, row.title, row.body)])
 
     def _chunk_columns(
         self,
