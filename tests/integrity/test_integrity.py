@@ -85,7 +85,8 @@ def test_a_flipped_byte_in_a_chunks_text_is_found(built, capsys):
     assert code == 1 and "its text changed after it was written" in out
 
 
-def test_a_flipped_byte_in_a_block_of_texts_is_found_and_named(tmp_path, capsys):
+def chat_index(tmp_path) -> Path:
+    """An index of one chat log, whose windows share one text block."""
     chat = tmp_path / "chat"
     chat.mkdir()
     lines = [
@@ -98,6 +99,11 @@ def test_a_flipped_byte_in_a_block_of_texts_is_found_and_named(tmp_path, capsys)
     index = tmp_path / "ix"
     with Index(index) as ix:
         ix.add([chat])
+    return index
+
+
+def test_a_flipped_byte_in_a_block_of_texts_is_found_and_named(tmp_path, capsys):
+    index = chat_index(tmp_path)
     conn = sqlite3.connect(index / DB_NAME)
     (data,) = conn.execute("SELECT data FROM text_blocks").fetchone()  # the file's windows share one block
     conn.close()
@@ -106,6 +112,22 @@ def test_a_flipped_byte_in_a_block_of_texts_is_found_and_named(tmp_path, capsys)
     assert code == 1 and "its text changed after it was written" in out
     with Index(index) as ix, pytest.raises(StorageError, match=r"chunk \d+'s stored text is damaged"):
         _ = ix.search("rotate keys", mode="lexical").hits[0].snippet
+
+
+def test_a_block_no_chunk_reads_and_a_chunk_outside_its_blocks_range_are_named(tmp_path, capsys):
+    index = chat_index(tmp_path)
+    assert run(capsys, "verify", "--index", index, "--full")[0] == 0
+    with sqlite3.connect(index / DB_NAME) as conn:
+        conn.execute(
+            "INSERT INTO text_blocks(first_chunk, last_chunk, data) SELECT 1, 1, data FROM text_blocks"
+        )
+    code, out, _ = run(capsys, "verify", "--index", index, "--full")
+    assert code == 1 and "1 block(s) of text that no chunk reads" in out
+    with sqlite3.connect(index / DB_NAME) as conn:
+        conn.execute("DELETE FROM text_blocks WHERE id = (SELECT max(id) FROM text_blocks)")
+        conn.execute("UPDATE text_blocks SET first_chunk = first_chunk + 2")
+    code, out, _ = run(capsys, "verify", "--index", index, "--full")
+    assert code == 1 and "2 chunk(s) outside the range of the text block they read" in out
 
 
 def test_damaged_vectors_are_found_dropped_and_made_again(built, capsys):

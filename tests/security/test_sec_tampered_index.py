@@ -281,11 +281,13 @@ def _ids(change):
     return lambda blob: change(np.frombuffer(blob, dtype="<u4").copy()).astype("<u4").tobytes()
 
 
-def _zstd_bomb(size: int) -> bytes:
+def _zstd_bomb(size: int, stated: bool = False) -> bytes:
+    """A zstd frame of `size` zero bytes; `stated`: its header says how many (the decompressor then
+    allocates that much up front, whatever output limit it is given)."""
     import zstandard
 
     compressor = zstandard.ZstdCompressor(level=1)
-    with compressor.stream_writer(out := _Sink()) as writer:
+    with compressor.stream_writer(out := _Sink(), size=size if stated else -1) as writer:
         block = b"\0" * (1 << 20)
         for _ in range(size >> 20):
             writer.write(block)
@@ -706,6 +708,18 @@ CASES = [
     Case(
         "block: a 1 GB zstd bomb",
         _db(lambda db: _update(db, "UPDATE text_blocks SET data=?", _zstd_bomb(1 << 30))),
+    ),
+    Case(
+        "block: a 1 GB zstd bomb stating its size",
+        _db(lambda db: _update(db, "UPDATE text_blocks SET data=?", _zstd_bomb(1 << 30, stated=True))),
+    ),
+    Case(
+        "chunk: body a 1 GB zstd bomb stating its size",
+        _db(
+            lambda db: _update(
+                db, "UPDATE chunks SET body=?, block=NULL WHERE id=3", _zstd_bomb(1 << 30, stated=True)
+            )
+        ),
     ),
     Case(
         "block: a frame claiming 2**62 bytes",

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 from locations import SHARED_DATA
 
@@ -170,6 +171,77 @@ def test_a_role_with_only_the_privileges_the_readme_lists(tmp_path, pg_server, s
     assert flags == (False,)
     in_db.close()
     admin.close()
+
+
+def test_an_index_from_before_text_blocks_serves_a_role_that_may_not_alter_it(tmp_path, pg_server):
+    """An index an older kenning made (schema 1, bodies in their rows) and a role granted only to read
+    and write its rows: kenning cannot upgrade it, so it reads and writes it as it is; once its owner
+    upgrades it, the role's long-lived process reads the bodies written in blocks."""
+    from kenning.store.postgres import parse_location
+
+    admin = _superuser(pg_server.url())
+    role = f"rows_{abs(hash(str(tmp_path))) % 10**8}"
+    owner_url = pg_server.url()
+    schema = owner_url.rsplit("schema=", 1)[1]
+    open_store(owner_url).close()
+    conninfo = parse_location(owner_url).conninfo
+    with psycopg.connect(conninfo, autocommit=True) as owner:  # as an older kenning left it
+        owner.execute(f'SET search_path TO "{schema}"')
+        owner.execute("DROP TABLE text_blocks")
+        owner.execute("ALTER TABLE chunks DROP COLUMN block, DROP COLUMN block_start, DROP COLUMN block_end")
+        owner.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        owner.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        for grant in ("SELECT, INSERT, UPDATE, DELETE ON TABLES", "USAGE, SELECT, UPDATE ON SEQUENCES"):
+            owner.execute(f'GRANT {grant.replace(" ON ", " ON ALL ")} IN SCHEMA "{schema}" TO "{role}"')
+            owner.execute(f'ALTER DEFAULT PRIVILEGES IN SCHEMA "{schema}" GRANT {grant} TO "{role}"')
+    role_url = owner_url.replace("://kenning@", f"://{role}@")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Keys\n\nRotate the signing keys.\n\n## Old\n\nRetire the old keys.\n")
+    with Index(role_url) as served:
+        assert served.store.text_blocks is False  # not upgraded: the role may not alter the tables
+        assert not served.add([notes]).errors
+        assert [r.body.split("\n")[-1] for r in served.get(str(notes / "a.md"))][-1] == "Retire the old keys."
+        (notes / "b.md").write_text("# Tyres\n\nChange the tyres.\n\n## Oil\n\nChange the oil too.\n")
+        with Index(owner_url) as owned:  # the owner's kenning upgrades it, then writes blocks
+            assert owned.store.get_meta("schema_version") == "2" and not owned.add([notes]).errors
+        assert served.get(str(notes / "b.md"))[-1].body.endswith("Change the oil too.")
+        assert served.search("oil", mode="lexical").hits[0].snippet
+    admin.close()
+
+
+def test_a_restored_index_is_not_read_through_blocks_held_from_before(tmp_path, pg_url):
+    """Block ids come again when a schema is restored from a backup (its sequences go back with
+    it): a long-lived process that held a block of that id reads the restored one, not its own."""
+    from kenning.store.postgres import parse_location
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# One\n\nalpha text.\n\n## Two\n\nbeta text.\n")
+    schema = pg_url.rsplit("schema=", 1)[1]
+    with Index(pg_url) as served:
+        served.add([notes])
+        (notes / "a.md").write_text("# One\n\ngamma text.\n\n## Two\n\ndelta text.\n")
+        served.add([notes])  # the later generation the backup lacks
+        assert served.get(str(notes / "a.md"))[-1].body.endswith("delta text.")
+        with psycopg.connect(parse_location(pg_url).conninfo, autocommit=True) as db:  # the restore
+            db.execute(f'SET search_path TO "{schema}"')
+            db.execute(
+                "UPDATE text_blocks SET data = %s",
+                (zstd_frame("# One\n\nalpha text.\n## Two\n\nbeta text.\n"),),
+            )
+            db.execute("UPDATE meta SET value = '1' WHERE key = 'generation'")
+            db.execute(
+                "UPDATE chunks SET block = (SELECT min(id) FROM text_blocks), block_start = 0, block_end = 19"
+            )
+        assert served.get(str(notes / "a.md"))[0].body == "# One\n\nalpha text.\n"
+
+
+def zstd_frame(text: str) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(text.encode())
 
 
 @pytest.mark.skipif(not CRANFIELD.is_dir(), reason="needs ../shared/data/cranfield beside the checkout")

@@ -32,7 +32,7 @@ from kenning import kernels
 from kenning.store.checksum import digest_of_columns
 from kenning.store.errors import IndexDamaged, StorageError
 from kenning.store.records import SegmentColumns, SegmentData, SegmentPostings
-from kenning.store.zstd_codec import zstandard_module, zstd
+from kenning.store.zstd_codec import decompress_bounded, zstandard_module, zstd
 
 MAX_TEXT_BYTES = 64 << 20  # a stored chunk text decompresses to at most this (chunks are ~8,000 characters)
 PACK_TEXT_FROM = 256  # characters: shorter bodies are not worth compressing
@@ -66,9 +66,8 @@ def unpack_text(value: str | bytes) -> str:
         raise DamagedText(f"stored text is a {type(value).__name__}")
     value = bytes(value)
     if value[:4] == _ZSTD_MAGIC:
-        decompressor = zstd()[1]
         try:
-            raw = decompressor.decompress(value, max_output_size=MAX_TEXT_BYTES)
+            raw = decompress_bounded(value, MAX_TEXT_BYTES)
         except zstandard_module().ZstdError as exc:
             raise DamagedText(f"stored text does not decompress: {exc}") from exc
     else:  # written by kenning before zstd

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.errors import IndexDamaged
-from kenning.store.zstd_codec import zstandard_module, zstd
+from kenning.store.zstd_codec import decompress_bounded, zstandard_module, zstd
 
 
 def pack_lengths(lengths) -> bytes:
@@ -26,7 +26,7 @@ def unpack_lengths(blob: bytes, count: int) -> np.ndarray:
         raise IndexDamaged(f"a segment's lengths are a {type(blob).__name__}")
     if len(blob) != 2 * count:
         try:  # never more than the count's bytes, whatever the frame claims
-            blob = zstd()[1].decompress(blob, max_output_size=2 * count)
+            blob = decompress_bounded(bytes(blob), 2 * count)
         except zstandard_module().ZstdError as exc:
             raise IndexDamaged(f"a segment's lengths do not decompress: {exc}") from exc
         if len(blob) != 2 * count:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kenning.store.compact import DamagedText
-from kenning.store.zstd_codec import zstandard_module, zstd
+from kenning.store.zstd_codec import decompress_bounded, zstandard_module, zstd
 
 BLOCK_BYTES = 16 << 10  # the most text (UTF-8 bytes) one block holds
 CACHED_BLOCKS = 64  # decompressed blocks a store keeps (at most 1 MB)
@@ -76,7 +76,7 @@ def decompress_block(data: bytes) -> bytes:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DamagedText(f"a stored block is a {type(data).__name__}")
     try:
-        return zstd()[1].decompress(bytes(data), max_output_size=BLOCK_BYTES)
+        return decompress_bounded(bytes(data), BLOCK_BYTES)
     except zstandard_module().ZstdError as exc:
         raise DamagedText(f"a stored block does not decompress: {exc}") from exc
 
@@ -98,22 +98,25 @@ class BlockCache:
         """The block's text; `load` reads stored blocks by id (compressed), for one not held."""
         raw = self._blocks.get(block_id)
         if raw is None:
-            self.fetch([block_id], load)
-            raw = self._blocks.get(block_id)
+            raw = self.fetch([block_id], load).get(block_id)
             if raw is None:
                 raise DamagedText(f"block {block_id} is missing")
-        self._blocks.move_to_end(block_id)
+        else:
+            self._blocks.move_to_end(block_id)
         return raw
 
-    def fetch(self, block_ids, load: Callable[[list[int]], dict[int, bytes]]) -> None:
-        """Read the blocks among `block_ids` not held yet, in one `load`."""
-        wanted = sorted({int(b) for b in block_ids if b is not None and b not in self._blocks})
-        if not wanted:
-            return
-        for block_id, data in load(wanted).items():
-            self._blocks[block_id] = decompress_block(data)
-        while len(self._blocks) > CACHED_BLOCKS:
-            self._blocks.popitem(last=False)
+    def fetch(self, block_ids, load: Callable[[list[int]], dict[int, bytes]]) -> dict[int, bytes]:
+        """The blocks `block_ids` name (those stored), the ones not held read in one `load`: a
+        batch of rows reads its bodies from what this returns, however many blocks it needs."""
+        wanted = {b for b in block_ids if isinstance(b, int)}
+        batch = {b: self._blocks[b] for b in wanted if b in self._blocks}
+        missing = sorted(wanted - batch.keys())
+        if missing:
+            for block_id, data in load(missing).items():
+                batch[block_id] = self._blocks[block_id] = decompress_block(data)
+            while len(self._blocks) > CACHED_BLOCKS:
+                self._blocks.popitem(last=False)
+        return batch
 
     def clear(self) -> None:
         self._blocks.clear()

@@ -27,3 +27,15 @@ def zstd() -> tuple:
             zstandard.ZstdDecompressor(),
         )
     return pair
+
+
+def decompress_bounded(data: bytes, most: int) -> bytes:
+    """A zstd frame's content, refused (zstandard's ZstdError) when it holds or says it holds more
+    than `most` bytes: the decompressor honours its output limit only for frames that do not state
+    their size, and allocates what a frame's header states, so a small crafted frame could claim
+    gigabytes."""
+    zstandard = zstandard_module()
+    claimed = zstandard.frame_content_size(data)
+    if claimed > most:
+        raise zstandard.ZstdError(f"the frame says it holds {claimed} bytes, more than {most}")
+    return zstd()[1].decompress(data, max_output_size=most)

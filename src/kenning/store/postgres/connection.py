@@ -69,6 +69,7 @@ class PostgresConnection(SqlCommits):
         self._in_txn = False
         self._substrings_on = None
         self._read_generation: int | None = None  # inside reading(): the snapshot's generation
+        self._read_generation_seen: int | None = None  # the last one a read began at
         self.read_only: str | None = None
         self.conn = self._connect()
         try:
@@ -102,6 +103,9 @@ class PostgresConnection(SqlCommits):
         self._set_search_path()
         self._register_vector()
         self._ef_search = None
+        self.__dict__.pop(
+            "_blocks_read", None
+        )  # a replica promoted, a schema restored: block ids may come again
 
     def _begin(self, statement: str):
         """Start a transaction, connecting again once if the connection turns out to be lost."""
@@ -148,9 +152,8 @@ class PostgresConnection(SqlCommits):
                 f"(schema {version}; this one reads up to {SCHEMA_VERSION}): upgrade kenning"
             )
         if version < SCHEMA_VERSION and not self.read_only:
-            self._upgrade()
-            version = SCHEMA_VERSION
-        self.text_blocks = version >= 2  # a read-only older index reads its bodies from their rows
+            version = self._upgrade()
+        self.text_blocks = version >= 2  # an older index not upgraded reads and writes bodies in rows
         self._register_vector()
 
     # ----------------------------------------------------------------------------- schema
@@ -190,9 +193,11 @@ class PostgresConnection(SqlCommits):
             self.conn.execute("ROLLBACK")
             raise
 
-    def _upgrade(self) -> None:
+    def _upgrade(self) -> int:
         """Bring an older index's schema up to SCHEMA_VERSION (schema.UPGRADES), under the index's
-        lock, in one transaction."""
+        lock, in one transaction; the version it has after. A role that may not alter the tables
+        (only their owner may) leaves it as it was: kenning reads and writes it as that version."""
+        psycopg = _psycopg()
         self.conn.execute("BEGIN")
         try:
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
@@ -203,9 +208,17 @@ class PostgresConnection(SqlCommits):
             if version < SCHEMA_VERSION:
                 self._set_meta("schema_version", str(SCHEMA_VERSION))
             self.conn.execute("COMMIT")
+            return SCHEMA_VERSION
+        except psycopg.errors.InsufficientPrivilege as exc:
+            self.conn.execute("ROLLBACK")
+            LOG.info("the index %s stays at schema %s: %s", self.location, version, _first_line(exc))
+            return version
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+
+    def _blocks_since_opened(self) -> bool:
+        return int(self._meta_raw("schema_version") or 0) >= 2
 
     def _set_search_path(self, local: bool = False) -> None:
         """The index's schema first, then the schemas holding the extensions it uses (vector, pg_trgm)."""
@@ -269,6 +282,7 @@ class PostgresConnection(SqlCommits):
         self._substrings_on = None
         try:
             self._take_writer_lock()
+            self._notice_text_blocks()
             yield
             if self._one("SELECT pg_current_xact_id_if_assigned() IS NOT NULL"):  # a no-op run keeps caches
                 self._set_meta("generation", str(int(self._meta_raw("generation") or 0) + 1))
@@ -323,8 +337,12 @@ class PostgresConnection(SqlCommits):
         )
         cursor.nextset()  # past BEGIN's result to the SELECT's
         row = cursor.fetchone()
-        self._read_generation = int(bytes(row[0]).decode()) if row and row[0] is not None else 0
+        generation = int(bytes(row[0]).decode()) if row and row[0] is not None else 0
+        if generation < (self._read_generation_seen or 0):  # the index went back (restored): so may block ids
+            self.__dict__.pop("_blocks_read", None)
+        self._read_generation = self._read_generation_seen = generation
         self._substrings_on = None
+        self._notice_text_blocks()
         try:
             yield
         finally:

@@ -24,7 +24,7 @@ class PostgresIntegrity(SqlIntegrity):
                 "SELECT tablename FROM pg_tables WHERE schemaname = %s", (self.schema,)
             )
         }
-        optional = {"substrings"}
+        optional = {"substrings"} if self.text_blocks else {"substrings", "text_blocks"}
         missing = [t for t in ALL_TABLES if t not in present and t not in optional]
         problems = [f"table {self.schema}.{t} is missing" for t in missing]
         if not quick and not missing and self.substring_index_enabled():
@@ -35,6 +35,8 @@ class PostgresIntegrity(SqlIntegrity):
                     f"the substring index holds {held} chunk(s) but {stored} are stored: "
                     "`kenning repair` rebuilds it"
                 )
+        if not quick and not missing:
+            problems += self._block_problems()
         return problems
 
     def iter_vectors(self) -> Iterator[tuple[str, str, np.ndarray | None]]:

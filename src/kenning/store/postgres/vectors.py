@@ -32,8 +32,8 @@ class PostgresVectors(SqlVectors):
         ).fetchall()
         statement = f"SELECT id, title, {self._body_columns()} FROM chunks WHERE {{}}"
         rows = self._rows_in(statement, "id", [ids[0] for _, ids in grouped])
-        self._fetch_blocks(r[3] for r in rows)
-        texts = {r[0]: embedding_text(to_text(r[1]), self._body(r[0], *r[2:])) for r in rows}
+        held = self._fetch_blocks(r[3] for r in rows)
+        texts = {r[0]: embedding_text(to_text(r[1]), self._body(r[0], *r[2:], held=held)) for r in rows}
         return [MissingText(h, texts[ids[0]], tuple(ids)) for h, ids in grouped]
 
     def chunk_vectors(self, fingerprint: str) -> tuple[np.ndarray, np.ndarray]:

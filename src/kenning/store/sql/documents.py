@@ -266,12 +266,12 @@ class SqlDocuments(SqlStatements):
     def _chunk_rows(self, where: str, params: Sequence) -> list[ChunkRow]:
         columns = _CHUNK_COLS.format(body=self._body_columns("c."))
         rows = self._run(f"SELECT {columns} {_WITH_SOURCE} WHERE {where}", params).fetchall()
-        self._fetch_blocks(r[13] for r in rows)
-        return [self._chunk_row(r) for r in rows]
+        held = self._fetch_blocks(r[13] for r in rows)
+        return [self._chunk_row(r, held) for r in rows]
 
-    def _chunk_row(self, r: tuple) -> ChunkRow:
+    def _chunk_row(self, r: tuple, held: dict) -> ChunkRow:
         """A chunks row as a ChunkRow, checked (_check_types)."""
-        row = (*r[:4], self.dialect.text_out(r[4]), self._body(r[0], *r[12:16]), *r[5:9])
+        row = (*r[:4], self.dialect.text_out(r[4]), self._body(r[0], *r[12:16], held=held), *r[5:9])
         _check_types(row, _CHUNK_TYPES)
         meta = json.loads(r[9])
         if not isinstance(meta, dict):
@@ -280,6 +280,13 @@ class SqlDocuments(SqlStatements):
 
     # ----------------------------------------------------------------------------- bodies
     text_blocks = False  # the index stores bodies in blocks (kenning.store.text_blocks); set on opening
+
+    def _notice_text_blocks(self) -> None:
+        """Called as each read or write starts: while this process has known the index not to store
+        bodies in blocks, ask the engine (its connection's `_blocks_since_opened`) whether another
+        process has upgraded it since."""
+        if not self.text_blocks and self._blocks_since_opened():  # type: ignore[attr-defined]
+            self.text_blocks = True
 
     def _body_columns(self, prefix: str = "") -> str:
         """The columns a body is read from: its row's, then its block's id and byte range."""
@@ -299,21 +306,25 @@ class SqlDocuments(SqlStatements):
         rows = self._rows_in("SELECT id, data FROM text_blocks WHERE {}", "id", block_ids)
         return {int(block_id): data for block_id, data in rows}
 
-    def _fetch_blocks(self, block_ids) -> None:
-        """Read the blocks a batch of rows needs in one statement (`_body` finds them held)."""
+    def _fetch_blocks(self, block_ids) -> dict[int, bytes]:
+        """The blocks a batch of rows needs, read in one statement, for `_body(..., held=)`."""
         try:
-            self._block_cache.fetch([b for b in block_ids if isinstance(b, int)], self._load_blocks)
+            return self._block_cache.fetch(block_ids, self._load_blocks)
         except DAMAGED_TEXT:
-            pass  # each body whose block is damaged says so, naming its chunk (`_body`)
+            return {}  # each body whose block is damaged says so, naming its chunk (`_body`)
 
-    def _body(self, chunk_id: int, stored, block=None, start=None, end=None) -> str:
-        """A chunk's body as stored, in its row or in a block; damaged bytes are a clear error."""
+    def _body(self, chunk_id: int, stored, block=None, start=None, end=None, held=None) -> str:
+        """A chunk's body as stored, in its row or in a block (`held`: blocks read for its batch);
+        damaged bytes are a clear error."""
         try:
             if block is None:
                 return self.dialect.body_out(stored)
             if not isinstance(block, int):
                 raise DamagedText(f"its block id is a {type(block).__name__}")
-            return body_in_block(self._block_cache.get(block, self._load_blocks), start, end)
+            raw = held.get(block) if held else None
+            if raw is None:
+                raw = self._block_cache.get(block, self._load_blocks)
+            return body_in_block(raw, start, end)
         except DAMAGED_TEXT as exc:
             raise StorageError(
                 f"chunk {chunk_id}'s stored text is damaged ({exc}): run `kenning verify`, then"
@@ -389,8 +400,8 @@ class SqlDocuments(SqlStatements):
     def chunk_texts(self, ids: Sequence[int]) -> list[str]:
         statement = f"SELECT id, title, {self._body_columns()} FROM chunks WHERE {{}}"
         rows = self._rows_in(statement, "id", plain_ids(ids))
-        self._fetch_blocks(r[3] for r in rows)
-        return [f"{self.dialect.text_out(r[1])}\n{self._body(r[0], *r[2:])}" for r in rows]
+        held = self._fetch_blocks(r[3] for r in rows)
+        return [f"{self.dialect.text_out(r[1])}\n{self._body(r[0], *r[2:], held=held)}" for r in rows]
 
     def iter_chunk_texts(self) -> Iterator[tuple[int, str, str]]:
         rows = self.dialect.rows_by_id(self.conn, f"id, title, {self._body_columns()}")

@@ -22,6 +22,30 @@ class SqlIntegrity(SqlStatements):
                 text = f"\x00undecodable body of chunk {chunk_id}"
             yield chunk_id, source_id, self.dialect.text_out(title), text, stored
 
+    def _block_problems(self) -> list[str]:
+        """Text blocks no chunk reads (kenning deletes a block with its last chunk), and chunks
+        outside the id range their block was written for (a later delete could drop a block they
+        still read)."""
+        if not self.text_blocks:
+            return []
+        stored = {r[0] for r in self._run("SELECT id FROM text_blocks")}
+        read = {r[0] for r in self._run("SELECT DISTINCT block FROM chunks WHERE block IS NOT NULL")}
+        outside = self._value(
+            "SELECT count(*) FROM chunks c JOIN text_blocks b ON b.id = c.block"
+            " WHERE c.id < b.first_chunk OR c.id > b.last_chunk"
+        )
+        problems = []
+        if stored - read:
+            problems.append(
+                f"{len(stored - read)} block(s) of text that no chunk reads: `kenning repair` drops them"
+            )
+        if outside:
+            problems.append(
+                f"{outside} chunk(s) outside the range of the text block they read:"
+                " `kenning repair` rebuilds them"
+            )
+        return problems
+
     def vectorless_text_hashes(self, fingerprint: str) -> int:
         return int(
             self._value(

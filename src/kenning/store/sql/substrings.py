@@ -16,5 +16,8 @@ class SqlSubstrings(SqlStatements):
     def substring_texts(self, ids: Sequence[int]) -> dict[int, str]:
         statement = f"SELECT id, title, {self._body_columns()} FROM chunks WHERE {{}}"
         rows = self._rows_in(statement, "id", plain_ids(ids))
-        self._fetch_blocks(r[3] for r in rows)
-        return {r[0]: substring_text(self.dialect.text_out(r[1]), self._body(r[0], *r[2:])) for r in rows}
+        held = self._fetch_blocks(r[3] for r in rows)
+        return {
+            r[0]: substring_text(self.dialect.text_out(r[1]), self._body(r[0], *r[2:], held=held))
+            for r in rows
+        }

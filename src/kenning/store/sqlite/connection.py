@@ -192,6 +192,9 @@ class SqliteConnection(SqlCommits):
         value = self._meta_raw("schema_version")
         return None if value is None else int(value)
 
+    def _blocks_since_opened(self) -> bool:
+        return self._has_table("text_blocks")
+
     def _has_table(self, name: str) -> bool:
         row = self.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
@@ -288,6 +291,7 @@ class SqliteConnection(SqlCommits):
             raise
         self._in_txn = True
         self._substrings_on = None  # another process may have turned the substring index on
+        self._notice_text_blocks()
         changes_before = self.conn.total_changes
         try:
             yield
@@ -372,6 +376,7 @@ class SqliteConnection(SqlCommits):
             return
         self.conn.execute("BEGIN")
         self._substrings_on = None
+        self._notice_text_blocks()
         try:
             yield
         finally:

@@ -24,6 +24,8 @@ class SqliteIntegrity(SqlIntegrity):
         problems = [] if rows == ["ok"] else rows
         if not quick and self.substring_index_enabled():
             problems += self._substring_problems()
+        if not quick and not problems:
+            problems += self._block_problems()
         return problems
 
     def _substring_problems(self) -> list[str]:
