@@ -203,6 +203,9 @@ def test_an_index_from_before_text_blocks_serves_a_role_that_may_not_alter_it(tm
         assert served.store.text_blocks is False  # not upgraded: the role may not alter the tables
         assert not served.add([notes]).errors
         assert [r.body.split("\n")[-1] for r in served.get(str(notes / "a.md"))][-1] == "Retire the old keys."
+        with psycopg.connect(conninfo) as owner:  # written as an older kenning writes: it may read them too
+            keys = owner.execute(f'SELECT doc_key FROM "{schema}".chunks').fetchall()
+            assert keys == [(str(notes / "a.md"),)] * 2
         (notes / "b.md").write_text("# Tyres\n\nChange the tyres.\n\n## Oil\n\nChange the oil too.\n")
         with Index(owner_url) as owned:  # the owner's kenning upgrades it, then writes blocks
             assert owned.store.get_meta("schema_version") == "2" and not owned.add([notes]).errors

@@ -21,6 +21,7 @@ from kenning.store.records import (
     ChunkRow,
     SourceRow,
     embedding_text,
+    meta_json,
     read_meta,
     stored_meta_json,
     text_hash,
@@ -183,7 +184,7 @@ class SqlDocuments(SqlStatements):
             columns = {
                 "id": ids[k],
                 **self._chunk_columns(
-                    source_id, ordinal, chunk, stored_meta_json(chunk.meta), content_hash, path, own
+                    source_id, ordinal, chunk, self._meta_text(chunk.meta), content_hash, path, own
                 ),
                 **bodies[k],
             }
@@ -192,6 +193,10 @@ class SqlDocuments(SqlStatements):
         self._run_many(_insert("chunks", names), rows)
         if self.substring_index_enabled():
             self._add_substrings([(i, c.title, c.body) for i, (_, c, _) in zip(ids, items, strict=True)])
+
+    def _meta_text(self, meta: dict) -> str:
+        """A chunk's metadata as this index stores it (an index from before blocks: as written then)."""
+        return stored_meta_json(meta) if self.text_blocks else meta_json(meta)
 
     def _stored_bodies(self, ids: list[int], bodies: list[str]) -> list[dict]:
         """Each body's columns: in a block written here (kenning.store.text_blocks), or in its row."""
@@ -229,7 +234,8 @@ class SqlDocuments(SqlStatements):
         return {
             "source_id": source_id,
             "ordinal": ordinal,
-            "doc_key": "" if chunk.doc_key == path else chunk.doc_key,
+            # an index from before blocks (one this role may not upgrade) keeps an older kenning's rows
+            "doc_key": "" if self.text_blocks and chunk.doc_key == path else chunk.doc_key,
             "title": self.dialect.text_in(chunk.title),
             "start_line": chunk.start_line,
             "end_line": chunk.end_line,
