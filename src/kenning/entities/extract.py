@@ -32,6 +32,7 @@ OPENING = "\x1f"  # prefixes the key of a name whose first word may be capitalis
 
 _WORD = re.compile(r"[^\W\d_]+")
 _WORD_SPLIT = re.compile(r"([^\W\d_]+)")
+_ASCII_WORD_SPLIT = re.compile(r"([A-Za-z]+)")  # the same split of an ASCII text, made faster
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _SENTENCE_END = set('.!?:;"“”«»()[]—–-*#>|')
@@ -135,7 +136,7 @@ def _names(text: str, found: dict) -> None:
     whether a word opens a sentence is worked out for the words that ask."""
     if text.islower():  # no capital letter anywhere (a C-level check): no name can start
         return
-    parts = _WORD_SPLIT.split(text)  # gap, word, gap, word, ..., gap
+    parts = (_ASCII_WORD_SPLIT if text.isascii() else _WORD_SPLIT).split(text)  # gap, word, ..., gap
     words, gaps = parts[1::2], parts[0:-1:2]  # gaps[i]: the text just before words[i]
     starts = [i for i, w in enumerate(words) if w[0].isupper()]  # where a name may start
     opened: dict[int, bool] = {}
@@ -189,7 +190,7 @@ def _names(text: str, found: dict) -> None:
 
     def close() -> None:
         nonlocal opener
-        while run and (fold(run[-1]) in PARTICLES or fold(run[-1]) in NOT_NAMES):
+        while run and ((last := fold(run[-1])) in PARTICLES or last in NOT_NAMES):
             run.pop()
         if opener and run:
             # the opener and any run it begins are kept only where the corpus shows it capitalised
