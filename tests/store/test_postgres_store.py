@@ -211,6 +211,15 @@ def test_an_index_from_before_text_blocks_serves_a_role_that_may_not_alter_it(tm
             assert owned.store.get_meta("schema_version") == "2" and not owned.add([notes]).errors
         assert served.get(str(notes / "b.md"))[-1].body.endswith("Change the oil too.")
         assert served.search("oil", mode="lexical").hits[0].snippet
+    with psycopg.connect(conninfo, autocommit=True) as owner:  # back to schema 1, then a forced rebuild
+        owner.execute(f'SET search_path TO "{schema}"')
+        owner.execute("DROP TABLE text_blocks")
+        owner.execute("ALTER TABLE chunks DROP COLUMN block, DROP COLUMN block_start, DROP COLUMN block_end")
+        owner.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with Index(role_url) as kept:
+        assert kept.store.text_blocks is False
+        assert not kept.add([notes], force=True).errors
+        assert kept.get(str(notes / "b.md"))[-1].body.endswith("Change the oil too.")
     admin.close()
 
 

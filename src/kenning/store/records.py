@@ -155,8 +155,9 @@ def read_meta(meta: dict) -> dict:
     """Stored metadata as it was written (`stored_meta_json`): a chat window's `message_ids` back."""
     if "message_ids" not in meta:
         ids = _line_ids(meta.get("messages"))
-        if ids is not None:
-            meta["message_ids"] = ids
+        if ids is not None:  # where a window's metadata has them: after its conversation
+            head = {"conversation": meta["conversation"]} if "conversation" in meta else {}
+            return {**head, "message_ids": ids, **meta}
     return meta
 
 

@@ -285,8 +285,10 @@ class PostgresConnection(SqlCommits):
             self._notice_text_blocks()
             yield
             if self._one("SELECT pg_current_xact_id_if_assigned() IS NOT NULL"):  # a no-op run keeps caches
-                self._set_meta("generation", str(int(self._meta_raw("generation") or 0) + 1))
+                generation = int(self._meta_raw("generation") or 0) + 1
+                self._set_meta("generation", str(generation))
                 self._set_meta("last_commit", str(time.time()))
+                self._read_generation_seen = generation  # blocks read while writing are of it
             self.conn.execute("COMMIT")
         except BaseException as exc:
             if self._usable() and self.conn.info.transaction_status != IDLE:
@@ -332,17 +334,21 @@ class PostgresConnection(SqlCommits):
             return
         # the snapshot's generation comes back with BEGIN (one round trip, not two): a search asks
         # for it first, and it cannot change inside the transaction
+        # (and its schema version, while this process knows it from before blocks: one more key)
+        keys = "'generation'" if self.text_blocks else "'generation', 'schema_version'"
         cursor = self._begin(
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT value FROM meta WHERE key = 'generation'"
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+            f" SELECT key, value FROM meta WHERE key IN ({keys})"
         )
         cursor.nextset()  # past BEGIN's result to the SELECT's
-        row = cursor.fetchone()
-        generation = int(bytes(row[0]).decode()) if row and row[0] is not None else 0
+        values = {key: bytes(value).decode() for key, value in cursor.fetchall() if value is not None}
+        generation = int(values.get("generation", 0))
         if generation < (self._read_generation_seen or 0):  # the index went back (restored): so may block ids
             self.__dict__.pop("_blocks_read", None)
         self._read_generation = self._read_generation_seen = generation
         self._substrings_on = None
-        self._notice_text_blocks()
+        if not self.text_blocks and int(values.get("schema_version", 0)) >= 2:
+            self.text_blocks = True  # another process upgraded the index since this one opened it
         try:
             yield
         finally:

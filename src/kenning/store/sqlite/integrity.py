@@ -24,7 +24,7 @@ class SqliteIntegrity(SqlIntegrity):
         problems = [] if rows == ["ok"] else rows
         if not quick and self.substring_index_enabled():
             problems += self._substring_problems()
-        if not quick and not problems:
+        if not quick and rows == ["ok"]:  # the pages are sound: the blocks' rows can be read
             problems += self._block_problems()
         return problems
 
