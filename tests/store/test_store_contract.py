@@ -50,7 +50,7 @@ class Chunk:
 def add_file(store, path="/notes/a.md", collection="notes", chunks=None, kind="markdown"):
     with store.transaction():
         sid = store.upsert_source(path, kind, 10, 1, "hash-" + path, collection)
-        ids = [store.insert_chunk(sid, i, c, f"c{i}-{path}") for i, c in enumerate(chunks or [])]
+        ids = store.insert_chunks(sid, [(i, c, f"c{i}-{path}") for i, c in enumerate(chunks or [])])
         store.set_source_chunk_count(sid, len(ids))
     return sid, ids
 
@@ -372,13 +372,8 @@ def test_clear_keeps_vectors_and_glossary(store):
 
 
 def add_together(store, path="/chat/log.jsonl", bodies=()):
-    """A file's chunks written as one run writes them (one insert_chunks call)."""
-    with store.transaction():
-        sid = store.upsert_source(path, "messages", 10, 1, "hash-" + path, "chat")
-        chunks = [(i, Chunk(path, "chat", body), f"c{i}-{path}") for i, body in enumerate(bodies)]
-        ids = store.insert_chunks(sid, chunks)
-        store.set_source_chunk_count(sid, len(ids))
-    return sid, ids
+    """A chat log's windows, written together as a run writes a file's chunks."""
+    return add_file(store, path, "chat", [Chunk(path, "chat", body) for body in bodies], kind="messages")
 
 
 def stored_blocks(store) -> int:

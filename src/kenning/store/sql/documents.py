@@ -140,9 +140,6 @@ class SqlDocuments(SqlStatements):
         )
         return [tuple(r) for r in rows]
 
-    def insert_chunk(self, source_id: int, ordinal: int, chunk, content_hash: str) -> int:
-        return self.insert_chunks(source_id, [(ordinal, chunk, content_hash)])[0]
-
     def insert_chunks(
         self, source_id: int, items: Sequence[tuple], own_texts: Sequence[str] | None = None
     ) -> list[int]:
@@ -168,9 +165,6 @@ class SqlDocuments(SqlStatements):
             self._write_chunks(source_id, chunks[0].path, [r.id for r in chunks], items)
         if rows:
             self.dialect.ids_follow(self.conn, "chunks", max(r.id for r in rows))
-
-    def restore_chunk(self, row: ChunkRow) -> None:
-        self.restore_chunks([row])
 
     def _write_chunks(
         self, source_id: int, path: str | None, ids: list[int], items: Sequence[tuple], own_texts=None
