@@ -19,7 +19,7 @@ setup(
         ),
         Extension(
             "kenning.kernels._native",
-            [f"{KERNELS}/{name}.c" for name in ("module", "postings", "scoring", "rows")],
+            [f"{KERNELS}/{name}.c" for name in ("module", "postings", "scoring", "phrases", "rows")],
             depends=[f"{KERNELS}/kernels.h"],  # rebuilt when it changes; and shipped in the sdist
             # no fused multiply-add: the scores must equal NumPy's to the last bit; the files' shared
             # functions stay inside the extension (only PyInit__native is exported)

@@ -640,3 +640,150 @@ def test_chunks_holding_a_term_looked_up_or_intersected_agree(seed, few):
     count = int(rng.integers(0, lexical.LOOKUP_UP_TO if few else 3 * lexical.LOOKUP_UP_TO))
     docs = BitMap(rng.choice(50_001, count, replace=False).tolist()) | BitMap([0, 50_000])
     assert lexical.chunks_holding(docs, postings) == docs & BitMap(ids.tolist())
+
+
+@native
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), parts=st.integers(1, 5))
+def test_intersected_ids_are_the_ids_every_array_holds(seed, parts):
+    """Galloping from the first array's ids through the others: the ids all of them hold, whichever
+    array is shortest, with empty arrays, ids at both ends and far apart."""
+    rng = np.random.default_rng(seed)
+    arrays_ = []
+    for _ in range(parts):
+        spread = int(rng.choice([50, 5_000, 4_000_000_000]))
+        ids = rng.choice(spread, int(rng.integers(0, min(spread, 3_000))), replace=False)
+        arrays_.append(np.sort(ids).astype(np.uint32))
+    want = arrays_[0]
+    for ids in arrays_[1:]:
+        want = np.intersect1d(want, ids, assume_unique=True)
+    assert kernels.intersect_ids(arrays_).tolist() == want.tolist()
+
+
+@native
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 80), k=st.integers(-1, 90), ties=st.booleans())
+def test_top_k_in_c_is_numpys_top_k(seed, n, k, ties):
+    """The same k, in the same order (best first, ties by ascending id), from ids of either width,
+    scores given per id or by chunk id from a corpus-sized array; scores with many ties too."""
+    from kenning.kernels.topk import top_k, top_k_numpy, top_k_of_dense
+
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(1_000, n, replace=False)
+    scores = rng.integers(-2, 3, n) * 0.5 if ties else rng.normal(size=n)
+    for given_ids in (ids.astype(np.int64), np.sort(ids).astype(np.uint32)):
+        got, want = top_k(given_ids, scores, k), top_k_numpy(given_ids, scores, k)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    dense = rng.integers(0, 4, 1_000) * 0.25 if ties else rng.random(1_000)
+    by_id = np.sort(ids).astype(np.uint32)
+    got = top_k_of_dense(by_id, dense, k)
+    want = top_k_numpy(by_id, dense[by_id.astype(np.int64)], k)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+@native
+def test_top_k_by_id_refuses_an_id_past_its_scores():
+    with pytest.raises(IndexError):
+        kernels.top_k(np.array([1, 5], dtype=np.uint32), np.zeros(5), 2, by_id=True)
+    with pytest.raises(ValueError):
+        kernels.top_k(np.array([1, 2], dtype=np.int64), np.zeros(3), 2)
+
+
+def _corpus_index(tmp_path, n_docs=600, batches=2, delete=True):
+    """An index of random short documents over a small vocabulary, added in `batches` (a segment
+    each), then the first batch's file changed (its chunks deleted, a third of them written again):
+    postings spread over segments, with deleted chunks, as a real index's are."""
+    import json
+    import random
+
+    from kenning import Index
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(40)] + ["the", "of", "a"] * 6
+    ix = Index(tmp_path / "ix")
+    for batch in range(batches):
+        lines = [
+            json.dumps({"_id": f"d{batch}-{n}", "title": " ".join(rng.choices(words, k=rng.randint(0, 5))),
+                        "text": " ".join(rng.choices(words, k=rng.randint(1, 60)))})
+            for n in range(n_docs // batches)
+        ]  # fmt: skip
+        (tmp_path / f"part{batch}.jsonl").write_text("\n".join(lines) + "\n")
+        ix.add([tmp_path / f"part{batch}.jsonl"], progress=False)
+    if delete:  # the first part again with every third document left out: its old chunks deleted
+        kept = (tmp_path / "part0.jsonl").read_text().splitlines()[::3]
+        (tmp_path / "part0.jsonl").write_text("\n".join(kept) + "\n")
+        ix.add([tmp_path / "part0.jsonl"], progress=False)
+    return ix, words
+
+
+@native
+def test_phrases_on_positions_in_c_are_numpys(tmp_path, monkeypatch):
+    """Random phrases of 2-5 words (repeated words too), in either field or both, over chunks spread
+    across two segments: the C check finds exactly the chunks the NumPy check finds."""
+    import random
+
+    ix, words = _corpus_index(tmp_path)
+    rng = random.Random(9)
+    checked = found = 0
+    with ix.store.reading():
+        view = ix.lexical.view()
+        assert len(view.snapshot.segment_ids) >= 2 and view.n_docs < view.max_id
+        for _ in range(300):
+            phrase = rng.choices(words, k=rng.randint(2, 5))
+            spec = list(zip(phrase, range(len(phrase)), strict=True))
+            for field in (None, "title", "body"):
+                native_found = view._phrase_by_positions(spec, view.live, field)
+                monkeypatch.setattr(kernels, "NATIVE", False)
+                numpy_found = view._phrase_by_positions(spec, view.live, field)
+                monkeypatch.setattr(kernels, "NATIVE", True)
+                assert native_found == numpy_found, (phrase, field)
+                checked += 1
+                found += len(numpy_found) > 0
+    ix.close()
+    assert found > 100
+
+
+@native
+def test_phrase_chunks_refuses_frequencies_past_the_positions():
+    ids = np.array([1, 2], dtype=np.uint32)
+    tf = np.array([2, 3], dtype=np.uint8)  # five positions counted, four held
+    positions = np.array([0, 4, 1, 2], dtype=np.uint16)
+    with pytest.raises(IndexError):
+        kernels.phrase_chunks(ids, [(ids, tf, positions, 0), (ids, tf, positions, 1)])
+
+
+@native
+@pytest.mark.parametrize("coordination", ["idf", "clauses"])
+def test_summed_scores_in_c_are_numpys_to_the_bit(tmp_path, monkeypatch, coordination):
+    """A view's scores over every chunk, for random queries with repeated words (a query weight),
+    phrase-restricted terms, survivors masked or not, and both coordinations: the C sums equal the
+    NumPy ones bit for bit."""
+    import random
+
+    from kenning.lexical.bm25 import ScoringClause, ScoringTerm
+
+    ix, words = _corpus_index(tmp_path)
+    rng = random.Random(13)
+    params = Bm25Params(coordination=coordination)
+    with ix.store.reading():
+        view = ix.lexical.view()
+        for _ in range(150):
+            terms = rng.choices(words + ["absent"], k=rng.randint(1, 6))
+            found = view.postings(list(dict.fromkeys(terms)))
+            clauses = []
+            for term in dict.fromkeys(terms):
+                docs = None
+                if rng.random() < 0.2 and found[term] is not None:  # a phrase's term: only some chunks
+                    docs = BitMap(rng.sample(found[term].ids.tolist(), max(1, found[term].df // 3)))
+                clauses.append(ScoringClause([ScoringTerm(term, rng.choice([None, "title", "body"]), docs)],
+                                             docs, term, terms.count(term)))  # fmt: skip
+            allowed = None
+            if rng.random() < 0.5:
+                allowed = np.zeros(view.max_id + 1, dtype=bool)
+                allowed[rng.sample(range(view.max_id + 1), (view.max_id + 1) // 2)] = True
+            got = view.score(clauses, found, params, allowed)
+            monkeypatch.setattr(kernels, "NATIVE", False)
+            want = view.score(clauses, found, params, allowed)
+            monkeypatch.setattr(kernels, "NATIVE", True)
+            assert got.dtype == want.dtype and np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    ix.close()

@@ -154,16 +154,16 @@ def test_phrases_checked_on_text_match_phrases_checked_on_positions(index, monke
     assert checked > 60
 
 
-def _count_narrowings(monkeypatch) -> list:
-    """A list that gets an entry each time a phrase check narrows by the words already read."""
+def _count_calls(monkeypatch, method: str) -> list:
+    """A list that gets an entry each time LexicalView.`method` is called: `_sub_phrase_docs` when
+    a phrase check narrows by the words already read, `_phrase_in_text` when it re-analyses its
+    candidates' text."""
     import kenning.lexical.view as lexical
 
-    narrowings = []
-    sub_phrase_docs = lexical.LexicalView._sub_phrase_docs
-    monkeypatch.setattr(
-        lexical.LexicalView, "_sub_phrase_docs", lambda *a: narrowings.append(1) or sub_phrase_docs(*a)
-    )
-    return narrowings
+    calls = []
+    original = getattr(lexical.LexicalView, method)
+    monkeypatch.setattr(lexical.LexicalView, method, lambda *a: calls.append(1) or original(*a))
+    return calls
 
 
 def _cut_phrases(index, rows, rng, length, swap=False):
@@ -197,7 +197,7 @@ def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index,
 
     rng = random.Random(11)
     monkeypatch.setattr(lexical, "PHRASE_TEXT_CHECK", 3)
-    narrowings = _count_narrowings(monkeypatch)
+    narrowings = _count_calls(monkeypatch, "_sub_phrase_docs")
     with index.store.reading():
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
@@ -217,14 +217,15 @@ def test_a_phrase_narrowed_by_its_read_words_first_matches_the_full_check(index,
 def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
     index, monkeypatch, text_token_us
 ):
-    """A few candidates go to the cheaper check: their re-analysed text, or first the stored positions
-    of the words already read (kenning.lexical.view.LexicalView._positions_first). Priced so that
-    text always wins, and so that positions always win, the chunks found are the full check's."""
+    """A few candidates go to the cheaper check: their re-analysed text, or the stored positions
+    (kenning.lexical.view.LexicalView._positions_cheaper_than_text). Priced so that text always
+    wins, and so that positions always win, the chunks found are the full check's."""
     import kenning.lexical.view as lexical
 
     rng = random.Random(17)
     monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)
-    narrowings = _count_narrowings(monkeypatch)
+    narrowings = _count_calls(monkeypatch, "_sub_phrase_docs")
+    text_checks = _count_calls(monkeypatch, "_phrase_in_text")
     with index.store.reading():
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
@@ -239,9 +240,9 @@ def test_few_phrase_candidates_give_the_same_chunks_whichever_check_is_cheaper(
             checked += 1
     assert checked > 20
     if text_token_us:
-        assert len(narrowings) == checked  # every few-candidate check went by positions first
+        assert text_checks == []  # every few-candidate check went by positions
     else:
-        assert narrowings == []
+        assert narrowings == [] and len(text_checks) == checked
 
 
 @settings(max_examples=300, deadline=None)
@@ -259,19 +260,22 @@ def test_where_some_postings_positions_begin_is_the_frequencies_before_them(data
     assert _starts_at(tf, at).tolist() == before[at].tolist()
 
 
-@pytest.mark.parametrize("text_token_us", [0.0, 1e9])
-def test_few_candidates_of_words_all_read_narrowed_by_the_rarest_two_give_the_same_chunks(
-    index, monkeypatch, text_token_us
-):
+@pytest.mark.parametrize("way", ["text", "every word's positions", "the rarest two's positions, then text"])
+def test_few_candidates_of_words_all_read_give_the_same_chunks_whichever_way(index, monkeypatch, way):
     """With every word's postings read (a verbatim check after gathering), a few candidates are
-    narrowed first by the two rarest words' positions when that costs less than their text; the
-    chunks found are the full positions check's either way (random four-word phrases cut from the
-    corpus, and the same phrases with a word swapped, which most candidates fail)."""
+    checked the cheapest way: by their text; by every word's stored positions (a small collection's
+    common words, or positions already read); or narrowed first by the two rarest words' positions,
+    then by their text. The chunks found are the full positions check's whichever way (random
+    four-word phrases cut from the corpus, and the same phrases with a word swapped, which most
+    candidates fail)."""
     import kenning.lexical.view as lexical
 
     rng = random.Random(23)
-    monkeypatch.setattr(lexical, "TEXT_TOKEN_US", text_token_us)
-    narrowings = _count_narrowings(monkeypatch)
+    monkeypatch.setattr(lexical, "TEXT_TOKEN_US", 0.0 if way == "text" else 1e9)
+    if way.startswith("the rarest two"):  # every word's positions priced above the text
+        monkeypatch.setattr(lexical.LexicalView, "_positions_cheaper_than_text", lambda *a: False)
+    narrowings = _count_calls(monkeypatch, "_sub_phrase_docs")
+    text_checks = _count_calls(monkeypatch, "_phrase_in_text")
     with index.store.reading():
         view = index.lexical.view()
         rows = list(index.store.chunks_by_ids(list(range(1, 400))).values())
@@ -285,7 +289,9 @@ def test_few_candidates_of_words_all_read_narrowed_by_the_rarest_two_give_the_sa
             checked += 1
             found += len(expected) > 0
     assert checked > 20 and 0 < found < checked
-    if text_token_us:
-        assert len(narrowings) == checked
-    else:
-        assert narrowings == []
+    if way == "text":
+        assert narrowings == [] and len(text_checks) == checked
+    elif way == "every word's positions":
+        assert narrowings == [] and text_checks == []
+    else:  # narrowed by the rarest two; the text settles only the candidates they leave
+        assert len(narrowings) == checked and 0 < len(text_checks) < checked

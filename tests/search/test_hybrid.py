@@ -278,6 +278,37 @@ def test_pasted_sentence_comes_first_whatever_the_vectors_say(corpus):
     ix.close()
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_a_pasted_sentence_is_found_word_for_word_inside_a_filter(corpus, monkeypatch, native):
+    """The verbatim check among the chunks a filter leaves (fewer than the rarest word's postings, and
+    more): the same chunks whether the words' postings are intersected in C or in NumPy."""
+    from kenning import kernels
+
+    if native and not kernels.NATIVE:
+        pytest.skip("kenning.kernels._native is not built here")
+    monkeypatch.setattr(kernels, "NATIVE", native)
+    sentence = "Check the oil gauge before every long trip"
+    for folder in ("a", "b"):
+        for n in range(4):
+            text = sentence if n % 2 == 0 else "trip long every before gauge oil the check"
+            write(
+                corpus / "logs" / folder / f"note{n}.md", f"# Note {folder}{n}\n\n{text}, then the tyres.\n"
+            )
+    ix = Index(corpus / "ix3")
+    ix.add([corpus / "logs"])
+    everywhere = ix.search(sentence, mode="lexical")
+    assert sorted(h.title for h in everywhere.hits if h.verbatim) == [
+        "Note a0",
+        "Note a2",
+        "Note b0",
+        "Note b2",
+    ]
+    inside = ix.search(sentence, mode="lexical", filters=Filters(paths=("logs/a/*",)))
+    assert sorted(h.title for h in inside.hits if h.verbatim) == ["Note a0", "Note a2"]
+    assert inside.funnel.channels["verbatim"]["chunks"] == 2
+    ix.close()
+
+
 def test_hybrid_explain_and_json(index):
     response = index.search("oil change", mode="hybrid", explain=True)
     data = json.loads(json.dumps(response.to_dict(), default=str))

@@ -1,9 +1,10 @@
 """Numeric kernels both paths share: top-k selection (topk), sorted-unique arrays and roaring bitmaps
 made from numpy (arrays), and, here, the per-posting and per-row loops in C (the extension
 kenning.kernels._native, built from kenning/kernels/c/ when kenning is installed): on the query path
-(postings.c, scoring.c) a term's weighted BM25 scores, its live postings (as stored when nothing is
-to be dropped, else joined from its segments), roaring bitmaps of ids and the union of a query's
-terms, and MaxScore top-k weighing the postings it visits; on the write path (rows.c) the encoding
+(postings.c, scoring.c, phrases.c) a term's weighted BM25 scores, its live postings (as stored when
+nothing is to be dropped, else joined from its segments), roaring bitmaps of ids and the union of a
+query's terms, MaxScore top-k weighing the postings it visits, and the chunks holding a phrase on
+its words' stored positions; on the write path (rows.c) the encoding
 of a segment's rows with their digests, the joining of merged segments' rows and the packing of a
 range's short rows.
 
@@ -95,6 +96,47 @@ def roaring_union_bytes(id_arrays) -> bytes | None:
     return _native.roaring_union_bytes(tuple(_ids(ids) for ids in id_arrays))
 
 
+def intersect_ids(id_arrays) -> np.ndarray | None:
+    """The uint32 ids that every one of some ascending, distinct id arrays holds, ascending (the
+    shortest array first is fastest); None without the C module."""
+    if _native is None:
+        return None
+    return np.frombuffer(_native.intersect_ids(tuple(_ids(ids) for ids in id_arrays)), dtype=np.uint32)
+
+
+def top_k(ids, scores, k: int, by_id: bool = False):
+    """The k best (int64 ids, float64 scores), best first, ties by ascending id; `scores` one per id
+    (or with `by_id`, one per chunk id: a corpus-sized array). None without the C module."""
+    if _native is None:
+        return None
+    ids = np.asarray(ids)
+    if ids.dtype not in (np.int64, np.uint32):
+        ids = ids.astype(np.int64)
+    got_ids, got_scores = _native.top_k(
+        np.ascontiguousarray(ids), np.ascontiguousarray(scores, dtype=np.float64), max(int(k), 0), by_id
+    )
+    return np.frombuffer(got_ids, dtype=np.int64), np.frombuffer(got_scores, dtype=np.float64)
+
+
+def sum_scores(size: int, ids, scores, weights, matched, coordination) -> np.ndarray:
+    """A query's scores over every chunk id: each term's `ids` add its `scores` times its weight, then
+    with `coordination` = (a weight per `matched` id array, floor, divisor) each chunk's score is
+    multiplied by floor + (1 - floor) x (its matched arrays' weights summed / divisor); what
+    kenning.lexical.view.LexicalView.score computes in NumPy, to the last bit. Call only when NATIVE."""
+    matched_weights, floor, divisor = coordination if coordination is not None else ((), 1.0, 1.0)
+    raw = _native.sum_scores(
+        int(size),
+        tuple(_ids(i) for i in ids),
+        tuple(np.ascontiguousarray(s, dtype=np.float64) for s in scores),
+        tuple(float(w) for w in weights),
+        tuple(_ids(m) for m in matched) if coordination else (),
+        tuple(float(w) for w in matched_weights),
+        float(floor),
+        float(divisor),
+    )
+    return np.frombuffer(raw, dtype=np.float64)
+
+
 def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None, held=None):
     """The exact top k by summed term scores times coordination (floor 1.0: none), ties by ascending
     id, with MaxScore by windows of chunk ids: (ids, scores, chunks scored, terms still essential at the
@@ -129,6 +171,18 @@ def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, w
         essential,
         found,
     )
+
+
+def phrase_chunks(wanted: np.ndarray, words) -> np.ndarray | None:
+    """The chunks among `wanted` (uint32 ids, ascending) in which every word stands at its offset from
+    one common start: `words` holds (ids, tf, positions, offset) per word, one segment's and one
+    field's postings and positions each, the rarest word first. uint32 ids ascending; None without
+    the C module."""
+    if _native is None:
+        return None
+    held = tuple((_ids(ids), _frequencies(tf), pos, int(offset)) for ids, tf, pos, offset in words)
+    raw = _native.phrase_chunks(_ids(wanted), held)
+    return np.frombuffer(raw, dtype=np.uint32)
 
 
 def live_postings(parts, live: np.ndarray):

@@ -83,6 +83,8 @@ def chunks_holding(docs: BitMap, postings: TermPostings) -> BitMap:
     if len(docs) > LOOKUP_UP_TO:
         return docs & postings.bitmap
     wanted = np.frombuffer(docs.to_array(), dtype=np.uint32)
+    if kernels.NATIVE:
+        return bitmap_of(kernels.intersect_ids((wanted, postings.ids)))
     at = np.minimum(np.searchsorted(postings.ids, wanted), max(len(postings.ids) - 1, 0))
     held = postings.ids[at] == wanted if len(postings.ids) else np.zeros(len(wanted), dtype=bool)
     return bitmap_of(wanted[held])
@@ -234,6 +236,9 @@ class LexicalView:
                 if not docs:
                     return docs
             if len(words) > 1 and self.analyzer is not None and len(docs) <= PHRASE_TEXT_CHECK:
+                if self._positions_cheaper_than_text(terms, docs, field):
+                    # a small collection's common words, or words whose positions are already read
+                    return self._phrase_by_positions(words, docs, field)
                 rarest = sorted(found, key=lambda t: found[t].df)[:2]
                 if not narrowed and len(rarest) == 2 and self._positions_first(rarest, found, docs, field):
                     # the two rarest words at their offsets, from their positions, when that costs less
@@ -254,15 +259,41 @@ class LexicalView:
         costs more than a rare word's positions, often by an order of magnitude."""
         if len(docs) > PHRASE_TEXT_CHECK:
             return True
-        ids = np.frombuffer(docs.to_array(), dtype=np.uint32)
-        ids = ids[ids <= self.max_id]
         fields = [field] if field else ["title", "body"]
-        tokens = sum(
-            int((self.title_len if f == "title" else self.body_len)[ids].sum(dtype=np.int64)) for f in fields
-        )
+        tokens = self._text_tokens(docs, fields)
         postings = sum(found[t].df for t in terms)
         reads = len(terms) * len(fields) * len(self.snapshot.segment_ids)
         return postings * POSITION_US + reads * POSITION_READ_US < tokens * TEXT_TOKEN_US
+
+    def _positions_cheaper_than_text(self, terms: list[str], docs: BitMap, field: str | None) -> bool:
+        """Whether reading every word's postings and positions (those not read yet) costs less than
+        re-analysing the few candidates' text. On a small collection even a stopword's positions are a
+        few thousand, and once read they stay in the cache; on a large one a stopword's positions fill
+        megabytes and the text wins. A word whose postings are not read yet is priced by its count."""
+        fields = [field] if field else ["title", "body"]
+        text = self._text_tokens(docs, fields) * TEXT_TOKEN_US
+        segments = self.snapshot.segment_ids
+        reads = len(terms) * len(fields) * len(segments)
+        if reads * POSITION_READ_US >= text:
+            return False
+        read = {t: self.cache.get(self._postings_key(t), _ABSENT) for t in terms}
+        unread = [t for t, p in read.items() if p is _ABSENT]
+        df = {t: p.df for t, p in read.items() if p is not _ABSENT and p is not None}
+        counted = self.store.posting_counts(segments, unread) if unread else {}
+        df.update((t, counted.get(t, 0)) for t in unread)
+        cost = sum(df.get(t, 0) for t in unread) * POSITION_US  # their postings
+        for t in terms:
+            for f in fields:
+                if any(self.cache.get(("seg", s, "positions", t, f), _ABSENT) is _ABSENT for s in segments):
+                    cost += df.get(t, 0) * POSITION_US  # their positions
+        return cost + reads * POSITION_READ_US < text
+
+    def _text_tokens(self, docs: BitMap, fields: list[str]) -> int:
+        """The tokens of some chunks' fields: what re-analysing their text costs."""
+        ids = np.frombuffer(docs.to_array(), dtype=np.uint32)
+        ids = ids[ids <= self.max_id]
+        lengths = [self.title_len if f == "title" else self.body_len for f in fields]
+        return sum(int(length[ids].sum(dtype=np.int64)) for length in lengths)
 
     def _sub_phrase_docs(self, words, terms: set[str], docs: BitMap, field: str | None) -> BitMap:
         """The docs where the phrase's words among `terms` stand at their offsets: a chunk holding the
@@ -276,9 +307,12 @@ class LexicalView:
         """The docs in which every (term, offset) shares one start, from the stored positions. The
         rarest words first: the starts shared so far often run out before a common word's positions
         (a stopword's: about as many as the index has chunks) are read at all."""
-        wanted = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
+        wanted = np.frombuffer(docs.to_array(), dtype=np.uint32)
         found = self.postings(list(dict.fromkeys(t for t, _ in words)))
         rarest_first = sorted(words, key=lambda w: found[w[0]].df if found[w[0]] is not None else 0)
+        if kernels.NATIVE:
+            return self._phrase_by_positions_native(rarest_first, wanted, field)
+        wanted = wanted.astype(np.int64)
         matched = BitMap()
         for f in [field] if field else ["title", "body"]:
             shared = None
@@ -294,6 +328,19 @@ class LexicalView:
                     break
             if shared is not None and len(shared):
                 matched |= bitmap_of(sorted_unique(shared >> 32))
+        return matched
+
+    def _phrase_by_positions_native(self, rarest_first, wanted: np.ndarray, field: str | None) -> BitMap:
+        """`_phrase_by_positions` in C (kenning.kernels.phrase_chunks): a chunk lies in one segment,
+        so each segment's and field's positions are checked on their own and the chunks found joined."""
+        matched = BitMap()
+        for f in [field] if field else ["title", "body"]:
+            for seg_id in self.snapshot.segment_ids:
+                entries = [self._field_positions(seg_id, term, f) for term, _ in rarest_first]
+                if any(entry is None for entry in entries):
+                    continue  # a word this segment does not hold in this field: none of its chunks
+                words = [(*entry, offset) for entry, (_, offset) in zip(entries, rarest_first, strict=True)]
+                matched.update(kernels.phrase_chunks(wanted, words))
         return matched
 
     def _phrase_in_text(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
@@ -451,7 +498,7 @@ class LexicalView:
         """
         size = self.max_id + 1
         use_coord = params.coord_floor < 1.0 and len(clauses) > 1
-        ids_parts, weight_parts, matched_parts, matched_of = [], [], [], []
+        ids_parts, weight_parts, term_weights, matched_parts, matched_of = [], [], [], [], []
         for n, clause in enumerate(clauses):
             weight = (params.query_weight(clause.qtf) if clause.qtf != 1 else 1.0) * clause.boost
             for st in clause.terms:
@@ -460,8 +507,6 @@ class LexicalView:
                     continue
                 ids = postings.ids
                 contribution = self.weighted(st.term, postings, params, st.field)
-                if weight != 1.0:
-                    contribution = contribution * weight
                 keep = None if st.docs is None else self.mask(st.docs)[ids]
                 if allowed is not None:
                     keep = allowed[ids] if keep is None else keep & allowed[ids]
@@ -469,6 +514,7 @@ class LexicalView:
                     ids, contribution = ids[keep], contribution[keep]
                 ids_parts.append(ids)
                 weight_parts.append(contribution)
+                term_weights.append(weight)
             if use_coord:
                 if clause.docs is not None:
                     matched_parts.append(np.frombuffer(clause.docs.to_array(), dtype=np.uint32))
@@ -478,6 +524,11 @@ class LexicalView:
                     matched_of.append(n)
         if not ids_parts:
             return np.zeros(size)
+        if kernels.NATIVE:  # the same sums and products in one C pass (kenning.kernels.sum_scores)
+            coordination = self._coordination(clauses, found, params, matched_of) if matched_parts else None
+            parts = (ids_parts, weight_parts, term_weights)
+            return kernels.sum_scores(size, *parts, matched_parts, coordination)
+        weight_parts = [c * w if w != 1.0 else c for c, w in zip(weight_parts, term_weights, strict=True)]
         scores = np.bincount(np.concatenate(ids_parts), weights=np.concatenate(weight_parts), minlength=size)
         scores = scores.astype(np.float64, copy=False)  # bincount of nothing comes back as int64
         if use_coord and matched_parts and params.coordination == "idf":
@@ -489,6 +540,14 @@ class LexicalView:
             matched = np.bincount(np.concatenate(matched_parts), minlength=size)
             scores *= params.coord_floor + (1.0 - params.coord_floor) * (matched / len(clauses))
         return scores
+
+    def _coordination(self, clauses, found, params: Bm25Params, matched_of: list[int]):
+        """(each matched id array's weight, the floor, the divisor): what `score` multiplies a chunk's
+        score by, floor + (1 - floor) x (its matched arrays' weights summed / divisor)."""
+        if params.coordination == "idf":
+            weights = self.clause_weights(clauses, found)
+            return [weights[n] for n in matched_of], params.coord_floor, sum(weights)
+        return [1.0] * len(matched_of), params.coord_floor, len(clauses)
 
     def clause_weights(self, clauses: list[ScoringClause], found) -> list[float]:
         """Each clause's weight in idf coordination: the idf of its rarest term; a clause no chunk

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from pyroaring import BitMap
 
-from kenning.kernels.topk import top_k
+from kenning.kernels.topk import top_k_of_dense
 from kenning.lexical.bm25 import ScoringClause, ScoringTerm
 from kenning.lexical.pruning import pruned_top_k, score_ids
 from kenning.search.context import QueryState, SearchContext
@@ -62,9 +62,8 @@ def rank(ctx: SearchContext, state: QueryState) -> None:
     matching = _matching_a_clause(state)
     if matching is not None:
         survivors = survivors & matching
-    ids = np.frombuffer(survivors.to_array(), dtype=np.uint32).astype(np.int64)
-    scores = state.lexical[ids] if len(ids) else np.zeros(0)
-    top_ids, top_scores = top_k(ids, scores, state.pool)
+    ids = np.frombuffer(survivors.to_array(), dtype=np.uint32)
+    top_ids, top_scores = top_k_of_dense(ids, state.lexical, state.pool)
     state.ranked = list(zip(top_ids.tolist(), top_scores.tolist(), strict=True))
 
 

@@ -7,8 +7,11 @@ whatever the vectors think. Results that meet every constraint keep the top of t
 
 from __future__ import annotations
 
+import numpy as np
 from pyroaring import BitMap
 
+from kenning import kernels
+from kenning.kernels.arrays import bitmap_of
 from kenning.lexical.view import chunks_holding
 from kenning.query.parser import ParsedQuery, Phrase
 from kenning.query.plan import plan_item
@@ -39,6 +42,11 @@ def _holding_every_term(state: QueryState, within: BitMap) -> BitMap:
     own = dict.fromkeys(t for c in state.plan.clauses for i in c.items if i.via is None for t in i.terms)
     if any(state.found.get(term) is None for term in own):
         return BitMap()
+    if own and kernels.NATIVE:  # the terms' postings intersected in one pass, the fewest ids first
+        arrays = [state.found[t].ids for t in sorted(own, key=lambda t: state.found[t].df)]
+        if len(within) < len(arrays[0]):  # a filter left fewer chunks than the rarest word holds
+            return bitmap_of(kernels.intersect_ids([np.frombuffer(within.to_array(), np.uint32), *arrays]))
+        return bitmap_of(kernels.intersect_ids(arrays)) & within
     out = within
     for term in sorted(own, key=lambda t: state.found[t].df):  # rarest first: the set shrinks fastest
         out = chunks_holding(out, state.found[term])

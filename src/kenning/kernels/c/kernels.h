@@ -21,12 +21,20 @@ PyObject *all_live(PyObject *self, PyObject *args);
 PyObject *live_postings(PyObject *self, PyObject *args);
 PyObject *roaring_bytes(PyObject *self, PyObject *arg);
 PyObject *roaring_union_bytes(PyObject *self, PyObject *arg);
-extern const char all_live_doc[], live_postings_doc[], roaring_bytes_doc[], roaring_union_bytes_doc[];
+PyObject *intersect_ids(PyObject *self, PyObject *arg);
+extern const char all_live_doc[], live_postings_doc[], roaring_bytes_doc[], roaring_union_bytes_doc[],
+    intersect_ids_doc[];
 
 /* scoring.c: BM25 scores on the query path */
 PyObject *weigh(PyObject *self, PyObject *args);
 PyObject *maxscore(PyObject *self, PyObject *args);
-extern const char weigh_doc[], maxscore_doc[];
+PyObject *top_k(PyObject *self, PyObject *args);
+PyObject *sum_scores(PyObject *self, PyObject *args);
+extern const char weigh_doc[], maxscore_doc[], top_k_doc[], sum_scores_doc[];
+
+/* phrases.c: phrases on stored positions on the query path */
+PyObject *phrase_chunks(PyObject *self, PyObject *args);
+extern const char phrase_chunks_doc[];
 
 /* rows.c: posting rows on the write path */
 PyObject *encode_rows(PyObject *self, PyObject *args);
@@ -94,6 +102,19 @@ static inline int get_freqs(PyObject *obj, Py_buffer *view, Py_ssize_t n, const 
     }
     out->buf = (const unsigned char *)view->buf, out->width = (int)view->itemsize;
     return 0;
+}
+
+/* The first index in [lo, hi) of ascending uint32 `ids` whose id is >= `target` (hi when none is). */
+static inline Py_ssize_t lower_bound_u32(const uint32_t *ids, Py_ssize_t lo, Py_ssize_t hi, uint32_t target)
+{
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* little-endian stores and loads, whatever the machine's order */

@@ -247,14 +247,7 @@ done:
 
 static int is_dead(uint32_t id, const uint32_t *dead, Py_ssize_t n_dead)
 {
-    Py_ssize_t lo = 0, hi = n_dead;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (dead[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    Py_ssize_t lo = lower_bound_u32(dead, 0, n_dead, id);
     return lo < n_dead && dead[lo] == id;
 }
 

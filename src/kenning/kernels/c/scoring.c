@@ -1,7 +1,8 @@
-/* A term's BM25 scores on the query path, in C: each posting's weighted score (weigh), and the exact
+/* A term's BM25 scores on the query path, in C: each posting's weighted score (weigh), the exact
  * top k over a query's terms (maxscore: Turtle & Flood's MaxScore by windows of chunk ids, weighing
- * only the postings it visits). One file because both weigh a posting through the same weigh_one,
- * so their scores agree to the last bit.
+ * only the postings it visits), and the top k of scores already made (top_k, which every channel's
+ * ranking goes through). One file because weigh and maxscore weigh a posting through the same
+ * weigh_one, so their scores agree to the last bit.
  *
  * In NumPy a common term's weighted scores took ~10 array passes (two fields' saturation, the
  * weights, the idf); here they take one. The arithmetic is NumPy's, operation for operation and in
@@ -775,4 +776,205 @@ done:
     PyMem_Free(held_at);
     PyMem_Free(partial_at);
     return result;
+}
+
+/* ---------------------------------------------------------------- top k */
+
+const char top_k_doc[] = PyDoc_STR(
+    "top_k(ids, scores, k, by_id) -> (ids bytes, scores bytes)\n\n"
+    "The k best of `ids` (int64 or uint32) by score, best first, ties by ascending id, as int64 ids\n"
+    "and float64 scores. `scores` (float64) holds one score per id in the same order, or with\n"
+    "`by_id` one per chunk id (an id's score is scores[id]; an id past its end raises IndexError).\n"
+    "Kept in a heap of k: the same k, in the same order, as sorting by (-score, id).");
+
+/* (the heap is maxscore's: Scored, worse, sift_up and sift_down above) */
+
+PyObject *top_k(PyObject *self, PyObject *args)
+{
+    PyObject *ids_obj, *scores_obj;
+    Py_ssize_t k;
+    int by_id;
+    if (!PyArg_ParseTuple(args, "OOnp", &ids_obj, &scores_obj, &k, &by_id))
+        return NULL;
+    Py_buffer ids_view, scores_view;
+    if (PyObject_GetBuffer(ids_obj, &ids_view, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (ids_view.len && ids_view.itemsize != 4 && ids_view.itemsize != 8) {
+        PyBuffer_Release(&ids_view);
+        PyErr_SetString(PyExc_TypeError, "top_k: ids of four or eight bytes expected");
+        return NULL;
+    }
+    if (get_buffer(scores_obj, &scores_view, 8, "scores") < 0) {
+        PyBuffer_Release(&ids_view);
+        return NULL;
+    }
+    int width = ids_view.len ? (int)ids_view.itemsize : 8;
+    Py_ssize_t n = ids_view.len / width, n_scores = scores_view.len / 8;
+    const double *scores = (const double *)scores_view.buf;
+    PyObject *out = NULL, *out_ids = NULL, *out_scores = NULL;
+    Scored *heap = NULL;
+    if (!by_id && n_scores != n) {
+        PyErr_SetString(PyExc_ValueError, "top_k: one score per id expected");
+        goto done;
+    }
+    if (k > n)
+        k = n;
+    if (k < 0)
+        k = 0;
+    heap = PyMem_Malloc((k + 1) * sizeof(Scored));
+    if (heap == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n && k > 0; i++) {
+        int64_t id = width == 4 ? (int64_t)((const uint32_t *)ids_view.buf)[i] : ((const int64_t *)ids_view.buf)[i];
+        double score;
+        if (by_id) {
+            if (id < 0 || id >= n_scores) {
+                PyErr_SetString(PyExc_IndexError, "top_k: an id past the scores");
+                goto done;
+            }
+            score = scores[id];
+        } else
+            score = scores[i];
+        Scored item = {score, id};
+        if (size < k) {
+            heap[size] = item;
+            sift_up(heap, size++);
+        } else if (worse(heap[0], item)) {
+            heap[0] = item;
+            sift_down(heap, size, 0);
+        }
+    }
+    out_ids = PyBytes_FromStringAndSize(NULL, 8 * size);
+    out_scores = PyBytes_FromStringAndSize(NULL, 8 * size);
+    if (out_ids == NULL || out_scores == NULL)
+        goto done;
+    int64_t *got_ids = (int64_t *)PyBytes_AS_STRING(out_ids);
+    double *got_scores = (double *)PyBytes_AS_STRING(out_scores);
+    for (Py_ssize_t at = size - 1; at >= 0; at--) { /* the worst comes off the heap first */
+        got_ids[at] = heap[0].id;
+        got_scores[at] = heap[0].score;
+        heap[0] = heap[--size];
+        sift_down(heap, size, 0);
+    }
+    out = PyTuple_Pack(2, out_ids, out_scores);
+done:
+    Py_XDECREF(out_ids);
+    Py_XDECREF(out_scores);
+    PyMem_Free(heap);
+    PyBuffer_Release(&ids_view);
+    PyBuffer_Release(&scores_view);
+    return result_or_error(out);
+}
+
+/* ---------------------------------------------------------------- summed scores */
+
+const char sum_scores_doc[] = PyDoc_STR(
+    "sum_scores(size, ids, scores, weights, matched, matched_weights, floor, divisor) -> bytearray\n\n"
+    "A query's BM25 scores over every chunk id (float64, at least `size` of them, more if an id\n"
+    "needs it), as kenning.lexical.view.LexicalView.score sums them in NumPy, to the last bit: each\n"
+    "term's postings' `ids` (uint32) add their `scores` (float64) times the term's weight, term by\n"
+    "term; then, with coordination (`matched` not empty), each chunk's score is multiplied by\n"
+    "floor + (1 - floor) x (held / divisor), where held sums `matched_weights` over the `matched` id\n"
+    "arrays holding the chunk.");
+
+/* the largest id of some uint32 arrays, plus one (0 for none) */
+static Py_ssize_t ids_end(Py_buffer *views, Py_ssize_t n)
+{
+    Py_ssize_t end = 0;
+    for (Py_ssize_t a = 0; a < n; a++) {
+        const uint32_t *ids = (const uint32_t *)views[a].buf;
+        for (Py_ssize_t i = 0; i < views[a].len / 4; i++)
+            if ((Py_ssize_t)ids[i] + 1 > end)
+                end = (Py_ssize_t)ids[i] + 1;
+    }
+    return end;
+}
+
+PyObject *sum_scores(PyObject *self, PyObject *args)
+{
+    Py_ssize_t size;
+    PyObject *ids_obj, *scores_obj, *weights_obj, *matched_obj, *matched_weights_obj;
+    double floor, divisor;
+    if (!PyArg_ParseTuple(args, "nO!O!O!O!O!dd", &size, &PyTuple_Type, &ids_obj, &PyTuple_Type, &scores_obj,
+                          &PyTuple_Type, &weights_obj, &PyTuple_Type, &matched_obj, &PyTuple_Type,
+                          &matched_weights_obj, &floor, &divisor))
+        return NULL;
+    Py_ssize_t n_terms = PyTuple_GET_SIZE(ids_obj), n_matched = PyTuple_GET_SIZE(matched_obj);
+    if (PyTuple_GET_SIZE(scores_obj) != n_terms || PyTuple_GET_SIZE(weights_obj) != n_terms ||
+        PyTuple_GET_SIZE(matched_weights_obj) != n_matched) {
+        PyErr_SetString(PyExc_ValueError, "sum_scores: one score array and weight per id array expected");
+        return NULL;
+    }
+    Py_buffer *views = PyMem_Calloc(2 * n_terms + n_matched + 1, sizeof(Py_buffer));
+    double *held = NULL;
+    PyObject *out = NULL;
+    Py_ssize_t got = 0;
+    if (views == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < n_terms; t++, got++) /* ids at [0, n_terms), scores after them */
+        if (get_buffer(PyTuple_GET_ITEM(ids_obj, t), &views[got], 4, "ids") < 0)
+            goto done;
+    for (Py_ssize_t t = 0; t < n_terms; t++, got++) {
+        if (get_buffer(PyTuple_GET_ITEM(scores_obj, t), &views[got], 8, "scores") < 0)
+            goto done;
+        if (views[got].len / 8 != views[t].len / 4) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "sum_scores: one score per id expected");
+            goto done;
+        }
+    }
+    for (Py_ssize_t m = 0; m < n_matched; m++, got++)
+        if (get_buffer(PyTuple_GET_ITEM(matched_obj, m), &views[got], 4, "matched") < 0)
+            goto done;
+    Py_ssize_t end = ids_end(views, n_terms), matched_end = ids_end(views + 2 * n_terms, n_matched);
+    if (end < size)
+        end = size;
+    out = PyByteArray_FromStringAndSize(NULL, 8 * end);
+    if (out == NULL)
+        goto done;
+    double *scores = (double *)PyByteArray_AS_STRING(out);
+    memset(scores, 0, 8 * end);
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        double weight = PyFloat_AsDouble(PyTuple_GET_ITEM(weights_obj, t));
+        if (weight == -1.0 && PyErr_Occurred())
+            goto done;
+        const uint32_t *ids = (const uint32_t *)views[t].buf;
+        const double *values = (const double *)views[n_terms + t].buf;
+        for (Py_ssize_t i = 0; i < views[t].len / 4; i++)
+            scores[ids[i]] += weight == 1.0 ? values[i] : values[i] * weight;
+    }
+    if (n_matched) {
+        if (matched_end > end) { /* NumPy's score array then grows to the coordination's ids */
+            if (PyByteArray_Resize(out, 8 * matched_end) < 0)
+                goto done;
+            scores = (double *)PyByteArray_AS_STRING(out);
+            memset(scores + end, 0, 8 * (matched_end - end));
+            end = matched_end;
+        }
+        held = PyMem_Calloc(end + 1, sizeof(double));
+        if (held == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t m = 0; m < n_matched; m++) {
+            double w = PyFloat_AsDouble(PyTuple_GET_ITEM(matched_weights_obj, m));
+            if (w == -1.0 && PyErr_Occurred())
+                goto done;
+            const uint32_t *ids = (const uint32_t *)views[2 * n_terms + m].buf;
+            for (Py_ssize_t i = 0; i < views[2 * n_terms + m].len / 4; i++)
+                held[ids[i]] += w;
+        }
+        for (Py_ssize_t i = 0; i < end; i++)
+            scores[i] *= floor + (1.0 - floor) * (held[i] / divisor);
+    }
+done:
+    release_views(views, got);
+    PyMem_Free(views);
+    PyMem_Free(held);
+    return result_or_error(out);
 }
