@@ -334,6 +334,34 @@ def test_the_parser_never_raises_and_always_returns_a_plan(text):
                 assert clause.alternatives and all(a.text for a in clause.alternatives)
 
 
+WORDS_AND_ORS = st.lists(
+    st.sampled_from(list("()ORtitlebody\t\n\x00é漢字🙂'’“”.,;!?*&|^~`\\/ ") + ["OR", "AND", "word", "  "]),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(WORDS_AND_ORS | OPERATOR_SOUP | st.text(max_size=200))
+def test_the_parsers_shortcuts_read_a_query_as_its_general_path_does(text):
+    """A query without a quote, sign or colon is split by one regular expression, and one of words
+    alone becomes a clause a word: the same tokens, clauses and notices as the character scan and the
+    grouping of every token give."""
+    from kenning.query import parser
+
+    q = parser._clean(text)
+    notices: list[str] = []
+    tokens = parser._tokens(q, notices)
+    scanned_notices: list[str] = []
+    assert tokens == parser._scan_tokens(q, scanned_notices) and notices == scanned_notices
+    for strict in (False, True):
+        grouped = parser.ParsedQuery(text=text, strict=strict)
+        parser._grouped_clauses(q, tokens, strict, grouped)
+        if all(t.kind == "word" and t.sign is None and t.field is None for t in tokens):
+            assert parser._word_clauses(q, tokens, strict) == grouped.clauses
+            assert not grouped.exclusions and not grouped.notices
+        assert parse_query(text, strict).clauses == grouped.clauses
+
+
 # ------------------------------------------------------------------------------------------ glossary
 
 

@@ -131,6 +131,12 @@ _FIELD = re.compile(r"(?i:title|body):")
 _CONTROL_TO_SPACE = {i: " " for i in [*range(32), *range(0x7F, 0xA0)]}
 _MAX_PHRASE_WORDS = 8  # the longest run of words read as one glossary term
 _SEPARATORS = frozenset("()")  # parentheses group nothing: they separate words like spaces
+# runs of separators, and of a word's characters up to a separator or a quote (regex \s is exactly
+# str.isspace, so these agree with `_separator` character by character)
+_SEPARATOR_RUN = re.compile(r"[\s()]*")
+_WORD_RUN = re.compile(r'[^\s()"]*')
+_OPERATOR_CHARS = re.compile(r'["+\-:]')  # without any of these a query is read word by word
+_WORD_OR_SIGN_RUN = re.compile(r"[^\s()]+")
 
 
 def _clean(text: str) -> str:
@@ -181,6 +187,17 @@ def _operand_at(q: str, i: int, pairs: dict[int, int]) -> bool:
 
 
 def _tokens(q: str, notices: list[str]) -> list[_Token]:
+    """Split a query into words, phrases and OR markers (`_scan_tokens`). A query without a quote,
+    a sign or a colon holds words and OR markers only, found by one regular expression."""
+    if not _OPERATOR_CHARS.search(q):
+        return [
+            _Token("or" if m.group() == "OR" else "word", m.group(), None, None, m.start(), m.end())
+            for m in _WORD_OR_SIGN_RUN.finditer(q)
+        ]
+    return _scan_tokens(q, notices)
+
+
+def _scan_tokens(q: str, notices: list[str]) -> list[_Token]:
     """Split a query into words, phrases and OR markers, applying operators only where they are
     unambiguous: balanced quotes, a sign at the start of a word followed by a letter or a quote, and
     a known field name followed by a value."""
@@ -190,10 +207,10 @@ def _tokens(q: str, notices: list[str]) -> list[_Token]:
         q = f"{q[:last]} {q[last + 1 :]}"
     tokens: list[_Token] = []
     pos, n = 0, len(q)
-    while pos < n:
-        if _separator(q[pos]):
-            pos += 1
-            continue
+    while True:
+        pos = _SEPARATOR_RUN.match(q, pos).end()  # type: ignore[union-attr]  (matches the empty string)
+        if pos >= n:
+            break
         start = pos
         sign = None
         if q[pos] in "+-":
@@ -220,9 +237,9 @@ def _tokens(q: str, notices: list[str]) -> list[_Token]:
             tokens.append(_Token("phrase", q[pos + 1 : close], sign, fld, start, close + 1))
             pos = close + 1
             continue
-        end = pos
-        while end < n and not _separator(q[end]) and end not in pairs:
-            end += 1
+        end = _WORD_RUN.match(q, pos).end()  # type: ignore[union-attr]
+        while end < n and q[end] == '"' and end not in pairs:  # a quote inside a word, not a phrase's
+            end = _WORD_RUN.match(q, end + 1).end()  # type: ignore[union-attr]
         text = q[pos:end]
         kind = "or" if text == "OR" and sign is None and fld is None else "word"
         tokens.append(_Token(kind, text, sign, fld, start, end))
@@ -272,35 +289,20 @@ def _plain_clauses(q: str, strict: bool, phrases) -> list[Clause]:
     ]
     if phrases is not None:
         tokens = _join_phrases(tokens, phrases)
+    return _word_clauses(q, tokens, strict)
+
+
+def _word_clauses(q: str, tokens: list[_Token], strict: bool) -> list[Clause]:
+    """A clause for each word with a letter or digit (punctuation alone matches nothing): soft, or
+    required with --strict."""
     kind = "required" if strict else "plain"
-    return [Clause([Word(t.text)], strict, kind, q[t.start : t.end]) for t in tokens]
+    return [Clause([Word(t.text)], strict, kind, q[t.start : t.end]) for t in tokens if _searchable(t)]
 
 
-def parse_query(text: str, strict: bool = False, syntax: str = "dialect", phrases=None) -> ParsedQuery:
-    """Read a query. Never raises: every input gets a documented reading, with notices.
-
-    syntax "dialect" applies the operators where they are unambiguous; "plain" reads every piece of
-    text as a word (what `kenning eval` sends by default, as every peer system does). `phrases`
-    (kenning.glossary.expansion.GlossaryPhrases) finds the glossary terms of several words.
-    """
-    if syntax not in SYNTAXES:
-        raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, got {syntax!r}")
-    if _has_surrogates(text):  # bytes that were not UTF-8 (a terminal's \xff), or a lone "\ud800"
-        text = well_formed(text)
-        notices = ["the query held characters that are not text: each became U+FFFD"]
-    else:
-        notices = []
-    parsed = ParsedQuery(text=text, strict=strict)
-    parsed.notices.extend(notices)
-    if len(text) > MAX_QUERY_CHARS:
-        parsed.notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
-    q = _clean(text)
-    if syntax == "plain":
-        parsed.clauses = _plain_clauses(q, strict, phrases)
-        return parsed
-    tokens = _tokens(q, parsed.notices)
-    if phrases is not None:
-        tokens = _join_phrases(tokens, phrases)
+def _grouped_clauses(q: str, tokens: list[_Token], strict: bool, parsed: ParsedQuery) -> None:
+    """Tokens into `parsed`'s clauses and exclusions: words joined by OR make one group, a `-` word
+    or phrase is an exclusion, and each group becomes a plain, required, phrase, field or OR clause;
+    an OR with nothing to join is noted and ignored."""
     groups: list[list[_Token]] = []
     pending_or: _Token | None = None
     for tok in tokens:
@@ -349,6 +351,37 @@ def parse_query(text: str, strict: bool = False, syntax: str = "dialect", phrase
             parsed.clauses.append(Clause(items, True, "required", origin))
         else:
             parsed.clauses.append(Clause(items, False, "plain", origin))
+
+
+def parse_query(text: str, strict: bool = False, syntax: str = "dialect", phrases=None) -> ParsedQuery:
+    """Read a query. Never raises: every input gets a documented reading, with notices.
+
+    syntax "dialect" applies the operators where they are unambiguous; "plain" reads every piece of
+    text as a word (what `kenning eval` sends by default, as every peer system does). `phrases`
+    (kenning.glossary.expansion.GlossaryPhrases) finds the glossary terms of several words.
+    """
+    if syntax not in SYNTAXES:
+        raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, got {syntax!r}")
+    if _has_surrogates(text):  # bytes that were not UTF-8 (a terminal's \xff), or a lone "\ud800"
+        text = well_formed(text)
+        notices = ["the query held characters that are not text: each became U+FFFD"]
+    else:
+        notices = []
+    parsed = ParsedQuery(text=text, strict=strict)
+    parsed.notices.extend(notices)
+    if len(text) > MAX_QUERY_CHARS:
+        parsed.notices.append(f"query cut to its first {MAX_QUERY_CHARS} characters")
+    q = _clean(text)
+    if syntax == "plain":
+        parsed.clauses = _plain_clauses(q, strict, phrases)
+        return parsed
+    tokens = _tokens(q, parsed.notices)
+    if phrases is not None:
+        tokens = _join_phrases(tokens, phrases)
+    if all(t.kind == "word" and t.sign is None and t.field is None for t in tokens):
+        parsed.clauses = _word_clauses(q, tokens, strict)  # words alone: each its own clause
+        return parsed
+    _grouped_clauses(q, tokens, strict, parsed)
     if not parsed.clauses and parsed.exclusions:
         parsed.notices.append("the query only excludes; add a word to search for")
     return parsed
