@@ -68,6 +68,8 @@ class PostgresDialect(Dialect):
     def text_in(self, text: str) -> bytes:
         return to_bytes(text)
 
+    converts_text = True
+
     def text_out(self, stored) -> str:
         return to_text(stored)
 

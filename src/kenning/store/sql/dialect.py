@@ -71,6 +71,8 @@ class Dialect:
         """A chunk's title as its column keeps it."""
         return text
 
+    converts_text = False  # whether text_out does anything (else a read skips calling it)
+
     def text_out(self, stored) -> str:
         return stored
 
