@@ -1,7 +1,8 @@
 """docs/benchmarks.md, generated: kenning against its peers on every dev set, and at scale.
 
     pip install -e '.[bench]'
-    python benchmarks/report.py                 # the six dev sets: kenning's three modes and five peers
+    python benchmarks/report.py                 # the six dev sets: kenning's three modes and five peers,
+                                                # and warm lexical speed on the three small ones
     python benchmarks/report.py --quick         # cranfield, cacm and med, printed; nothing rewritten
     python benchmarks/report.py --scale 1m      # and a scale tier against tantivy (benchmarks/scale.py)
     python benchmarks/report.py --chat 1m       # and the chat-sized tier against tantivy
@@ -179,6 +180,33 @@ def chat_table(measured: dict) -> list[str]:
     return markdown_table(["measure", "kenning", "tantivy", "ratio", "target"], rows, align="lrrrl")
 
 
+def small() -> dict:
+    """benchmarks/bench_small.py on the three small sets, in its own process: warm lexical queries a
+    second against tantivy's, and kenning's time per stage."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_small.py"), "--passes", "7", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return {
+        "command": " ".join(["python benchmarks/bench_small.py", *command[2:]]),
+        "result": json.loads(done.stdout),
+    }
+
+
+def small_table(measured: dict) -> list[str]:
+    """Each small set: both systems' queries a second, their ratio against the target, and where
+    kenning's time goes."""
+    rows = []
+    for r in measured["result"]:
+        low, high = r["ratio_range"]
+        stages = ", ".join(f"{stage} {ms * 1000:.0f}" for stage, ms in r["stages_ms"].items())
+        ratio = f"{r['ratio']:.2f}× ({low:.2f}-{high:.2f})"
+        rows.append([
+            r["set"], f"{r['kenning_qps']:.0f}", f"{r['tantivy_qps']:.0f}", ratio, "≥ 0.5×",
+            f"{stages}; outside the stages {r['outside_ms'] * 1000:.0f}",
+        ])  # fmt: skip
+    header = ["set", "kenning q/s", "tantivy q/s", "ratio (passes)", "target", "kenning µs a query, by stage"]
+    return markdown_table(header, rows, align="lrrrll")
+
+
 def write_report(run: dict) -> str:
     lines = [
         "# Benchmarks",
@@ -238,6 +266,17 @@ def write_report(run: dict) -> str:
             *chat_table(run["chat"]),
             "",
         ]
+    if run.get("small") is not None:
+        lines += [
+            "## Speed: warm lexical queries on the small sets",
+            "",
+            "Every query of the set, top 10, in one process on one thread; kenning and tantivy take",
+            "turns, a pass over the queries each, and each row is the median of their passes:",
+            f"`{run['small']['command']}`.",
+            "",
+            *small_table(run["small"]),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -287,6 +326,7 @@ def main() -> int:
     held_out = None if args.quick else folds([str(DATA / name) for name in sets])
     measured = scale(args.scale) if args.scale else None
     chat = scale(args.chat, chat=True) if args.chat else None
+    speed = None if args.quick else small()
     run = {
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
@@ -297,6 +337,7 @@ def main() -> int:
         "folds": held_out,
         "scale": measured,
         "chat": chat,
+        "small": speed,
     }
     if args.quick:  # a check, not the record: printed, nothing rewritten
         print(write_report(run))
