@@ -132,8 +132,3 @@ def parse_timestamp(value: object) -> float | None:
     except (OverflowError, OSError, ValueError):
         return None
     return number
-
-
-def iso_utc(epoch: float) -> str:
-    """ISO 8601 in UTC, for showing times stored as epoch seconds."""
-    return datetime.fromtimestamp(epoch, UTC).isoformat()

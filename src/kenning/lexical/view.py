@@ -229,6 +229,10 @@ class LexicalView:
                 docs = chunks_holding(docs, found[t])
                 if not docs:
                     return docs
+            few = len(words) > 1 and self.analyzer is not None and len(docs) <= PHRASE_TEXT_CHECK
+            if few and self._positions_cheaper_than_text(terms, docs, field):
+                # a small collection's common words, or words whose positions are already read
+                return self._phrase_by_positions(words, docs, field)
             narrowed = False
             if group is loaded and unread and self._positions_first(group, found, docs, field):
                 docs = self._sub_phrase_docs(words, set(loaded), docs, field)
@@ -236,9 +240,8 @@ class LexicalView:
                 if not docs:
                     return docs
             if len(words) > 1 and self.analyzer is not None and len(docs) <= PHRASE_TEXT_CHECK:
-                if self._positions_cheaper_than_text(terms, docs, field):
-                    # a small collection's common words, or words whose positions are already read
-                    return self._phrase_by_positions(words, docs, field)
+                if narrowed and not few and self._positions_cheaper_than_text(terms, docs, field):
+                    return self._phrase_by_positions(words, docs, field)  # few now: as above
                 rarest = sorted(found, key=lambda t: found[t].df)[:2]
                 if not narrowed and len(rarest) == 2 and self._positions_first(rarest, found, docs, field):
                     # the two rarest words at their offsets, from their positions, when that costs less

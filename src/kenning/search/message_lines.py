@@ -14,9 +14,9 @@ still show, without an id or a time; every text is bounded.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from kenning.analysis.analyzer import TOKEN_RE
-from kenning.ingest.source import iso_utc
 
 MAX_MATCHED = 3  # matched messages shown per hit
 CONTEXT = 1  # messages shown before and after each matched one
@@ -24,6 +24,11 @@ MAX_TEXT = 400  # characters of a message shown
 MAX_LINES = 200  # a window's lines read at most
 EARLIEST, LATEST = -6e10, 2.5e11  # epoch seconds a date can be shown for (years 68 to 9892)
 _REPEATS = re.compile(r" \(×\d+\)$")
+
+
+def iso_utc(epoch: float) -> str:
+    """ISO 8601 in UTC, for showing times stored as epoch seconds."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 def is_message_window(meta: object) -> bool:
