@@ -662,18 +662,31 @@ def test_intersected_ids_are_the_ids_every_array_holds(seed, parts):
 
 @native
 @settings(max_examples=300, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 80), k=st.integers(-1, 90), ties=st.booleans())
-def test_top_k_in_c_is_numpys_top_k(seed, n, k, ties):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 80),
+    k=st.integers(-1, 90),
+    ties=st.booleans(),
+    unnumbered=st.booleans(),
+)
+def test_top_k_in_c_is_numpys_top_k(seed, n, k, ties, unnumbered):
     """The same k, in the same order (best first, ties by ascending id), from ids of either width,
-    scores given per id or by chunk id from a corpus-sized array; scores with many ties too."""
+    scores given per id or by chunk id from a corpus-sized array; scores with many ties too, and
+    scores that are not numbers (a damaged input), which rank last by id in both."""
     from kenning.kernels.topk import top_k, top_k_numpy, top_k_of_dense
 
     rng = np.random.default_rng(seed)
     ids = rng.choice(1_000, n, replace=False)
     scores = rng.integers(-2, 3, n) * 0.5 if ties else rng.normal(size=n)
+    if unnumbered:
+        scores[rng.random(n) < 0.3] = np.nan
+        scores[rng.random(n) < 0.1] = -np.inf
     for given_ids in (ids.astype(np.int64), np.sort(ids).astype(np.uint32)):
         got, want = top_k(given_ids, scores, k), top_k_numpy(given_ids, scores, k)
-        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert got[0].tolist() == want[0].tolist() and np.array_equal(got[1], want[1], equal_nan=True)
+    if unnumbered and k > 0 and np.isnan(scores).any() and (~np.isnan(scores)).any():
+        best = top_k(ids, scores, 1)[1][0]
+        assert not np.isnan(best)  # a number always ranks above a score that is not one
     dense = rng.integers(0, 4, 1_000) * 0.25 if ties else rng.random(1_000)
     by_id = np.sort(ids).astype(np.uint32)
     got = top_k_of_dense(by_id, dense, k)
@@ -786,4 +799,72 @@ def test_summed_scores_in_c_are_numpys_to_the_bit(tmp_path, monkeypatch, coordin
             want = view.score(clauses, found, params, allowed)
             monkeypatch.setattr(kernels, "NATIVE", True)
             assert got.dtype == want.dtype and np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    ix.close()
+
+
+@native
+def test_summed_scores_grow_to_the_largest_id_and_leave_unreached_memory_alone():
+    """An id past the size asked for lengthens the scores, as NumPy's bincount does; and chunk ids no
+    posting reaches are never written, so a huge id space (many deleted chunks, or a crafted
+    segment) costs the pages the postings touch, not eight bytes a chunk id."""
+    import resource
+
+    got = kernels.sum_scores(3, [np.array([0, 5], np.uint32)], [np.array([1.0, 2.0])], [1.0], [], None)
+    assert got.tolist() == np.bincount([0, 5], weights=[1.0, 2.0], minlength=3).tolist()
+    size = 1 << 26  # 512 MB of float64 if every page were written
+    ids = np.array([3, 1 << 20, size - 1], dtype=np.uint32)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for coordination in (None, ([0.5], 0.3, 1.0)):
+        matched = [ids] if coordination else []
+        scores = kernels.sum_scores(size, [ids], [np.array([1.0, 2.0, 3.0])], [1.0], matched, coordination)
+        assert len(scores) == size and scores[size - 1] > 0 and scores[4] == 0.0
+        del scores
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 128, grown_mb
+
+
+@native
+def test_a_phrase_check_finds_only_chunks_it_was_given(tmp_path, monkeypatch):
+    """Given some of the index's chunks, a phrase check (of a whole phrase, or of words at offsets
+    past the first, as when some words narrow the candidates) returns only chunks among them, in C
+    as in NumPy: a word nearer a text's start than its offset must not count for the chunk before."""
+    import random
+
+    ix, words = _corpus_index(tmp_path)
+    rng = random.Random(21)
+    with ix.store.reading():
+        view = ix.lexical.view()
+        live = list(view.live)
+        for _ in range(300):
+            phrase = rng.choices(words, k=rng.randint(2, 4))
+            first = rng.choice([0, 1, 2])  # offsets from 1 or 2: the later words of a longer phrase
+            spec = [(word, first + i) for i, word in enumerate(phrase)]
+            given = BitMap(rng.sample(live, len(live) // 3))
+            found = view._phrase_by_positions(spec, given, None)
+            monkeypatch.setattr(kernels, "NATIVE", False)
+            numpy_found = view._phrase_by_positions(spec, given, None)
+            monkeypatch.setattr(kernels, "NATIVE", True)
+            assert found <= given and numpy_found <= given and found == numpy_found, spec
+    ix.close()
+
+
+@native
+def test_a_phrase_whose_rarest_words_never_meet_reads_no_common_words_positions(tmp_path, monkeypatch):
+    """The two rarest words are checked first; when they never stand at their offsets, a common
+    word's positions (megabytes at a million chunks) are not read at all."""
+    import kenning.lexical.view as lexical
+
+    ix, _ = _corpus_index(tmp_path)
+    read = []
+    field_positions = lexical.LexicalView._field_positions
+    monkeypatch.setattr(
+        lexical.LexicalView,
+        "_field_positions",
+        lambda self, seg, term, field: read.append(term) or field_positions(self, seg, term, field),
+    )
+    with ix.store.reading():
+        view = ix.lexical.view()
+        impossible = [("w38", 0), ("w39", 0), ("the", 1)]  # two words at one position: never
+        assert not view._phrase_by_positions(impossible, view.live, None)
+        assert read and "the" not in read
     ix.close()

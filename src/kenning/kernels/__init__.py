@@ -122,10 +122,11 @@ def sum_scores(size: int, ids, scores, weights, matched, coordination) -> np.nda
     """A query's scores over every chunk id: each term's `ids` add its `scores` times its weight, then
     with `coordination` = (a weight per `matched` id array, floor, divisor) each chunk's score is
     multiplied by floor + (1 - floor) x (its matched arrays' weights summed / divisor); what
-    kenning.lexical.view.LexicalView.score computes in NumPy, to the last bit. Call only when NATIVE."""
+    kenning.lexical.view.LexicalView.score computes in NumPy, to the last bit, `size` long or to the
+    largest id. The array starts as zeros the system hands out lazily (as bincount's do), so chunk
+    ids no posting reaches cost no memory. Call only when NATIVE."""
     matched_weights, floor, divisor = coordination if coordination is not None else ((), 1.0, 1.0)
-    raw = _native.sum_scores(
-        int(size),
+    arguments = (
         tuple(_ids(i) for i in ids),
         tuple(np.ascontiguousarray(s, dtype=np.float64) for s in scores),
         tuple(float(w) for w in weights),
@@ -134,7 +135,12 @@ def sum_scores(size: int, ids, scores, weights, matched, coordination) -> np.nda
         float(floor),
         float(divisor),
     )
-    return np.frombuffer(raw, dtype=np.float64)
+    out = np.zeros(int(size))
+    needed = _native.sum_scores(out, *arguments)
+    if needed is not None:  # an id past `size` (NumPy's bincount grows to it too)
+        out = np.zeros(needed)
+        _native.sum_scores(out, *arguments)
+    return out
 
 
 def maxscore(ids, scores, maxima, clauses: int, floor: float, k: int, allowed, weighing=None, held=None):

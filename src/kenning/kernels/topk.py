@@ -11,7 +11,8 @@ from kenning import kernels
 
 
 def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k best (ids, scores), best first, ties by ascending id; int64 ids, float64 scores."""
+    """The k best (ids, scores), best first, ties by ascending id (a score that is not a number
+    ranks last); int64 ids, float64 scores."""
     native = kernels.top_k(ids, scores, k)
     if native is not None:
         return native
@@ -34,6 +35,10 @@ def top_k_numpy(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray
     k = min(k, len(ids))
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
+    unnumbered = np.isnan(scores)
+    if unnumbered.any():  # a damaged input: a score that is not a number ranks below every number
+        order = np.lexsort((ids, -np.where(unnumbered, 0.0, scores), unnumbered))[:k]
+        return ids[order], scores[order]
     if k < len(ids):
         # argpartition leaves an arbitrary few of the chunks tied with the k-th best; take the lowest
         # ids among them, so the top k does not depend on the order the candidates came in

@@ -335,15 +335,27 @@ class LexicalView:
 
     def _phrase_by_positions_native(self, rarest_first, wanted: np.ndarray, field: str | None) -> BitMap:
         """`_phrase_by_positions` in C (kenning.kernels.phrase_chunks): a chunk lies in one segment,
-        so each segment's and field's positions are checked on their own and the chunks found joined."""
+        so each segment's and field's positions are checked on their own and the chunks found joined.
+        The words are read rarest first: a word the segment lacks ends it, and the two rarest narrow
+        the chunks before the others' positions are read (a stopword's fill megabytes at a million
+        chunks, and the rarest two seldom stand side by side)."""
         matched = BitMap()
         for f in [field] if field else ["title", "body"]:
             for seg_id in self.snapshot.segment_ids:
-                entries = [self._field_positions(seg_id, term, f) for term, _ in rarest_first]
-                if any(entry is None for entry in entries):
-                    continue  # a word this segment does not hold in this field: none of its chunks
-                words = [(*entry, offset) for entry, (_, offset) in zip(entries, rarest_first, strict=True)]
-                matched.update(kernels.phrase_chunks(wanted, words))
+                here: np.ndarray | None = wanted
+                words = []
+                for term, offset in rarest_first:
+                    entry = self._field_positions(seg_id, term, f)
+                    if entry is None:
+                        here = None  # a word this segment does not hold in this field: none of its chunks
+                        break
+                    words.append((*entry, offset))
+                    if len(words) == 2 and len(rarest_first) > 2:
+                        here = kernels.phrase_chunks(here, words)
+                        if not len(here):
+                            break
+                if here is not None and len(here):
+                    matched.update(kernels.phrase_chunks(here, words))
         return matched
 
     def _phrase_in_text(self, words: list[tuple[str, int]], docs: BitMap, field: str | None) -> BitMap:
@@ -674,7 +686,11 @@ def _occurrence_keys(entry, wanted: np.ndarray, offset: int) -> np.ndarray:
     starts = _starts_at(tf, at)
     first = np.repeat(starts, lengths)
     within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return (np.repeat(owners, lengths) << 32) + positions[first + within].astype(np.int64) - offset
+    start = positions[first + within].astype(np.int64) - offset
+    # a word nearer the text's start than its offset starts no phrase there (and its key would name
+    # the chunk before it)
+    keep = start >= 0
+    return (np.repeat(owners, lengths)[keep] << 32) + start[keep]
 
 
 def _starts_at(tf: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -16,8 +16,9 @@ const char phrase_chunks_doc[] = PyDoc_STR(
     "offset) per word, one segment and one field each: the word's postings' uint32 chunk ids\n"
     "(ascending), their term frequencies in that field (one or two bytes each, or empty when all\n"
     "zero), the positions (two or four bytes each, a posting's ascending, the postings' in id order)\n"
-    "and the word's offset in the phrase. The first word's positions give the starts to try: put the\n"
-    "rarest first. Raises IndexError when the frequencies count more positions than there are.");
+    "and the word's offset in the phrase. The first word's positions give the starts to try (none\n"
+    "before the text's start): put the rarest first. Raises IndexError when the frequencies count\n"
+    "more positions than there are.");
 
 typedef struct {
     const uint32_t *ids;
@@ -139,6 +140,8 @@ PyObject *phrase_chunks(PyObject *self, PyObject *args)
         int match = 0;
         for (Py_ssize_t p = lo[0]; p < hi[0] && !match; p++) {
             long long start = position_at(&words[0], p) - words[0].offset;
+            if (start < 0)
+                continue; /* the word stands nearer the text's start than its offset: no phrase */
             match = 1;
             for (Py_ssize_t w = 1; w < n_words && match; w++)
                 match = holds(&words[w], lo[w], hi[w], start + words[w].offset);

@@ -260,8 +260,17 @@ typedef struct {
     int64_t id;
 } Scored;
 
-/* a is worse than b: a lower score, or the same score and a higher id (ties go to the lower id) */
-static int worse(Scored a, Scored b) { return a.score < b.score || (a.score == b.score && a.id > b.id); }
+/* a is worse than b: a lower score, or the same score and a higher id (ties go to the lower id); a
+ * score that is not a number is below every number (a damaged input ranks last, whatever its order) */
+static int worse(Scored a, Scored b)
+{
+    int a_nan = a.score != a.score, b_nan = b.score != b.score;
+    if (a_nan != b_nan)
+        return a_nan;
+    if (a_nan)
+        return a.id > b.id;
+    return a.score < b.score || (a.score == b.score && a.id > b.id);
+}
 
 static inline void swap(Scored *heap, Py_ssize_t a, Py_ssize_t b)
 {
@@ -872,13 +881,15 @@ done:
 /* ---------------------------------------------------------------- summed scores */
 
 const char sum_scores_doc[] = PyDoc_STR(
-    "sum_scores(size, ids, scores, weights, matched, matched_weights, floor, divisor) -> bytearray\n\n"
-    "A query's BM25 scores over every chunk id (float64, at least `size` of them, more if an id\n"
-    "needs it), as kenning.lexical.view.LexicalView.score sums them in NumPy, to the last bit: each\n"
-    "term's postings' `ids` (uint32) add their `scores` (float64) times the term's weight, term by\n"
-    "term; then, with coordination (`matched` not empty), each chunk's score is multiplied by\n"
+    "sum_scores(out, ids, scores, weights, matched, matched_weights, floor, divisor) -> None or int\n\n"
+    "A query's BM25 scores over every chunk id, as kenning.lexical.view.LexicalView.score sums them\n"
+    "in NumPy, to the last bit, written into `out` (float64, zeros, one per chunk id): each term's\n"
+    "postings' `ids` (uint32) add their `scores` (float64) times the term's weight, term by term;\n"
+    "then, with coordination (`matched` not empty), each chunk's score is multiplied by\n"
     "floor + (1 - floor) x (held / divisor), where held sums `matched_weights` over the `matched` id\n"
-    "arrays holding the chunk.");
+    "arrays holding the chunk. Returns the length `out` needs, writing nothing, when an id lies past\n"
+    "it. A zero score that the product leaves zero is not written: pages of `out` that no posting\n"
+    "reaches stay unallocated, as they do in NumPy's bincount.");
 
 /* the largest id of some uint32 arrays, plus one (0 for none) */
 static Py_ssize_t ids_end(Py_buffer *views, Py_ssize_t n)
@@ -895,10 +906,9 @@ static Py_ssize_t ids_end(Py_buffer *views, Py_ssize_t n)
 
 PyObject *sum_scores(PyObject *self, PyObject *args)
 {
-    Py_ssize_t size;
-    PyObject *ids_obj, *scores_obj, *weights_obj, *matched_obj, *matched_weights_obj;
+    PyObject *out_obj, *ids_obj, *scores_obj, *weights_obj, *matched_obj, *matched_weights_obj;
     double floor, divisor;
-    if (!PyArg_ParseTuple(args, "nO!O!O!O!O!dd", &size, &PyTuple_Type, &ids_obj, &PyTuple_Type, &scores_obj,
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!dd", &out_obj, &PyTuple_Type, &ids_obj, &PyTuple_Type, &scores_obj,
                           &PyTuple_Type, &weights_obj, &PyTuple_Type, &matched_obj, &PyTuple_Type,
                           &matched_weights_obj, &floor, &divisor))
         return NULL;
@@ -908,12 +918,19 @@ PyObject *sum_scores(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "sum_scores: one score array and weight per id array expected");
         return NULL;
     }
+    Py_buffer out_view;
+    if (PyObject_GetBuffer(out_obj, &out_view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return NULL;
     Py_buffer *views = PyMem_Calloc(2 * n_terms + n_matched + 1, sizeof(Py_buffer));
     double *held = NULL;
-    PyObject *out = NULL;
+    PyObject *result = NULL;
     Py_ssize_t got = 0;
     if (views == NULL) {
         PyErr_NoMemory();
+        goto done;
+    }
+    if (out_view.itemsize != 8 && out_view.len > 0) {
+        PyErr_SetString(PyExc_TypeError, "sum_scores: out holds float64");
         goto done;
     }
     for (Py_ssize_t t = 0; t < n_terms; t++, got++) /* ids at [0, n_terms), scores after them */
@@ -931,14 +948,15 @@ PyObject *sum_scores(PyObject *self, PyObject *args)
     for (Py_ssize_t m = 0; m < n_matched; m++, got++)
         if (get_buffer(PyTuple_GET_ITEM(matched_obj, m), &views[got], 4, "matched") < 0)
             goto done;
+    Py_ssize_t size = out_view.len / 8;
     Py_ssize_t end = ids_end(views, n_terms), matched_end = ids_end(views + 2 * n_terms, n_matched);
-    if (end < size)
-        end = size;
-    out = PyByteArray_FromStringAndSize(NULL, 8 * end);
-    if (out == NULL)
+    if (matched_end > end)
+        end = matched_end;
+    if (end > size) { /* NumPy's arrays grow to the largest id: the caller gives a longer `out` */
+        result = PyLong_FromSsize_t(end);
         goto done;
-    double *scores = (double *)PyByteArray_AS_STRING(out);
-    memset(scores, 0, 8 * end);
+    }
+    double *scores = (double *)out_view.buf;
     for (Py_ssize_t t = 0; t < n_terms; t++) {
         double weight = PyFloat_AsDouble(PyTuple_GET_ITEM(weights_obj, t));
         if (weight == -1.0 && PyErr_Occurred())
@@ -949,14 +967,7 @@ PyObject *sum_scores(PyObject *self, PyObject *args)
             scores[ids[i]] += weight == 1.0 ? values[i] : values[i] * weight;
     }
     if (n_matched) {
-        if (matched_end > end) { /* NumPy's score array then grows to the coordination's ids */
-            if (PyByteArray_Resize(out, 8 * matched_end) < 0)
-                goto done;
-            scores = (double *)PyByteArray_AS_STRING(out);
-            memset(scores + end, 0, 8 * (matched_end - end));
-            end = matched_end;
-        }
-        held = PyMem_Calloc(end + 1, sizeof(double));
+        held = PyMem_Calloc(size + 1, sizeof(double));
         if (held == NULL) {
             PyErr_NoMemory();
             goto done;
@@ -969,12 +980,18 @@ PyObject *sum_scores(PyObject *self, PyObject *args)
             for (Py_ssize_t i = 0; i < views[2 * n_terms + m].len / 4; i++)
                 held[ids[i]] += w;
         }
-        for (Py_ssize_t i = 0; i < end; i++)
-            scores[i] *= floor + (1.0 - floor) * (held[i] / divisor);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            double factor = floor + (1.0 - floor) * (held[i] / divisor);
+            if (scores[i] == 0.0 && !signbit(scores[i]) && isfinite(factor) && factor >= 0.0)
+                continue; /* +0 times that is +0: the page is left as it is */
+            scores[i] *= factor;
+        }
     }
+    result = Py_NewRef(Py_None);
 done:
     release_views(views, got);
+    PyBuffer_Release(&out_view);
     PyMem_Free(views);
     PyMem_Free(held);
-    return result_or_error(out);
+    return result_or_error(result);
 }
