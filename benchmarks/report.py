@@ -124,8 +124,14 @@ def scale(tier: str, chat: bool = False) -> dict:
     command += (
         ["--shape", "chat", "--reindex-runs", "1", "--reindex-steps", "1"] if chat else ["--no-reindex"]
     )
+    return run_tool(command)
+
+
+def run_tool(command: list[str]) -> dict:
+    """A benchmark script run with --json in its own process: the command as a reader reruns it, and
+    what it printed."""
     done = subprocess.run(command, capture_output=True, text=True, check=True)
-    shown = " ".join(["python benchmarks/scale.py", *command[2:]])
+    shown = " ".join(["python", str(Path(command[1]).relative_to(ROOT)), *command[2:]])
     return {"command": shown, "result": json.loads(done.stdout)}
 
 
@@ -183,12 +189,7 @@ def chat_table(measured: dict) -> list[str]:
 def small() -> dict:
     """benchmarks/bench_small.py on the three small sets, in its own process: warm lexical queries a
     second against tantivy's, and kenning's time per stage."""
-    command = [sys.executable, str(ROOT / "benchmarks" / "bench_small.py"), "--passes", "7", "--json"]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return {
-        "command": " ".join(["python benchmarks/bench_small.py", *command[2:]]),
-        "result": json.loads(done.stdout),
-    }
+    return run_tool([sys.executable, str(ROOT / "benchmarks" / "bench_small.py"), "--passes", "7", "--json"])
 
 
 def small_table(measured: dict) -> list[str]:
@@ -205,6 +206,44 @@ def small_table(measured: dict) -> list[str]:
         ])  # fmt: skip
     header = ["set", "kenning q/s", "tantivy q/s", "ratio (passes)", "target", "kenning µs a query, by stage"]
     return markdown_table(header, rows, align="lrrrll")
+
+
+# the page's measured sections after quality: (the run's key, heading, what it measures, its table)
+MEASURED_SECTIONS = [
+    (
+        "scale",
+        "Scale: kenning against tantivy",
+        [
+            "A synthetic corpus drawn from the dev sets' statistics, 400 queries, each measurement in",
+            "its own process; benchmarks/scale.py says what each figure is:",
+        ],
+        scale_table,
+    ),
+    (
+        "chat",
+        "Scale: chat-sized messages",
+        [
+            "Messages of 3 to 40 words in conversations (a title, a sender and a time each), queries of",
+            "1 to 3 words, a quarter of them with a 30-day date range; kenning reads the logs as windows",
+            "of 4 messages (stride 2), tantivy indexes each message with its fields stored:",
+        ],
+        chat_table,
+    ),
+    (
+        "small",
+        "Speed: warm lexical queries on the small sets",
+        [
+            "Every query of the set, top 10, in one process on one thread; kenning and tantivy take",
+            "turns, a pass over the queries each, and each row is the median of their passes:",
+        ],
+        small_table,
+    ),
+]
+
+
+def section(title: str, prose: list[str], command: str, table: list[str]) -> list[str]:
+    """A measured section of the page: its heading, what it measures, the command, the table."""
+    return [f"## {title}", "", *prose, f"`{command}`.", "", *table, ""]
 
 
 def write_report(run: dict) -> str:
@@ -243,40 +282,9 @@ def write_report(run: dict) -> str:
             *folds_table(run["folds"]),
             "",
         ]
-    if run["scale"] is not None:
-        lines += [
-            "## Scale: kenning against tantivy",
-            "",
-            "A synthetic corpus drawn from the dev sets' statistics, 400 queries, each measurement in",
-            "its own process; benchmarks/scale.py says what each figure is:",
-            f"`{run['scale']['command']}`.",
-            "",
-            *scale_table(run["scale"]),
-            "",
-        ]
-    if run.get("chat") is not None:
-        lines += [
-            "## Scale: chat-sized messages",
-            "",
-            "Messages of 3 to 40 words in conversations (a title, a sender and a time each), queries of",
-            "1 to 3 words, a quarter of them with a 30-day date range; kenning reads the logs as windows",
-            "of 4 messages (stride 2), tantivy indexes each message with its fields stored:",
-            f"`{run['chat']['command']}`.",
-            "",
-            *chat_table(run["chat"]),
-            "",
-        ]
-    if run.get("small") is not None:
-        lines += [
-            "## Speed: warm lexical queries on the small sets",
-            "",
-            "Every query of the set, top 10, in one process on one thread; kenning and tantivy take",
-            "turns, a pass over the queries each, and each row is the median of their passes:",
-            f"`{run['small']['command']}`.",
-            "",
-            *small_table(run["small"]),
-            "",
-        ]
+    for key, title, prose, table in MEASURED_SECTIONS:
+        if run.get(key) is not None:
+            lines += section(title, prose, run[key]["command"], table(run[key]))
     return "\n".join(lines)
 
 

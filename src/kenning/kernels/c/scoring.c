@@ -306,6 +306,29 @@ static void sift_up(Scored *heap, Py_ssize_t i)
     }
 }
 
+/* offer `entry` to a heap of the k best kept so far (`*size` of them) */
+static inline void heap_offer(Scored *heap, Py_ssize_t *size, Py_ssize_t k, Scored entry)
+{
+    if (*size < k) {
+        heap[*size] = entry;
+        sift_up(heap, (*size)++);
+    } else if (worse(heap[0], entry)) {
+        heap[0] = entry;
+        sift_down(heap, *size, 0);
+    }
+}
+
+/* empty a heap of `size` into ids and scores, best first (the worst comes off first) */
+static void heap_drain(Scored *heap, Py_ssize_t size, int64_t *ids, double *scores)
+{
+    for (Py_ssize_t at = size - 1; at >= 0; at--) {
+        ids[at] = heap[0].id;
+        scores[at] = heap[0].score;
+        heap[0] = heap[--size];
+        sift_down(heap, size, 0);
+    }
+}
+
 /* the cursor moved to its first posting >= id (galloping, then binary search) */
 static void seek(Cursor *c, int64_t id)
 {
@@ -710,14 +733,7 @@ PyObject *maxscore(PyObject *self, PyObject *args)
                     if (floor < 1.0)
                         score *= coordination(floor, exact_held, whole);
                     scored++;
-                    Scored entry = {score, id};
-                    if (size < k) {
-                        heap[size] = entry;
-                        sift_up(heap, size++);
-                    } else if (worse(heap[0], entry)) {
-                        heap[0] = entry;
-                        sift_down(heap, size, 0);
-                    }
+                    heap_offer(heap, &size, k, (Scored){score, id});
                     if (size == k) /* lists whose chunks alone cannot reach the k-th best stop being essential */
                         while (essential_from < lists && bound[essential_from + 1] < heap[0].score)
                             essential_from++;
@@ -740,14 +756,7 @@ PyObject *maxscore(PyObject *self, PyObject *args)
             Py_XDECREF(out_scores);
             goto done;
         }
-        int64_t *oi = (int64_t *)PyBytes_AS_STRING(out_ids);
-        double *os = (double *)PyBytes_AS_STRING(out_scores);
-        for (Py_ssize_t i = n - 1; i >= 0; i--) {
-            oi[i] = heap[0].id;
-            os[i] = heap[0].score;
-            heap[0] = heap[--size];
-            sift_down(heap, size, 0);
-        }
+        heap_drain(heap, n, (int64_t *)PyBytes_AS_STRING(out_ids), (double *)PyBytes_AS_STRING(out_scores));
         Py_ssize_t essential_terms = 0; /* the terms with a list still essential at the end */
         for (Py_ssize_t t = 0; t < terms; t++)
             for (Py_ssize_t j = essential_from; j < lists; j++)
@@ -847,27 +856,13 @@ PyObject *top_k(PyObject *self, PyObject *args)
             score = scores[id];
         } else
             score = scores[i];
-        Scored item = {score, id};
-        if (size < k) {
-            heap[size] = item;
-            sift_up(heap, size++);
-        } else if (worse(heap[0], item)) {
-            heap[0] = item;
-            sift_down(heap, size, 0);
-        }
+        heap_offer(heap, &size, k, (Scored){score, id});
     }
     out_ids = PyBytes_FromStringAndSize(NULL, 8 * size);
     out_scores = PyBytes_FromStringAndSize(NULL, 8 * size);
     if (out_ids == NULL || out_scores == NULL)
         goto done;
-    int64_t *got_ids = (int64_t *)PyBytes_AS_STRING(out_ids);
-    double *got_scores = (double *)PyBytes_AS_STRING(out_scores);
-    for (Py_ssize_t at = size - 1; at >= 0; at--) { /* the worst comes off the heap first */
-        got_ids[at] = heap[0].id;
-        got_scores[at] = heap[0].score;
-        heap[0] = heap[--size];
-        sift_down(heap, size, 0);
-    }
+    heap_drain(heap, size, (int64_t *)PyBytes_AS_STRING(out_ids), (double *)PyBytes_AS_STRING(out_scores));
     out = PyTuple_Pack(2, out_ids, out_scores);
 done:
     Py_XDECREF(out_ids);
