@@ -8,6 +8,7 @@ Both optional: where they cannot be compiled, kenning computes the same in Pytho
 from setuptools import Extension, setup
 
 KERNELS = "src/kenning/kernels/c"  # kenning.kernels._native's sources, a file per concern
+KERNEL_FILES = ("module", "postings", "scoring", "phrases", "rows", "idcodec")
 
 setup(
     ext_modules=[
@@ -19,7 +20,7 @@ setup(
         ),
         Extension(
             "kenning.kernels._native",
-            [f"{KERNELS}/{name}.c" for name in ("module", "postings", "scoring", "phrases", "rows")],
+            [f"{KERNELS}/{name}.c" for name in KERNEL_FILES],
             depends=[f"{KERNELS}/kernels.h"],  # rebuilt when it changes; and shipped in the sdist
             # no fused multiply-add: the scores must equal NumPy's to the last bit; the files' shared
             # functions stay inside the extension (only PyInit__native is exported)

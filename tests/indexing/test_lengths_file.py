@@ -12,6 +12,7 @@ from kenning import Index
 from kenning.indexing.writer import IndexWriter
 from kenning.lexical.view import LexicalView
 from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
+from kenning.store.sqlite import packs
 
 
 def _notes(root, count, start=0):
@@ -130,7 +131,10 @@ def test_term_counts_come_from_row_sizes_and_count_deleted_chunks_until_a_merge(
     rows too), never from reading postings, over every chunk the segments hold, deleted ones included
     until a merge drops them (as Lucene counts df); scoring keeps the live postings' df."""
     root = tmp_path / "notes"
-    _notes(root, 80)  # "harbour" in all 80: a row of its own (over 256 bytes), the rarer ones packed
+    # "harbour" in all 80: a row of its own (its ids pack to a few bytes: 245 in all, over the 128
+    # this test packs up to), the rarer ones packed
+    monkeypatch.setattr(packs, "PACK_ROW_BYTES", 128)
+    _notes(root, 80)
     terms = ["harbour", "lantern", "mill", "gate", "lamp", "keep", "late", "note", "absent"]
     asked = []
     postings = LexicalView.postings

@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kenning.store.compact import _varint, id_count, pack_ids, unpack_ids
+
 ENTRY = [sys.executable, "-m", "kenning.surfaces.entry"]
 RSS_BOUND_MB = 1024
 ADDRESS_SPACE = 6 << 30  # each command's limit: far above what it needs, far below the machine
@@ -277,8 +279,21 @@ def _each_row(db, table: str, column: str, change) -> None:
 
 
 def _ids(change):
-    """A change to every long posting row's chunk ids (uint32 array in, array out)."""
-    return lambda blob: change(np.frombuffer(blob, dtype="<u4").copy()).astype("<u4").tobytes()
+    """A change to every long posting row's chunk ids (uint32 array in, array out), stored back four
+    bytes each (they are read packed by their gaps or so)."""
+    return lambda blob: change(unpack_ids(blob).copy()).astype("<u4").tobytes()
+
+
+def _packed_count(count: int):
+    """Every long posting row's chunk ids packed, their count replaced by `count`."""
+
+    def change(blob: bytes) -> bytes:
+        packed = pack_ids(unpack_ids(blob).astype("<u4").tobytes())
+        rest = packed[len(_varint(id_count(packed))) :]
+        out = _varint(count) + rest
+        return out if len(out) % 4 else out + b"\x00"
+
+    return change
 
 
 def _zstd_bomb(size: int, stated: bool = False) -> bytes:
@@ -596,6 +611,14 @@ CASES = [
     ),
     # ---- long posting rows
     Case("postings: ids cut mid-id", _db(lambda db: _each_row(db, "postings", "ids", lambda b: b[:-1]))),
+    Case(
+        "postings: packed ids claiming 2**31",
+        _db(lambda db: _each_row(db, "postings", "ids", _packed_count(2**31))),
+    ),
+    Case(
+        "postings: packed ids claiming one more",
+        _db(lambda db: _each_row(db, "postings", "ids", lambda b: _packed_count(id_count(b) + 1)(b))),
+    ),
     Case(
         "postings: ids descending", _db(lambda db: _each_row(db, "postings", "ids", _ids(lambda a: a[::-1])))
     ),

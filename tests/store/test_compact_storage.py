@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import zstandard
 
-from kenning import Index
+from kenning import Index, kernels
+from kenning.store import compact
 from kenning.store.checksum import posting_digest
 from kenning.store.compact import (
     decode_posting_row,
@@ -19,9 +20,10 @@ from kenning.store.compact import (
     pack_frequencies,
     pack_positions,
     unpack_frequencies,
+    unpack_ids,
     unpack_positions,
 )
-from kenning.store.errors import StorageError
+from kenning.store.errors import IndexDamaged, StorageError
 from kenning.store.field_lengths import pack_lengths, unpack_lengths, unpack_lengths_into
 from kenning.store.records import SegmentColumns
 from kenning.store.sqlite import packs
@@ -48,6 +50,69 @@ def test_positions_round_trip_in_their_narrowest_width(high):
     assert len(blob) == (6 if high < 65536 else 12)
     assert unpack_positions(blob, 3).tolist() == positions.tolist()
     assert unpack_positions(positions.tobytes(), 3).tolist() == positions.tolist()  # the wide form
+
+
+def _ascending(rng, n: int, spread: int) -> np.ndarray:
+    """`n` ascending chunk ids whose gaps reach up to `spread`, below 2**32."""
+    gaps = rng.integers(1, spread + 1, size=n, dtype=np.uint64)
+    ids = np.cumsum(gaps) + np.uint64(rng.integers(0, 1000))
+    return ids[ids < 2**32].astype("<u4")
+
+
+@pytest.mark.parametrize("spread", [1, 2, 300, 70_000, 2**24])
+@pytest.mark.parametrize("n", [1, 2, 3, 127, 128, 129, 257, 2000])
+def test_chunk_ids_pack_by_their_gaps_the_same_in_c_and_numpy_and_read_back(n, spread):
+    ids = _ascending(np.random.default_rng(n * 7 + spread), n, spread)
+    wide = ids.tobytes()
+    packed = compact.pack_ids(wide)
+    if kernels.NATIVE:
+        assert packed == compact._pack_ids(wide)  # the C loop writes NumPy's bytes
+    if packed != wide:
+        assert len(packed) < len(wide) and len(packed) % 4 != 0  # told apart by length alone
+    else:
+        assert spread >= 70_000 or n == 1  # only wide gaps (or one id) leave ids as they were
+    for read in (compact.unpack_ids, compact._unpack_ids if packed != wide else compact.unpack_ids):
+        assert read(packed).tolist() == ids.tolist()
+    assert compact.id_count(packed) == len(ids) == compact.id_count(packed[:5], len(packed))
+
+
+def test_consecutive_ids_pack_to_a_few_bytes_and_ids_out_of_order_stay_wide():
+    packed = compact.pack_ids(np.arange(10, 100_010, dtype="<u4").tobytes())
+    # the count, the first id, then 782 blocks of gaps of width 0 (a byte each, nothing after it)
+    assert packed == compact._varint(100_000) + bytes([10]) + bytes(782)
+    assert compact.unpack_ids(packed).tolist() == list(range(10, 100_010))
+    unordered = np.array([5, 3, 9], dtype="<u4").tobytes()
+    assert compact.pack_ids(unordered) == unordered
+    repeated = np.array([3, 3, 9, 12, 20, 40], dtype="<u4").tobytes()
+    assert compact.pack_ids(repeated) == repeated
+
+
+def _damaged_forms() -> dict[str, bytes]:
+    good = compact._pack_ids(np.arange(0, 3000, 7, dtype="<u4").tobytes())
+    width_at = len(compact._varint(429)) + 1  # the first block's width byte, after count and first id
+    padded = next(
+        p
+        for k in range(2, 400)
+        if len(p := compact._pack_ids(np.arange(0, 3 * k, 3, dtype="<u4").tobytes())) % 4 == 1
+    )
+    return {
+        "cut short": good[:-3] if len(good[:-3]) % 4 else good[:-2],
+        "a width past 32": good[:width_at] + bytes([33]) + good[width_at + 1 :],
+        "a count the bytes cannot hold": compact._varint(2**31) + b"\x01\x00",
+        "no count": b"\xff\xff\xff",
+        "a pad byte that is not zero": padded[:-1] + b"\x07",
+        "bytes after the ids": good + b"\x00\x00\x00\x00",
+        "ids past 2**32": compact._varint(2) + compact._varint(2**32 - 1) + b"\x00",
+    }
+
+
+@pytest.mark.parametrize("case", list(_damaged_forms()))
+def test_packed_ids_kenning_did_not_write_are_damaged_in_c_and_numpy(case):
+    blob = _damaged_forms()[case]
+    assert len(blob) % 4 != 0
+    for read in (compact.unpack_ids, compact._unpack_ids):
+        with pytest.raises(IndexDamaged):
+            read(blob)
 
 
 QUERIES = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
@@ -83,12 +148,14 @@ def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
             "SELECT segment_id, term, ids, tf_title, tf_body, pos_title, pos_body FROM postings"
         )
         for seg, term, ids, tft, tfb, pt, pb in rows.fetchall():
-            n = len(ids) // 4
+            ids = unpack_ids(ids)
+            n = len(ids)
             wide_tft, wide_tfb = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
             conn.execute(
-                "UPDATE postings SET tf_title=?, tf_body=?, pos_title=?, pos_body=?"
+                "UPDATE postings SET ids=?, tf_title=?, tf_body=?, pos_title=?, pos_body=?"
                 " WHERE segment_id=? AND term=?",
                 (
+                    ids.astype("<u4").tobytes(),
                     wide_tft.astype(np.uint16).tobytes(),
                     wide_tfb.astype(np.uint16).tobytes(),
                     unpack_positions(pt, int(wide_tft.sum())).astype(np.uint32).tobytes(),
@@ -98,7 +165,9 @@ def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
                 ),
             )
         widened = conn.execute("SELECT length(tf_body) FROM postings WHERE term='key'").fetchone()[0]
+        packed = conn.execute("SELECT count(*) FROM postings WHERE length(ids) % 4 != 0").fetchone()[0]
     assert widened == 2  # one posting, two bytes: the wide form is really what is read below
+    assert packed == 0
     assert _rankings(path) == before
     assert main(["verify", "--index", str(path)]) == 0, capsys.readouterr().out
 

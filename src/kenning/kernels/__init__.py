@@ -6,7 +6,7 @@ nothing is to be dropped, else joined from its segments), roaring bitmaps of ids
 query's terms, MaxScore top-k weighing the postings it visits, and the chunks holding a phrase on
 its words' stored positions; on the write path (rows.c) the encoding
 of a segment's rows with their digests, the joining of merged segments' rows and the packing of a
-range's short rows.
+range's short rows; on both (idcodec.c) a row's chunk ids packed by their gaps and read back.
 
 The first query that meets a common term pays these over every posting (~300k at a million
 chunks): in NumPy ~10 array passes for the scores, a concatenation, mask and widenings for the
@@ -243,3 +243,16 @@ def pack_rows(encoded: list, packed_type, max_row_bytes: int, max_rows: int, max
     if _native is None:
         return None
     return _native.pack_rows(encoded, packed_type, max_row_bytes, max_rows, max_bytes, row_memory)
+
+
+def pack_ids(wide: bytes) -> bytes | None:
+    """Ascending chunk ids (little-endian uint32 bytes) packed by their gaps
+    (kenning.store.compact.pack_ids), or the same bytes when that is no shorter; None without the C
+    module."""
+    return None if _native is None else _native.pack_ids(wide)
+
+
+def unpack_ids(blob) -> np.ndarray | None:
+    """A posting row's stored chunk ids as uint32 (ValueError for bytes kenning does not write); None
+    without the C module."""
+    return None if _native is None else np.frombuffer(_native.unpack_ids(blob), dtype=np.uint32)

@@ -42,6 +42,18 @@ PyObject *join_rows(PyObject *self, PyObject *args);
 PyObject *pack_rows(PyObject *self, PyObject *args);
 extern const char encode_rows_doc[], join_rows_doc[], pack_rows_doc[];
 
+/* idcodec.c: a posting row's chunk ids packed by their gaps, on both paths */
+PyObject *pack_ids(PyObject *self, PyObject *arg);
+PyObject *unpack_ids(PyObject *self, PyObject *arg);
+extern const char pack_ids_doc[], unpack_ids_doc[];
+/* the codec itself, for rows.c: a bound on a packed form's size; the packed form of `n` ascending
+ * little-endian ids written to `out` and its length, or 0 when it would be no shorter (or they do not
+ * ascend); a stored form's count (-1 with ValueError); a stored form's ids (0, or -1 with ValueError) */
+size_t ids_packed_bound(size_t n);
+size_t ids_pack(const unsigned char *le_ids, size_t n, unsigned char *out);
+Py_ssize_t ids_count(const unsigned char *blob, size_t len);
+int ids_unpack(const unsigned char *blob, size_t len, uint32_t *out, size_t n);
+
 /* `obj` as a C-contiguous buffer of `itemsize`-byte items, held in `view` (released by the caller) */
 static inline int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *name)
 {

@@ -6,6 +6,7 @@
  *               a query's scores summed over every chunk
  *   phrases.c   phrases on stored positions on the query path: the chunks holding a phrase
  *   rows.c      posting rows on the write path: a new segment's, merged segments' joined, packs
+ *   idcodec.c   a posting row's chunk ids packed by their gaps, and read back
  * This file is the module: its table of functions.
  */
 #include "kernels.h"
@@ -24,6 +25,8 @@ static PyMethodDef kernel_methods[] = {
     {"encode_rows", encode_rows, METH_VARARGS, encode_rows_doc},
     {"join_rows", join_rows, METH_VARARGS, join_rows_doc},
     {"pack_rows", pack_rows, METH_VARARGS, pack_rows_doc},
+    {"pack_ids", pack_ids, METH_O, pack_ids_doc},
+    {"unpack_ids", unpack_ids, METH_O, unpack_ids_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -129,13 +129,26 @@ static PyObject *row_pair(PyObject *term, PyObject *columns[5], PyObject *digest
     return pair;
 }
 
+/* A row's stored ids column from `n` ascending little-endian ids: packed by their gaps when that is
+ * shorter (idcodec.c), else as they are. */
+static PyObject *stored_ids(const unsigned char *le_ids, size_t n, Buf *scratch)
+{
+    scratch->len = 0;
+    if (buf_reserve(scratch, ids_packed_bound(n)) < 0)
+        return NULL;
+    size_t size = ids_pack(le_ids, n, scratch->data);
+    return size ? PyBytes_FromStringAndSize((const char *)scratch->data, (Py_ssize_t)size)
+                : PyBytes_FromStringAndSize((const char *)le_ids, (Py_ssize_t)(4 * n));
+}
+
 /* ---------------------------------------------------------------- encoding a segment's rows */
 
 const char encode_rows_doc[] = PyDoc_STR(
     "encode_rows(terms, bounds, columns, kinds) -> [((term, ids, tf_title, tf_body,\n"
     "pos_title, pos_body), digest), ...]\n\n"
     "kenning.store.compact.encode_posting_rows' loop: each term's row as slices of its columns\n"
-    "in the narrowest width its kind says, and its digest, blake2b (16 bytes) of the term's\n"
+    "in the narrowest width its kind says (its ids packed by their gaps when shorter), and its\n"
+    "digest, blake2b (16 bytes) of the term's\n"
     "UTF-8 (surrogatepass), then per column its count (8 bytes little-endian) and its wide\n"
     "bytes. bounds: int64 posting, title-position and body-position bounds (terms + 1 each);\n"
     "columns: bytes of ids\n"
@@ -217,7 +230,7 @@ PyObject *encode_rows(PyObject *self, PyObject *args)
         /* the row: each column in the width its kind says (kenning.store.compact) */
         PyObject *columns[5] = {NULL, NULL, NULL, NULL, NULL};
         if (digest != NULL) {
-            columns[0] = PyBytes_FromStringAndSize((const char *)ids + 4 * p0, 4 * np_);
+            columns[0] = stored_ids(ids + 4 * p0, np_, &scratch);
             columns[1] = k_tft[i] == 2   ? PyBytes_FromStringAndSize((const char *)tft_w + 2 * p0, 2 * np_)
                          : k_tft[i] == 1 ? PyBytes_FromStringAndSize((const char *)tft_1 + p0, np_)
                                          : PyBytes_FromStringAndSize(NULL, 0);
@@ -254,20 +267,25 @@ static int is_dead(uint32_t id, const uint32_t *dead, Py_ssize_t n_dead)
 
 /* One stored row's columns appended to the wide buffers (ids u32, tf u16, positions u32, little-endian),
  * as kenning.store.compact._wide_columns reads them, without the postings of `dead` chunks (sorted);
- * -1 with ValueError when the lengths do not fit together. */
-static int widen_row(PyObject *raw, Buf wide[5], const uint32_t *dead, Py_ssize_t n_dead)
+ * -1 with ValueError when the lengths do not fit together. `unpacked`: room for packed ids read back. */
+static int widen_row(PyObject *raw, Buf wide[5], const uint32_t *dead, Py_ssize_t n_dead, Buf *unpacked)
 {
     Py_buffer v[5];
     int got = 0, rc = -1;
     for (; got < 5; got++)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(raw, got + 1), &v[got], PyBUF_SIMPLE) < 0)
             goto done;
-    if (v[0].len % 4 != 0) {
-        PyErr_SetString(PyExc_ValueError, "a posting row's ids are not whole uint32 values");
+    Py_ssize_t n = ids_count(v[0].buf, (size_t)v[0].len);
+    if (n < 0)
         goto done;
-    }
-    Py_ssize_t n = v[0].len / 4;
     const unsigned char *ids = v[0].buf;
+    if (v[0].len != 4 * n) { /* packed by their gaps: read into `unpacked` */
+        if (buf_reserve(unpacked, 4 * (size_t)n) < 0 || ids_unpack(v[0].buf, (size_t)v[0].len, (uint32_t *)unpacked->data, (size_t)n) < 0)
+            goto done;
+        for (Py_ssize_t i = 0; i < n; i++) /* as stored: little-endian */
+            put_u32(unpacked->data + 4 * i, ((uint32_t *)unpacked->data)[i]);
+        ids = unpacked->data;
+    }
     int64_t count[2] = {0, 0};
     for (int f = 0; f < 2; f++) { /* each field's frequencies fit the postings, its positions their sum */
         Py_ssize_t tf_len = v[1 + f].len;
@@ -322,8 +340,8 @@ done:
     return rc;
 }
 
-/* The row and digest of one term's joined wide columns: frequencies in no bytes (all zero), one or
- * two, positions in two or four, as kenning.store.compact narrows them. */
+/* The row and digest of one term's joined wide columns: ids packed when shorter, frequencies in no
+ * bytes (all zero), one or two, positions in two or four, as kenning.store.compact narrows them. */
 static PyObject *joined_row(PyObject *term, Buf wide[5], Buf *scratch)
 {
     size_t n = wide[0].len / 4, counts[5] = {n, n, n, wide[3].len / 4, wide[4].len / 4};
@@ -333,7 +351,7 @@ static PyObject *joined_row(PyObject *term, Buf wide[5], Buf *scratch)
     if (digest == NULL)
         return NULL;
     PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL};
-    cols[0] = PyBytes_FromStringAndSize((const char *)wide[0].data, (Py_ssize_t)wide[0].len);
+    cols[0] = stored_ids(wide[0].data, n, scratch);
     for (int f = 1; f <= 2; f++) { /* frequencies */
         const unsigned char *w = wide[f].data;
         int high = 0, any = 0;
@@ -394,7 +412,7 @@ PyObject *join_rows(PyObject *self, PyObject *args)
     Py_ssize_t k = PySequence_Fast_GET_SIZE(parts);
     PyObject **lists = PyMem_Calloc((size_t)(k ? k : 1), sizeof(PyObject *));
     Py_ssize_t *at = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Py_ssize_t));
-    Buf wide[5] = {{0}}, scratch = {0};
+    Buf wide[5] = {{0}}, scratch = {0}, unpacked = {0};
     PyObject *out = PyList_New(0);
     if (lists == NULL || at == NULL || out == NULL) {
         if (!PyErr_Occurred())
@@ -449,7 +467,7 @@ PyObject *join_rows(PyObject *self, PyObject *args)
             if (same == -1 && PyErr_Occurred())
                 bad = 1;
             else if (same == 0) {
-                bad = widen_row(raw, wide, dead, n_dead) < 0;
+                bad = widen_row(raw, wide, dead, n_dead, &unpacked) < 0;
                 if (!bad && ++at[i] < PyTuple_GET_SIZE(lists[i])) { /* the part's next term comes after */
                     int after = PyUnicode_Compare(PyTuple_GET_ITEM(PyTuple_GET_ITEM(lists[i], at[i]), 0), term);
                     if (after <= 0) {
@@ -479,6 +497,7 @@ done:
     for (int c = 0; c < 5; c++)
         PyMem_Free(wide[c].data);
     PyMem_Free(scratch.data);
+    PyMem_Free(unpacked.data);
     for (Py_ssize_t i = 0; lists != NULL && i < k; i++)
         Py_XDECREF(lists[i]);
     PyMem_Free(lists);

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pyroaring import BitMap
 
 from kenning.store.base import lock_timeout
+from kenning.store.compact import encode_posting_row_wide_ids
 from kenning.store.errors import StorageError
 from kenning.store.postgres.dialect import POSTGRES
 from kenning.store.postgres.location import parse_location
@@ -154,6 +155,8 @@ class PostgresConnection(SqlCommits):
         if version < SCHEMA_VERSION and not self.read_only:
             version = self._upgrade()
         self.text_blocks = version >= 2  # an older index not upgraded reads and writes bodies in rows
+        if version < 3:  # nor packs its rows' chunk ids (an older kenning would read them as damaged)
+            self.posting_encoder = encode_posting_row_wide_ids
         self._register_vector()
 
     # ----------------------------------------------------------------------------- schema

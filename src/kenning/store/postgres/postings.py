@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from kenning.store.checksum import segment_checksum
-from kenning.store.compact import unpack_frequencies, unpack_positions
+from kenning.store.compact import ID_HEAD_BYTES, id_count, unpack_frequencies, unpack_ids, unpack_positions
 from kenning.store.field_lengths import pack_lengths
 from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, range_bounds
 from kenning.store.sql import SqlPostings
@@ -39,24 +39,22 @@ class PostgresPostings(SqlPostings):
             (list(out), terms),
         ):
             if term in asked[seg]:
-                n = len(ids) // 4
-                out[seg][term] = RawPostings(
-                    np.frombuffer(ids, dtype=np.uint32),
-                    unpack_frequencies(tft, n),
-                    unpack_frequencies(tfb, n),
-                )
+                ids = unpack_ids(ids)
+                n = len(ids)
+                out[seg][term] = RawPostings(ids, unpack_frequencies(tft, n), unpack_frequencies(tfb, n))
         return out
 
     def posting_counts(self, segment_ids: Sequence[int], terms: Sequence[str]) -> dict[str, int]:
         """Each of `terms` with its number of postings summed over the segments (deleted chunks'
-        included), from the size of its rows: one round trip, no postings sent."""
+        included), from the length and first bytes of its rows' ids (kenning.store.compact.id_count):
+        one round trip, no postings sent."""
         out = dict.fromkeys(terms, 0)
-        for term, n in self.conn.execute(
-            "SELECT term, sum(octet_length(ids) / 4) FROM postings"
-            " WHERE segment_id = ANY(%s) AND term = ANY(%s) GROUP BY term",
+        for term, length, head in self.conn.execute(
+            f"SELECT term, octet_length(ids), substring(ids from 1 for {ID_HEAD_BYTES}) FROM postings"
+            " WHERE segment_id = ANY(%s) AND term = ANY(%s)",
             ([int(s) for s in segment_ids], sorted(set(terms))),
         ):
-            out[term] = int(n)
+            out[term] += id_count(bytes(head), int(length))
         return out
 
     posting_bundler = None  # a server takes rows as they come
@@ -89,13 +87,14 @@ class PostgresPostings(SqlPostings):
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         tf, pos = {"title": ("tf_title", "pos_title"), "body": ("tf_body", "pos_body")}[field]
         row = self.conn.execute(
-            f"SELECT octet_length(ids), {tf}, {pos} FROM postings WHERE segment_id = %s AND term = %s",
+            f"SELECT octet_length(ids), substring(ids from 1 for {ID_HEAD_BYTES}), {tf}, {pos} FROM postings"
+            " WHERE segment_id = %s AND term = %s",
             (segment_id, term),
         ).fetchone()
         if row is None:
             return None
-        count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
-        return unpack_positions(bytes(row[2]), count)
+        count = int(unpack_frequencies(row[2], id_count(bytes(row[1]), int(row[0]))).sum(dtype=np.int64))
+        return unpack_positions(bytes(row[3]), count)
 
     def write_encoded_segment(
         self, doc_ids: np.ndarray, title_lens: np.ndarray, body_lens: np.ndarray, encoded: Iterable[tuple]

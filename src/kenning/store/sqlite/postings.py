@@ -14,7 +14,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from kenning.store.checksum import SegmentDigests, posting_digest, segment_checksum
-from kenning.store.compact import pack_doc_ids, unpack_frequencies, unpack_positions
+from kenning.store.compact import (
+    ID_HEAD_BYTES,
+    id_count,
+    pack_doc_ids,
+    unpack_frequencies,
+    unpack_ids,
+    unpack_positions,
+)
 from kenning.store.errors import decoding
 from kenning.store.field_lengths import pack_lengths
 from kenning.store.records import ROW_MEMORY_BYTES, RawPostings, range_bounds
@@ -79,10 +86,9 @@ class SqlitePostings(SqlPostings):
         rows += [row[:4] for row in self._packed_rows(segment_id, [t for t in terms if t not in found])]
         out = {}
         for term, ids, tft, tfb in rows:
-            n = len(ids) // 4
-            out[term] = RawPostings(
-                np.frombuffer(ids, dtype=np.uint32), unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
-            )
+            ids = unpack_ids(ids)
+            n = len(ids)
+            out[term] = RawPostings(ids, unpack_frequencies(tft, n), unpack_frequencies(tfb, n))
         return out
 
     @property
@@ -107,21 +113,20 @@ class SqlitePostings(SqlPostings):
 
     def posting_counts(self, segment_ids: Sequence[int], terms: Sequence[str]) -> dict[str, int]:
         """Each of `terms` with its number of postings summed over the segments, deleted chunks'
-        included, from the size of its rows (ids are four bytes each): no postings read (the 70
-        commonest terms' rows at 1M chunks are 91 MB, their sizes 0.7 ms)."""
+        included, from the length and first bytes of its rows' ids (kenning.store.compact.id_count):
+        no postings read (the 70 commonest terms' rows at 1M chunks are 91 MB, their sizes 0.7 ms)."""
         out = dict.fromkeys(terms, 0)
         for segment_id in segment_ids:
             found: dict[str, int] = {}
             for batch in batches(list(terms)):
-                found.update(
-                    self.conn.execute(
-                        "SELECT term, length(ids) / 4 FROM postings"
-                        f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
-                        (segment_id, *batch),
-                    )
-                )
+                for term, length, head in self.conn.execute(
+                    f"SELECT term, length(ids), substr(ids, 1, {ID_HEAD_BYTES}) FROM postings"
+                    f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
+                    (segment_id, *batch),
+                ):
+                    found[term] = id_count(head, length)
             for row in self._packed_rows(segment_id, [t for t in terms if t not in found]):
-                found[row[0]] = len(row[1]) // 4
+                found[row[0]] = id_count(row[1])
             for term, n in found.items():
                 out[term] += n
         return out
@@ -211,16 +216,18 @@ class SqlitePostings(SqlPostings):
     def load_positions(self, segment_id: int, term: str, field: str) -> np.ndarray | None:
         tf, pos = {"title": ("tf_title", "pos_title"), "body": ("tf_body", "pos_body")}[field]
         row = self.conn.execute(
-            f"SELECT length(ids), {tf}, {pos} FROM postings WHERE segment_id=? AND term=?", (segment_id, term)
+            f"SELECT length(ids), substr(ids, 1, {ID_HEAD_BYTES}), {tf}, {pos} FROM postings"
+            " WHERE segment_id=? AND term=?",
+            (segment_id, term),
         ).fetchone()
         if row is None:
             packed = self._packed_rows(segment_id, [term])
             if not packed:
                 return None
             _, ids, tft, tfb, pos_title, pos_body = packed[0]
-            row = (len(ids), tft, pos_title) if field == "title" else (len(ids), tfb, pos_body)
-        count = int(unpack_frequencies(row[1], row[0] // 4).sum(dtype=np.int64))
-        return unpack_positions(row[2], count)
+            row = (len(ids), ids, tft, pos_title) if field == "title" else (len(ids), ids, tfb, pos_body)
+        count = int(unpack_frequencies(row[2], id_count(row[1], row[0])).sum(dtype=np.int64))
+        return unpack_positions(row[3], count)
 
     # what a worker makes of a merged term range's encoded rows before handing them over: short rows
     # packed there (kenning.store.sqlite.packs), not one by one in the writer

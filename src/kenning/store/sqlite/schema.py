@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from kenning.store.checksum import posting_digest, segment_checksum
-from kenning.store.compact import decode_segment, unpack_frequencies, unpack_positions
+from kenning.store.compact import decode_segment, unpack_frequencies, unpack_ids, unpack_positions
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 READS_UNCHANGED_FROM = 10  # an index of this version or later reads without migrating (read-only)
 OLDEST_MIGRATABLE = 3  # versions before this one changed the layout of the postings: rebuild them
 
@@ -226,12 +226,18 @@ def _v10_to_v11(execute) -> None:
             execute(statement)
 
 
+def _v11_to_v12(execute) -> None:
+    """Version 12 packs a posting row's chunk ids by their gaps (kenning.store.compact.pack_ids),
+    which an older kenning would read as damaged: nothing changes in an older index (ids four bytes
+    each still read), but the version moves on."""
+
+
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
-    n = len(ids) // 4
-    tft, tfb = unpack_frequencies(tf_title, n), unpack_frequencies(tf_body, n)
+    ids = unpack_ids(ids)
+    tft, tfb = unpack_frequencies(tf_title, len(ids)), unpack_frequencies(tf_body, len(ids))
     return (
-        np.frombuffer(ids, np.uint32),
+        ids,
         tft,
         tfb,
         unpack_positions(pos_title, int(tft.sum(dtype=np.int64))),
@@ -249,4 +255,5 @@ MIGRATIONS = {
     8: _v8_to_v9,
     9: _v9_to_v10,
     10: _v10_to_v11,
+    11: _v11_to_v12,
 }
