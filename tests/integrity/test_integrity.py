@@ -4,7 +4,6 @@ stays beside the new one."""
 
 import json
 import sqlite3
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -65,11 +64,13 @@ def test_a_sound_index_verifies(built, capsys):
 def test_a_flipped_byte_in_a_postings_list_is_found_and_repaired(built, capsys):
     docs, index = built
     with sqlite3.connect(index / DB_NAME) as conn:
-        pack = conn.execute("SELECT data FROM posting_packs ORDER BY length(data) DESC").fetchone()[0]
-    rows, terms_len = struct.unpack_from("<II", pack)
+        blob = conn.execute("SELECT data FROM posting_packs ORDER BY length(data) DESC").fetchone()[0]
+    pack = packs.Pack(blob)
     ids = pack_ids(np.arange(1, 4, dtype="<u4").tobytes())  # a term in all three chunks: ids 1, 2, 3
-    at = pack.index(ids, 8 + terms_len + 10 * rows)  # among the pack's columns
-    flip(index / DB_NAME, pack, offset=at + 1)  # its first id read as 0: a row that still decodes
+    row = next(k for k in range(len(pack.terms)) if pack.row(k)[1] == ids)
+    at = pack.column_start(row)  # where the row's ids are, in the pack
+    assert blob[at : at + len(ids)] == ids
+    flip(index / DB_NAME, blob, offset=at + 1)  # its first id read as 0: a row that still decodes
     assert sqlite3.connect(index / DB_NAME).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     code, out, err = run(capsys, "verify", "--index", index)
     assert code == 1 and "checksum mismatch" in out and "kenning repair" in err

@@ -467,7 +467,7 @@ def test_encoding_rows_refuses_columns_that_do_not_match_their_bounds():
     for tf in (c.tf_title, c.tf_body):
         stored += [tf.astype("<u2").tobytes(), tf.astype(np.uint8).tobytes()]
     for pos in (c.pos_title, c.pos_body):
-        stored += [pos.astype("<u4").tobytes(), pos.astype("<u2").tobytes()]
+        stored += [pos.astype("<u4").tobytes(), pos.astype("<u2").tobytes(), pos.astype(np.uint8).tobytes()]
     kinds = (np.full(3, 2, np.uint8),) * 4
     assert [row[0] for row, _ in kernels.encode_rows(["a", "b", "c"], bounds, stored, kinds)] == [
         "a",
@@ -478,6 +478,8 @@ def test_encoding_rows_refuses_columns_that_do_not_match_their_bounds():
         kernels.encode_rows(["a", "b", "c"], bounds, (stored[0][:-4], *stored[1:]), kinds)
     with pytest.raises(ValueError):  # a kind missing
         kernels.encode_rows(["a", "b", "c"], bounds, stored, tuple(k[:2] for k in kinds))
+    with pytest.raises(ValueError):  # a one-byte positions column one position short
+        kernels.encode_rows(["a", "b", "c"], bounds, (*stored[:10], stored[10][:-1]), kinds)
     with pytest.raises(TypeError):
         kernels.encode_rows([1, 2, 3], bounds, stored, kinds)
 

@@ -154,7 +154,8 @@ def _notes(folder: Path, first: int, count: int, seed: int) -> None:
     for i in range(first, first + count):
         parts = []
         for s in range(2):
-            body = " ".join(rng.choice(WORDS) for _ in range(40))
+            # long enough that the commonest words' rows stay rows of `postings`, not packed
+            body = " ".join(rng.choice(WORDS) for _ in range(80))
             parts.append(f"## Part {s} of note {i}\n\n{body} unique{i}x{s} common shared words here.\n")
         (folder / f"n{i:02d}.md").write_text(f"# Note {i}\n\n" + "\n".join(parts))
 

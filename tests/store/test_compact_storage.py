@@ -43,13 +43,16 @@ def test_frequencies_round_trip_in_their_narrowest_width(high):
         unpack_frequencies(b"\x01\x02\x03", 200)
 
 
-@pytest.mark.parametrize("high", [0, 65535, 65536, 2**32 - 1])
+@pytest.mark.parametrize("high", [0, 255, 256, 65535, 65536, 2**32 - 1])
 def test_positions_round_trip_in_their_narrowest_width(high):
     positions = np.array([0, high // 2, high], dtype=np.uint32)
     blob = pack_positions(positions)
-    assert len(blob) == (6 if high < 65536 else 12)
+    assert len(blob) == (3 if high < 256 else 6 if high < 65536 else 12)
     assert unpack_positions(blob, 3).tolist() == positions.tolist()
     assert unpack_positions(positions.tobytes(), 3).tolist() == positions.tolist()  # the wide form
+    assert unpack_positions(positions.astype("<u2").tobytes(), 3).tolist() == positions.astype("<u2").tolist()
+    with pytest.raises(IndexDamaged):
+        unpack_positions(blob[:-1], 3)
 
 
 def _ascending(rng, n: int, spread: int) -> np.ndarray:

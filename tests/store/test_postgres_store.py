@@ -14,6 +14,7 @@ from locations import SHARED_DATA
 
 from kenning import Index
 from kenning.store import StorageError, open_store
+from kenning.store.compact import unpack_frequencies
 from kenning.store.postgres import SCHEMA_VERSION
 
 CRANFIELD = SHARED_DATA / "cranfield"
@@ -207,8 +208,10 @@ def test_an_index_from_before_text_blocks_serves_a_role_that_may_not_alter_it(tm
         with psycopg.connect(conninfo) as owner:  # written as an older kenning writes: it may read them too
             keys = owner.execute(f'SELECT doc_key FROM "{schema}".chunks').fetchall()
             assert keys == [(str(notes / "a.md"),)] * 2
-            lengths = owner.execute(f'SELECT octet_length(ids) FROM "{schema}".postings').fetchall()
-            assert lengths and all(n % 4 == 0 for (n,) in lengths)  # ids four bytes each, not packed
+            rows = owner.execute(f'SELECT ids, tf_body, pos_body FROM "{schema}".postings').fetchall()
+            assert rows and all(len(ids) % 4 == 0 for ids, _, _ in rows)  # ids four bytes each, not packed
+            counts = [int(unpack_frequencies(bytes(tf), len(ids) // 4).sum()) for ids, tf, _ in rows]
+            assert [len(pos) for _, _, pos in rows] == [2 * n for n in counts]  # positions two bytes each
         (notes / "b.md").write_text("# Tyres\n\nChange the tyres.\n\n## Oil\n\nChange the oil too.\n")
         with Index(owner_url) as owned:  # the owner's kenning upgrades it, then writes blocks
             assert owned.store.get_meta("schema_version") == str(SCHEMA_VERSION)

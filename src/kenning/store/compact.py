@@ -14,7 +14,8 @@ over the values (kenning.store.checksum), so they agree across widths.
   zero byte more, so that the length tells the two forms apart. At a million chat messages the ids
   were half of the postings (146 of 285 MB) and pack to 39 MB; at a million passages, 414 to 103 MB;
 - term frequencies (counts up to 65,535): empty when all are zero, one byte each below 256, else two;
-- positions: two bytes each below 65,536, else four;
+- positions: one byte each below 256 (a chat-sized chunk's every word), two below 65,536, else four
+  (at a million chat messages, 88 MB of positions in two bytes each were half of that in one);
 - a segment's field lengths (two bytes a chunk): zstd-compressed when that is shorter, which a
   length under two bytes a chunk tells. A new process reads every segment's lengths before its
   first query; at 1M chunks they were 4 MB, read from SQLite's page chain in ~8 ms, and are 1.3 MB
@@ -217,26 +218,27 @@ def pack_positions(positions) -> bytes:
 
 
 def _narrow_positions(wide: bytes) -> bytes:
-    """Positions given as little-endian uint32 bytes, in two bytes each when every one fits."""
+    """Positions given as little-endian uint32 bytes, in one byte each when every one fits, else in two
+    when every one fits those."""
     high = wide[2::4] + wide[3::4]
     if high.count(0) != len(high):
         return wide
+    second = wide[1::4]
+    if second.count(0) == len(second):
+        return wide[0::4]
     narrow = bytearray(len(wide) // 2)
-    narrow[0::2], narrow[1::2] = wide[0::4], wide[1::4]
+    narrow[0::2], narrow[1::2] = wide[0::4], second
     return bytes(narrow)
 
 
-def unpack_positions(blob: bytes, count: int | None = None) -> np.ndarray:
-    """`count` positions from their packed bytes (a length that only two-byte positions give, such as
-    none or 6 bytes, needs no count; None then stands for "work it out only if needed")."""
-    if len(blob) % 4 == 2 or not blob:
-        return np.frombuffer(blob, dtype=np.uint16)
-    if count is None:
-        raise ValueError("the positions' count is needed to read them")
+def unpack_positions(blob: bytes, count: int) -> np.ndarray:
+    """`count` positions from their packed bytes (one, two or four bytes each: the length says which)."""
+    if len(blob) == count:  # (none at all included)
+        return np.frombuffer(blob, dtype=np.uint8)
     if len(blob) == 2 * count:
-        return np.frombuffer(blob, dtype=np.uint16)
+        return np.frombuffer(blob, dtype="<u2")
     if len(blob) == 4 * count:
-        return np.frombuffer(blob, dtype=np.uint32)
+        return np.frombuffer(blob, dtype="<u4")
     raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} positions")
 
 
@@ -268,11 +270,24 @@ def encode_posting_row(term: str, ids, tf_title, tf_body, pos_title, pos_body) -
 def encode_posting_row_wide_ids(
     term: str, ids, tf_title, tf_body, pos_title, pos_body
 ) -> tuple[tuple, bytes]:
-    """`encode_posting_row` with the ids four bytes each, as kenning wrote them before it packed them:
-    for an index that stays at an older schema (a PostgreSQL role that may not upgrade it), which an
-    older kenning may still read."""
+    """`encode_posting_row` in the widths kenning wrote before schema 12 (ids four bytes each,
+    positions two or four): for an index that stays at an older schema (a PostgreSQL role that may
+    not upgrade it), which an older kenning may still read."""
     row, digest = encode_posting_row(term, ids, tf_title, tf_body, pos_title, pos_body)
-    return (row[0], unpack_ids(row[1]).astype("<u4").tobytes(), *row[2:]), digest
+    wide_ids = unpack_ids(row[1]).astype("<u4").tobytes()
+    return (
+        row[0],
+        wide_ids,
+        *row[2:4],
+        _positions_before_12(pos_title),
+        _positions_before_12(pos_body),
+    ), digest
+
+
+def _positions_before_12(positions) -> bytes:
+    """Positions as schema 11 stored them: two bytes each when every one fits, else four."""
+    wide = np.asarray(positions, dtype="<u4")
+    return wide.astype("<u2").tobytes() if wide.size == 0 or int(wide.max()) < 65536 else wide.tobytes()
 
 
 def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
@@ -294,20 +309,35 @@ def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
         return tf.astype("<u2").tobytes(), tf.astype(np.uint8).tobytes(), kinds.astype(np.uint8)
 
     def positions(pos: np.ndarray, bounds: np.ndarray):
-        """(wide bytes, two-byte bytes, per term: 4 when some position needs four bytes, else 2)"""
-        kinds = np.where(wider_than(pos, 65535, bounds) > 0, 4, 2).astype(np.uint8)
-        return pos.astype("<u4").tobytes(), pos.astype("<u2").tobytes(), kinds
+        """(wide bytes, two-byte bytes, one-byte bytes, per term: the bytes its widest position needs,
+        4, 2 or 1)"""
+        kinds = np.where(
+            wider_than(pos, 65535, bounds) > 0, 4, np.where(wider_than(pos, 255, bounds) > 0, 2, 1)
+        ).astype(np.uint8)
+        return pos.astype("<u4").tobytes(), pos.astype("<u2").tobytes(), pos.astype(np.uint8).tobytes(), kinds
 
     ids = columns.ids.astype("<u4").tobytes()
     tft_wide, tft_byte, tft_kind = frequencies(columns.tf_title)
     tfb_wide, tfb_byte, tfb_kind = frequencies(columns.tf_body)
-    pt_wide, pt_short, pt_kind = positions(columns.pos_title, t)
-    pb_wide, pb_short, pb_kind = positions(columns.pos_body, b)
+    pt_wide, pt_short, pt_byte, pt_kind = positions(columns.pos_title, t)
+    pb_wide, pb_short, pb_byte, pb_kind = positions(columns.pos_body, b)
     if kernels.NATIVE:  # the same loop in C: ~5 us a row here, most of a small segment's landing
         return kernels.encode_rows(
             list(columns.terms),
             (p, t, b),
-            (ids, tft_wide, tft_byte, tfb_wide, tfb_byte, pt_wide, pt_short, pb_wide, pb_short),
+            (
+                ids,
+                tft_wide,
+                tft_byte,
+                tfb_wide,
+                tfb_byte,
+                pt_wide,
+                pt_short,
+                pt_byte,
+                pb_wide,
+                pb_short,
+                pb_byte,
+            ),
             (tft_kind, tfb_kind, pt_kind, pb_kind),
         )
     p, t, b = p.tolist(), t.tolist(), b.tolist()
@@ -323,13 +353,18 @@ def encode_posting_rows(columns: SegmentColumns) -> list[tuple[tuple, bytes]]:
         tft = wide_tft if kind == 2 else (tft_byte[p0:p1] if kind else b"")
         kind = tfb_kind[i]
         tfb = wide_tfb if kind == 2 else (tfb_byte[p0:p1] if kind else b"")
-        pt = wide_pt if pt_kind[i] == 4 else pt_short[2 * t0 : 2 * t1]
-        pb = wide_pb if pb_kind[i] == 4 else pb_short[2 * b0 : 2 * b1]
+        pt = _in_width(pt_kind[i], wide_pt, pt_short[2 * t0 : 2 * t1], pt_byte[t0:t1])
+        pb = _in_width(pb_kind[i], wide_pb, pb_short[2 * b0 : 2 * b1], pb_byte[b0:b1])
         digest = digest_of_columns(
             term, [(n, row_ids), (n, wide_tft), (n, wide_tfb), (t1 - t0, wide_pt), (b1 - b0, wide_pb)]
         )
         out.append(((term, pack_ids(row_ids), tft, tfb, pt, pb), digest))
     return out
+
+
+def _in_width(kind: int, wide: bytes, short: bytes, byte: bytes) -> bytes:
+    """A row's positions in the width its kind (4, 2 or 1 bytes) says."""
+    return wide if kind == 4 else short if kind == 2 else byte
 
 
 def join_posting_rows(raws: list[tuple]) -> tuple[tuple, bytes]:
@@ -394,10 +429,13 @@ def _wide_positions(blob: bytes, wide_tf: bytes) -> bytes:
     count = _total(wide_tf)
     if len(blob) == 4 * count:
         return bytes(blob)
-    if len(blob) != 2 * count:
-        raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} positions")
     wide = bytearray(4 * count)
-    wide[0::4], wide[1::4] = blob[0::2], blob[1::2]
+    if len(blob) == count:
+        wide[0::4] = blob
+    elif len(blob) == 2 * count:
+        wide[0::4], wide[1::4] = blob[0::2], blob[1::2]
+    else:
+        raise IndexDamaged(f"{len(blob)} bytes cannot hold {count} positions")
     return bytes(wide)
 
 
@@ -412,16 +450,9 @@ def decode_posting_row(raw: tuple) -> SegmentPostings:
         ids,
         tf_title,
         tf_body,
-        _positions(pt, tf_title),
-        _positions(pb, tf_body),
+        unpack_positions(pt, int(tf_title.sum(dtype=np.int64))),
+        unpack_positions(pb, int(tf_body.sum(dtype=np.int64))),
     )
-
-
-def _positions(blob: bytes, tf: np.ndarray) -> np.ndarray:
-    """A field's positions; the frequencies are summed only when the length leaves the width open."""
-    if len(blob) % 4 == 2 or not blob:
-        return unpack_positions(blob)
-    return unpack_positions(blob, int(tf.sum(dtype=np.int64)))
 
 
 def pack_doc_ids(doc_ids: np.ndarray) -> bytes:

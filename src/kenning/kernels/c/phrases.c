@@ -25,7 +25,7 @@ typedef struct {
     Py_ssize_t n;
     Freqs tf;
     const unsigned char *pos;
-    int pos_width; /* 2 or 4 bytes */
+    int pos_width; /* 1, 2 or 4 bytes */
     Py_ssize_t n_pos;
     long long offset;
     Py_ssize_t at;    /* the next posting to look at (wanted ids ascend) */
@@ -34,7 +34,9 @@ typedef struct {
 
 static inline long long position_at(const Word *w, Py_ssize_t i)
 {
-    return w->pos_width == 2 ? ((const uint16_t *)w->pos)[i] : ((const uint32_t *)w->pos)[i];
+    return w->pos_width == 1   ? ((const uint8_t *)w->pos)[i]
+           : w->pos_width == 2 ? ((const uint16_t *)w->pos)[i]
+                               : ((const uint32_t *)w->pos)[i];
 }
 
 /* Move `w` to chunk `id`: its positions' [*lo, *hi) when it holds the word, else 0. -1 (IndexError
@@ -110,8 +112,8 @@ PyObject *phrase_chunks(PyObject *self, PyObject *args)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(word, 2), pos, PyBUF_C_CONTIGUOUS) < 0)
             goto done;
         got++;
-        if (pos->len && pos->itemsize != 2 && pos->itemsize != 4) {
-            PyErr_SetString(PyExc_TypeError, "positions: two or four bytes each expected");
+        if (pos->len && pos->itemsize != 1 && pos->itemsize != 2 && pos->itemsize != 4) {
+            PyErr_SetString(PyExc_TypeError, "positions: one, two or four bytes each expected");
             goto done;
         }
         words[w].pos = (const unsigned char *)pos->buf;

@@ -152,9 +152,9 @@ const char encode_rows_doc[] = PyDoc_STR(
     "UTF-8 (surrogatepass), then per column its count (8 bytes little-endian) and its wide\n"
     "bytes. bounds: int64 posting, title-position and body-position bounds (terms + 1 each);\n"
     "columns: bytes of ids\n"
-    "(4), title tf wide (2) and byte (1), body tf wide and byte, title positions wide (4) and\n"
-    "short (2), body positions wide and short; kinds: uint8 per term, tf 0 (none) / 1 / 2 bytes,\n"
-    "positions 2 / 4 bytes.");
+    "(4), title tf wide (2) and byte (1), body tf wide and byte, title positions wide (4), short\n"
+    "(2) and byte (1), body positions wide, short and byte; kinds: uint8 per term, tf 0 (none) /\n"
+    "1 / 2 bytes, positions 1 / 2 / 4 bytes.");
 
 PyObject *encode_rows(PyObject *self, PyObject *args)
 {
@@ -162,8 +162,8 @@ PyObject *encode_rows(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &terms, &PyTuple_Type, &bounds_o, &PyTuple_Type,
                           &columns_o, &PyTuple_Type, &kinds_o))
         return NULL;
-    if (PyTuple_GET_SIZE(bounds_o) != 3 || PyTuple_GET_SIZE(columns_o) != 9 || PyTuple_GET_SIZE(kinds_o) != 4) {
-        PyErr_SetString(PyExc_ValueError, "encode_rows: 3 bounds, 9 columns and 4 kinds expected");
+    if (PyTuple_GET_SIZE(bounds_o) != 3 || PyTuple_GET_SIZE(columns_o) != 11 || PyTuple_GET_SIZE(kinds_o) != 4) {
+        PyErr_SetString(PyExc_ValueError, "encode_rows: 3 bounds, 11 columns and 4 kinds expected");
         return NULL;
     }
     /* the terms held as they are now: hashlib lets go of the GIL while it hashes a long row */
@@ -171,13 +171,13 @@ PyObject *encode_rows(PyObject *self, PyObject *args)
     if (terms == NULL)
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(terms);
-    Py_buffer views[16];
+    Py_buffer views[18];
     int got = 0;
     PyObject *out = NULL;
     for (int i = 0; i < 3; i++, got++)
         if (get_buffer(PyTuple_GET_ITEM(bounds_o, i), &views[got], 8, "bounds") < 0)
             goto done;
-    for (int i = 0; i < 9; i++, got++)
+    for (int i = 0; i < 11; i++, got++)
         if (get_buffer(PyTuple_GET_ITEM(columns_o, i), &views[got], 1, "columns (bytes)") < 0)
             goto done;
     for (int i = 0; i < 4; i++, got++)
@@ -185,15 +185,15 @@ PyObject *encode_rows(PyObject *self, PyObject *args)
             goto done;
     const int64_t *pb_ = views[0].buf, *tb_ = views[1].buf, *bb_ = views[2].buf;
     const unsigned char *ids = views[3].buf, *tft_w = views[4].buf, *tft_1 = views[5].buf, *tfb_w = views[6].buf,
-               *tfb_1 = views[7].buf, *pt_w = views[8].buf, *pt_2 = views[9].buf, *pbo_w = views[10].buf,
-               *pbo_2 = views[11].buf;
-    const uint8_t *k_tft = views[12].buf, *k_tfb = views[13].buf, *k_pt = views[14].buf, *k_pb = views[15].buf;
+               *tfb_1 = views[7].buf, *pt_w = views[8].buf, *pt_2 = views[9].buf, *pt_1 = views[10].buf,
+               *pbo_w = views[11].buf, *pbo_2 = views[12].buf, *pbo_1 = views[13].buf;
+    const uint8_t *k_tft = views[14].buf, *k_tfb = views[15].buf, *k_pt = views[16].buf, *k_pb = views[17].buf;
     for (int i = 0; i < 3; i++)
         if (views[i].len != 8 * (n + 1)) {
             PyErr_SetString(PyExc_ValueError, "encode_rows: bounds must hold terms + 1 values");
             goto done;
         }
-    for (int i = 12; i < 16; i++)
+    for (int i = 14; i < 18; i++)
         if (views[i].len != n) {
             PyErr_SetString(PyExc_ValueError, "encode_rows: a kind per term expected");
             goto done;
@@ -202,7 +202,8 @@ PyObject *encode_rows(PyObject *self, PyObject *args)
         int64_t postings = pb_[n], titles = tb_[n], bodies = bb_[n];
         if (views[3].len != 4 * postings || views[4].len != 2 * postings || views[5].len != postings ||
             views[6].len != 2 * postings || views[7].len != postings || views[8].len != 4 * titles ||
-            views[9].len != 2 * titles || views[10].len != 4 * bodies || views[11].len != 2 * bodies) {
+            views[9].len != 2 * titles || views[10].len != titles || views[11].len != 4 * bodies ||
+            views[12].len != 2 * bodies || views[13].len != bodies) {
             PyErr_SetString(PyExc_ValueError, "encode_rows: columns do not match their bounds");
             goto done;
         }
@@ -237,10 +238,12 @@ PyObject *encode_rows(PyObject *self, PyObject *args)
             columns[2] = k_tfb[i] == 2   ? PyBytes_FromStringAndSize((const char *)tfb_w + 2 * p0, 2 * np_)
                          : k_tfb[i] == 1 ? PyBytes_FromStringAndSize((const char *)tfb_1 + p0, np_)
                                          : PyBytes_FromStringAndSize(NULL, 0);
-            columns[3] = k_pt[i] == 4 ? PyBytes_FromStringAndSize((const char *)pt_w + 4 * t0, 4 * nt)
-                                      : PyBytes_FromStringAndSize((const char *)pt_2 + 2 * t0, 2 * nt);
-            columns[4] = k_pb[i] == 4 ? PyBytes_FromStringAndSize((const char *)pbo_w + 4 * b0, 4 * nb)
-                                      : PyBytes_FromStringAndSize((const char *)pbo_2 + 2 * b0, 2 * nb);
+            columns[3] = k_pt[i] == 4   ? PyBytes_FromStringAndSize((const char *)pt_w + 4 * t0, 4 * nt)
+                         : k_pt[i] == 2 ? PyBytes_FromStringAndSize((const char *)pt_2 + 2 * t0, 2 * nt)
+                                        : PyBytes_FromStringAndSize((const char *)pt_1 + t0, nt);
+            columns[4] = k_pb[i] == 4   ? PyBytes_FromStringAndSize((const char *)pbo_w + 4 * b0, 4 * nb)
+                         : k_pb[i] == 2 ? PyBytes_FromStringAndSize((const char *)pbo_2 + 2 * b0, 2 * nb)
+                                        : PyBytes_FromStringAndSize((const char *)pbo_1 + b0, nb);
         }
         PyObject *pair = row_pair(term, columns, digest);
         if (pair == NULL) {
@@ -296,7 +299,7 @@ static int widen_row(PyObject *raw, Buf wide[5], const uint32_t *dead, Py_ssize_
         }
         for (Py_ssize_t i = 0; tf_len && i < n; i++)
             count[f] += tf_len == n ? tf[i] : get_u16(tf + 2 * i);
-        if (v[3 + f].len != 4 * count[f] && v[3 + f].len != 2 * count[f]) {
+        if (v[3 + f].len != 4 * count[f] && v[3 + f].len != 2 * count[f] && v[3 + f].len != count[f]) {
             PyErr_Format(PyExc_ValueError, "%zd bytes cannot hold %lld positions", v[3 + f].len, (long long)count[f]);
             goto done;
         }
@@ -317,17 +320,20 @@ static int widen_row(PyObject *raw, Buf wide[5], const uint32_t *dead, Py_ssize_
             Py_ssize_t tf_len = v[1 + f].len;
             const unsigned char *tf = v[1 + f].buf, *pos = v[3 + f].buf;
             uint32_t x = tf_len == 0 ? 0 : tf_len == n ? tf[i] : get_u16(tf + 2 * i);
-            int wide_pos = v[3 + f].len == 4 * count[f];
+            /* the positions' width: their length over their count (a count of 0 reads nothing) */
+            Py_ssize_t pos_width = count[f] ? v[3 + f].len / count[f] : 4;
             if (keep) {
                 Buf *wtf = &wide[1 + f], *wpos = &wide[3 + f];
                 put_u16(wtf->data + wtf->len, x);
                 wtf->len += 2;
                 for (uint32_t j = 0; j < x; j++, wpos->len += 4) {
                     int64_t q = pos_at[f] + j;
-                    if (wide_pos)
+                    if (pos_width == 4)
                         memcpy(wpos->data + wpos->len, pos + 4 * q, 4);
-                    else
+                    else if (pos_width == 2)
                         put_u32(wpos->data + wpos->len, get_u16(pos + 2 * q));
+                    else
+                        put_u32(wpos->data + wpos->len, pos[q]);
                 }
             }
             pos_at[f] += x;
@@ -341,7 +347,7 @@ done:
 }
 
 /* The row and digest of one term's joined wide columns: ids packed when shorter, frequencies in no
- * bytes (all zero), one or two, positions in two or four, as kenning.store.compact narrows them. */
+ * bytes (all zero), one or two, positions in one, two or four, as kenning.store.compact narrows them. */
 static PyObject *joined_row(PyObject *term, Buf wide[5], Buf *scratch)
 {
     size_t n = wide[0].len / 4, counts[5] = {n, n, n, wide[3].len / 4, wide[4].len / 4};
@@ -370,16 +376,20 @@ static PyObject *joined_row(PyObject *term, Buf wide[5], Buf *scratch)
     for (int f = 3; f <= 4; f++) { /* positions */
         const unsigned char *w = wide[f].data;
         size_t count = counts[f];
-        int high = 0;
-        for (size_t i = 0; i < count && !high; i++)
+        int high = 0, second = 0;
+        for (size_t i = 0; i < count && !high; i++) {
             high = w[4 * i + 2] != 0 || w[4 * i + 3] != 0;
-        if (high)
+            second |= w[4 * i + 1] != 0;
+        }
+        size_t width = high ? 4 : second ? 2 : 1;
+        if (width == 4)
             cols[f] = PyBytes_FromStringAndSize((const char *)w, (Py_ssize_t)(4 * count));
-        else if ((cols[f] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(2 * count))) != NULL) {
+        else if ((cols[f] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(width * count))) != NULL) {
             unsigned char *o = (unsigned char *)PyBytes_AS_STRING(cols[f]);
             for (size_t i = 0; i < count; i++) {
-                o[2 * i] = w[4 * i];
-                o[2 * i + 1] = w[4 * i + 1];
+                o[width * i] = w[4 * i];
+                if (width == 2)
+                    o[2 * i + 1] = w[4 * i + 1];
             }
         }
     }

@@ -18,9 +18,9 @@ from __future__ import annotations
 SCHEMA_VERSION = 3
 # what each version adds to the one before, run in order on an older index opened for writing
 # (2: chunk bodies in compressed blocks, kenning.store.text_blocks; the bodies stored before stay
-# in their rows and read the same; 3: posting rows' chunk ids packed by their gaps,
-# kenning.store.compact.pack_ids, which an older kenning would read as damaged: no statement, the
-# rows stored before read the same)
+# in their rows and read the same; 3: posting rows' chunk ids packed by their gaps and positions
+# below 256 in one byte each (kenning.store.compact), which an older kenning would read as damaged:
+# no statement, the rows stored before read the same)
 UPGRADES = {
     2: (
         "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS block bigint",

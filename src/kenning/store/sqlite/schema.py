@@ -227,9 +227,9 @@ def _v10_to_v11(execute) -> None:
 
 
 def _v11_to_v12(execute) -> None:
-    """Version 12 packs a posting row's chunk ids by their gaps (kenning.store.compact.pack_ids),
-    which an older kenning would read as damaged: nothing changes in an older index (ids four bytes
-    each still read), but the version moves on."""
+    """Version 12 packs a posting row's chunk ids by their gaps (kenning.store.compact.pack_ids) and
+    keeps positions below 256 in one byte each, which an older kenning would read as damaged: nothing
+    changes in an older index (its rows still read), but the version moves on."""
 
 
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
