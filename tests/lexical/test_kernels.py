@@ -500,7 +500,8 @@ def _stored_parts(rng, terms: list[str], segments: int) -> tuple[list[list[tuple
             ids = (base + np.sort(rng.choice(1000, n, replace=False))).astype(np.uint32)
             tft = rng.integers(0, 300 if i % 3 == 0 else 2, n).astype(np.uint16)
             tfb = rng.integers(1 if i % 2 else 0, 3, n).astype(np.uint16)
-            far = 70_000 if i % 4 == 0 else 100
+            tfb[tft + tfb == 0] = 1  # every posting stands in a field, as every row kenning writes
+            far = 70_000 if i % 4 == 0 else 1000 if i % 4 == 1 else 100  # positions of 4, 2 and 1 bytes
             pt = rng.integers(0, far, int(tft.sum())).astype(np.uint32)
             pb = rng.integers(0, far, int(tfb.sum())).astype(np.uint32)
             row, _ = encode_posting_row(term, ids, tft, tfb, pt, pb)

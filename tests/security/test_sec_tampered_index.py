@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kenning.store.compact import _varint, id_count, pack_ids, unpack_ids
+from kenning.store.compact import _unpack_ids, _varint, id_count, pack_ids
 
 ENTRY = [sys.executable, "-m", "kenning.surfaces.entry"]
 RSS_BOUND_MB = 1024
@@ -282,14 +282,19 @@ def _each_row(db, table: str, column: str, change) -> None:
 def _ids(change):
     """A change to every long posting row's chunk ids (uint32 array in, array out), stored back four
     bytes each (they are read packed by their gaps or so)."""
-    return lambda blob: change(unpack_ids(blob).copy()).astype("<u4").tobytes()
+    return lambda blob: change(_stored_ids(blob).copy()).astype("<u4").tobytes()
+
+
+def _stored_ids(blob: bytes) -> np.ndarray:
+    """A row's chunk ids, packed or four bytes each."""
+    return np.frombuffer(blob, dtype="<u4") if len(blob) % 4 == 0 else _unpack_ids(blob)
 
 
 def _packed_count(count: int):
     """Every long posting row's chunk ids packed, their count replaced by `count`."""
 
     def change(blob: bytes) -> bytes:
-        packed = pack_ids(unpack_ids(blob).astype("<u4").tobytes())
+        packed = pack_ids(_stored_ids(blob).astype("<u4").tobytes())
         rest = packed[len(_varint(id_count(packed))) :]
         out = _varint(count) + rest
         return out if len(out) % 4 else out + b"\x00"
@@ -615,6 +620,16 @@ CASES = [
     Case(
         "postings: packed ids claiming 2**31",
         _db(lambda db: _each_row(db, "postings", "ids", _packed_count(2**31))),
+    ),
+    Case(  # a megabyte of width-0 blocks: a valid form of 2**27 ids, 512 MB read back
+        "postings: packed ids claiming 2**27 in a megabyte",
+        _db(
+            lambda db: _update(
+                db,
+                "UPDATE postings SET ids=?, tf_title=x'', tf_body=x'', pos_title=x'', pos_body=x''",
+                _varint(2**27 + 1) + _varint(0) + bytes(2**20),
+            )
+        ),
     ),
     Case(
         "postings: packed ids claiming one more",

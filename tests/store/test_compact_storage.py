@@ -74,8 +74,10 @@ def test_chunk_ids_pack_by_their_gaps_the_same_in_c_and_numpy_and_read_back(n, s
         assert len(packed) < len(wide) and len(packed) % 4 != 0  # told apart by length alone
     else:
         assert spread >= 70_000 or n == 1  # only wide gaps (or one id) leave ids as they were
-    for read in (compact.unpack_ids, compact._unpack_ids if packed != wide else compact.unpack_ids):
-        assert read(packed).tolist() == ids.tolist()
+    room = (b"", bytes(len(ids)))  # the row's frequencies: a byte a posting, in the body
+    assert compact.unpack_ids(packed, room).tolist() == ids.tolist()
+    if packed != wide:
+        assert compact._unpack_ids(packed).tolist() == ids.tolist()
     assert compact.id_count(packed) == len(ids) == compact.id_count(packed[:5], len(packed))
 
 
@@ -83,7 +85,7 @@ def test_consecutive_ids_pack_to_a_few_bytes_and_ids_out_of_order_stay_wide():
     packed = compact.pack_ids(np.arange(10, 100_010, dtype="<u4").tobytes())
     # the count, the first id, then 782 blocks of gaps of width 0 (a byte each, nothing after it)
     assert packed == compact._varint(100_000) + bytes([10]) + bytes(782)
-    assert compact.unpack_ids(packed).tolist() == list(range(10, 100_010))
+    assert compact.unpack_ids(packed, (bytes(100_000), b"")).tolist() == list(range(10, 100_010))
     unordered = np.array([5, 3, 9], dtype="<u4").tobytes()
     assert compact.pack_ids(unordered) == unordered
     repeated = np.array([3, 3, 9, 12, 20, 40], dtype="<u4").tobytes()
@@ -113,9 +115,29 @@ def _damaged_forms() -> dict[str, bytes]:
 def test_packed_ids_kenning_did_not_write_are_damaged_in_c_and_numpy(case):
     blob = _damaged_forms()[case]
     assert len(blob) % 4 != 0
-    for read in (compact.unpack_ids, compact._unpack_ids):
-        with pytest.raises(IndexDamaged):
-            read(blob)
+    with pytest.raises(IndexDamaged):
+        compact.unpack_ids(blob, (bytes(128 * len(blob)), b""))
+    with pytest.raises(IndexDamaged):
+        compact._unpack_ids(blob)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_packed_ids_claiming_more_postings_than_their_row_holds_are_refused_before_they_are_read(
+    native, monkeypatch
+):
+    """A megabyte of width-0 blocks is a valid form of 2**27 ids (512 MB read back): the row's
+    frequencies must hold a byte a posting, so a row whose frequencies do not is damaged, and
+    nothing is allocated for what it claims."""
+    if not native:
+        monkeypatch.setattr(kernels, "_native", None)
+    bomb = compact._varint(2**27 + 1) + compact._varint(0) + bytes(2**20)
+    for room in [(b"", b""), (b"\x01" * 1000, b"\x01\x02" * 1000)]:
+        with pytest.raises(IndexDamaged, match="more than their row holds"):
+            compact.unpack_ids(bomb, room)
+    small = compact.pack_ids(np.arange(5, 505, dtype="<u4").tobytes())
+    assert compact.unpack_ids(small, (b"", bytes(500))).tolist() == list(range(5, 505))
+    with pytest.raises(IndexDamaged):
+        compact.unpack_ids(small, (b"", bytes(499)))
 
 
 QUERIES = ["keys", '"signing keys"', "title:backups restore", "nightly cold"]
@@ -151,7 +173,7 @@ def test_an_index_written_wide_searches_and_verifies_the_same(tmp_path, capsys):
             "SELECT segment_id, term, ids, tf_title, tf_body, pos_title, pos_body FROM postings"
         )
         for seg, term, ids, tft, tfb, pt, pb in rows.fetchall():
-            ids = unpack_ids(ids)
+            ids = unpack_ids(ids, (tft, tfb))
             n = len(ids)
             wide_tft, wide_tfb = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
             conn.execute(

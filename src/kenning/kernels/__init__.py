@@ -252,7 +252,7 @@ def pack_ids(wide: bytes) -> bytes | None:
     return None if _native is None else _native.pack_ids(wide)
 
 
-def unpack_ids(blob) -> np.ndarray | None:
-    """A posting row's stored chunk ids as uint32 (ValueError for bytes kenning does not write); None
-    without the C module."""
-    return None if _native is None else np.frombuffer(_native.unpack_ids(blob), dtype=np.uint32)
+def unpack_ids(blob, most: int) -> np.ndarray | None:
+    """A posting row's stored chunk ids as uint32 (ValueError for bytes kenning does not write, or
+    packed ids claiming more than `most`); None without the C module."""
+    return None if _native is None else np.frombuffer(_native.unpack_ids(blob, most), dtype=np.uint32)

@@ -152,16 +152,23 @@ def id_count(blob: bytes, length: int | None = None) -> int:
     return count
 
 
-def unpack_ids(blob: bytes) -> np.ndarray:
+def unpack_ids(blob: bytes, frequencies: tuple[bytes, bytes]) -> np.ndarray:
     """A row's stored chunk ids as uint32, packed or four bytes each; IndexDamaged for bytes that are
-    neither."""
+    neither. `frequencies`: the row's title and body frequency columns. Every posting stands in a
+    field, so one of them holds a byte or two for each: packed ids claiming more than that are
+    refused before anything is allocated for them (a few bytes may claim billions)."""
     if len(blob) % 4 == 0:
         return np.frombuffer(blob, dtype="<u4").astype(np.uint32, copy=False)
+    most = max(len(frequencies[0]), len(frequencies[1]))
     try:
-        native = kernels.unpack_ids(blob)
+        native = kernels.unpack_ids(blob, most)
     except ValueError as exc:
         raise IndexDamaged(str(exc)) from exc
-    return native if native is not None else _unpack_ids(bytes(blob))
+    if native is not None:
+        return native
+    if id_count(blob) > most:
+        raise IndexDamaged(f"packed chunk ids claim {id_count(blob)}, more than their row holds ({most})")
+    return _unpack_ids(bytes(blob))
 
 
 def _unpack_ids(blob: bytes) -> np.ndarray:
@@ -274,7 +281,7 @@ def encode_posting_row_wide_ids(
     positions two or four): for an index that stays at an older schema (a PostgreSQL role that may
     not upgrade it), which an older kenning may still read."""
     row, digest = encode_posting_row(term, ids, tf_title, tf_body, pos_title, pos_body)
-    wide_ids = unpack_ids(row[1]).astype("<u4").tobytes()
+    wide_ids = unpack_ids(row[1], row[2:4]).astype("<u4").tobytes()
     return (
         row[0],
         wide_ids,
@@ -397,7 +404,7 @@ def _wide_columns(raw: tuple) -> tuple[bytes, bytes, bytes, bytes, bytes]:
     """A stored row's ids, frequencies and positions as little-endian bytes in the widths the digest
     reads (uint32, uint16, uint16, uint32, uint32)."""
     _term, ids, tft, tfb, pt, pb = raw
-    ids = unpack_ids(ids).astype("<u4", copy=False).tobytes()
+    ids = unpack_ids(ids, (tft, tfb)).astype("<u4", copy=False).tobytes()
     n = len(ids) // 4
     wide_tft, wide_tfb = _wide_frequencies(tft, n), _wide_frequencies(tfb, n)
     return ids, wide_tft, wide_tfb, _wide_positions(pt, wide_tft), _wide_positions(pb, wide_tfb)
@@ -442,7 +449,7 @@ def _wide_positions(blob: bytes, wide_tf: bytes) -> bytes:
 def decode_posting_row(raw: tuple) -> SegmentPostings:
     """A posting row as the table keeps it, back to its arrays."""
     term, ids, tft, tfb, pt, pb = raw
-    ids = unpack_ids(ids)
+    ids = unpack_ids(ids, (tft, tfb))
     n = len(ids)
     tf_title, tf_body = unpack_frequencies(tft, n), unpack_frequencies(tfb, n)
     return SegmentPostings(

@@ -176,17 +176,26 @@ done:
 }
 
 const char unpack_ids_doc[] = PyDoc_STR(
-    "unpack_ids(blob) -> bytes\n\n"
+    "unpack_ids(blob, most) -> bytes\n\n"
     "A posting row's stored chunk ids, packed (pack_ids) or four bytes each, as uint32 bytes in the\n"
-    "machine's order; ValueError for bytes kenning does not write.");
+    "machine's order; ValueError for bytes kenning does not write, and for a packed count above\n"
+    "`most` (what the row's other columns can hold), refused before anything is allocated for it.");
 
-PyObject *unpack_ids(PyObject *self, PyObject *arg)
+PyObject *unpack_ids(PyObject *self, PyObject *args)
 {
+    PyObject *blob;
+    Py_ssize_t most;
+    if (!PyArg_ParseTuple(args, "On", &blob, &most))
+        return NULL;
     Py_buffer view;
-    if (get_buffer(arg, &view, 1, "ids (bytes)") < 0)
+    if (get_buffer(blob, &view, 1, "ids (bytes)") < 0)
         return NULL;
     PyObject *out = NULL;
     Py_ssize_t n = ids_count(view.buf, (size_t)view.len);
+    if (n > most && view.len % 4 != 0) {
+        PyErr_Format(PyExc_ValueError, "packed chunk ids claim %zd, more than their row holds (%zd)", n, most);
+        n = -1;
+    }
     if (n >= 0 && (out = PyBytes_FromStringAndSize(NULL, 4 * n)) != NULL &&
         ids_unpack(view.buf, (size_t)view.len, (uint32_t *)PyBytes_AS_STRING(out), (size_t)n) < 0)
         Py_CLEAR(out);

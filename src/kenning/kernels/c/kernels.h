@@ -44,7 +44,7 @@ extern const char encode_rows_doc[], join_rows_doc[], pack_rows_doc[];
 
 /* idcodec.c: a posting row's chunk ids packed by their gaps, on both paths */
 PyObject *pack_ids(PyObject *self, PyObject *arg);
-PyObject *unpack_ids(PyObject *self, PyObject *arg);
+PyObject *unpack_ids(PyObject *self, PyObject *args);
 extern const char pack_ids_doc[], unpack_ids_doc[];
 /* the codec itself, for rows.c: a bound on a packed form's size; the packed form of `n` ascending
  * little-endian ids written to `out` and its length, or 0 when it would be no shorter (or they do not

@@ -26,7 +26,7 @@ static PyMethodDef kernel_methods[] = {
     {"join_rows", join_rows, METH_VARARGS, join_rows_doc},
     {"pack_rows", pack_rows, METH_VARARGS, pack_rows_doc},
     {"pack_ids", pack_ids, METH_O, pack_ids_doc},
-    {"unpack_ids", unpack_ids, METH_O, unpack_ids_doc},
+    {"unpack_ids", unpack_ids, METH_VARARGS, unpack_ids_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -283,6 +283,12 @@ static int widen_row(PyObject *raw, Buf wide[5], const uint32_t *dead, Py_ssize_
         goto done;
     const unsigned char *ids = v[0].buf;
     if (v[0].len != 4 * n) { /* packed by their gaps: read into `unpacked` */
+        /* every posting stands in a field: the count is refused before anything is allocated for it
+         * when the frequencies could not hold it (a few bytes of packed ids may claim billions) */
+        if (n > v[1].len && n > v[2].len) {
+            PyErr_Format(PyExc_ValueError, "packed chunk ids claim %zd, more than their row holds", n);
+            goto done;
+        }
         if (buf_reserve(unpacked, 4 * (size_t)n) < 0 || ids_unpack(v[0].buf, (size_t)v[0].len, (uint32_t *)unpacked->data, (size_t)n) < 0)
             goto done;
         for (Py_ssize_t i = 0; i < n; i++) /* as stored: little-endian */

@@ -39,7 +39,7 @@ class PostgresPostings(SqlPostings):
             (list(out), terms),
         ):
             if term in asked[seg]:
-                ids = unpack_ids(ids)
+                ids = unpack_ids(ids, (tft, tfb))
                 n = len(ids)
                 out[seg][term] = RawPostings(ids, unpack_frequencies(tft, n), unpack_frequencies(tfb, n))
         return out

@@ -37,11 +37,13 @@ from kenning.store.sqlite.packs import (
     row_bytes,
 )
 
-# a row whose ids take this many bytes or more is read through incremental blob I/O (load_postings).
+# a row with a column of this many bytes or more is read through incremental blob I/O (load_postings).
 # Rows of the 1M tier read in a new process, select against blob I/O: ids of 4-8 KB 23-31 / 27-43 us,
 # 16-20 KB 48-83 / 52-75 us, 64-80 KB 156-210 / 84-108 us, 200-260 KB 422-569 / 183-218 us; a
 # query's two commonest words (1.5 MB) 3.2-5.3 against 2.1 ms, with a third fewer new pages
 BLOB_READ_FROM = 32 << 10
+# whether a row's longest column (its ids packed, or a byte or two a posting of frequencies) is that long
+_LONG = "max(length(ids), length(tf_title), length(tf_body)) >= ?"
 
 # while writing a segment, its term at every this many stored bytes is kept in memory, for
 # `term_bounds` to cut a later merge of segments this process wrote without reading their rows again
@@ -71,10 +73,10 @@ class SqlitePostings(SqlPostings):
         blob_from = BLOB_READ_FROM if self._postings_have_rowids else 1 << 62  # (never: select them all)
         for batch in batches(list(terms)):
             rows += self.conn.execute(
-                "SELECT term, " + ("rowid" if self._postings_have_rowids else "NULL") + ", length(ids) >= ?,"
-                " CASE WHEN length(ids) >= ? THEN NULL ELSE ids END,"
-                " CASE WHEN length(ids) >= ? THEN NULL ELSE tf_title END,"
-                " CASE WHEN length(ids) >= ? THEN NULL ELSE tf_body END FROM postings"
+                "SELECT term, " + ("rowid" if self._postings_have_rowids else "NULL") + f", {_LONG},"
+                f" CASE WHEN {_LONG} THEN NULL ELSE ids END,"
+                f" CASE WHEN {_LONG} THEN NULL ELSE tf_title END,"
+                f" CASE WHEN {_LONG} THEN NULL ELSE tf_body END FROM postings"
                 f" WHERE segment_id=? AND term IN ({marks(len(batch))})",
                 (*[blob_from] * 4, segment_id, *batch),
             ).fetchall()
@@ -86,7 +88,7 @@ class SqlitePostings(SqlPostings):
         rows += [row[:4] for row in self._packed_rows(segment_id, [t for t in terms if t not in found])]
         out = {}
         for term, ids, tft, tfb in rows:
-            ids = unpack_ids(ids)
+            ids = unpack_ids(ids, (tft, tfb))
             n = len(ids)
             out[term] = RawPostings(ids, unpack_frequencies(tft, n), unpack_frequencies(tfb, n))
         return out

@@ -234,7 +234,7 @@ def _v11_to_v12(execute) -> None:
 
 def _unpack_row(ids, tf_title, tf_body, pos_title, pos_body) -> tuple:
     """A stored posting row's arrays, in whichever width each column was written (.compact)."""
-    ids = unpack_ids(ids)
+    ids = unpack_ids(ids, (tf_title, tf_body))
     tft, tfb = unpack_frequencies(tf_title, len(ids)), unpack_frequencies(tf_body, len(ids))
     return (
         ids,
