@@ -281,10 +281,9 @@ def encode_posting_row_wide_ids(
     positions two or four): for an index that stays at an older schema (a PostgreSQL role that may
     not upgrade it), which an older kenning may still read."""
     row, digest = encode_posting_row(term, ids, tf_title, tf_body, pos_title, pos_body)
-    wide_ids = unpack_ids(row[1], row[2:4]).astype("<u4").tobytes()
     return (
         row[0],
-        wide_ids,
+        np.asarray(ids, dtype="<u4").tobytes(),
         *row[2:4],
         _positions_before_12(pos_title),
         _positions_before_12(pos_body),
