@@ -5,11 +5,10 @@ none of them."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import struct
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
 class StorageError(Exception):
@@ -35,15 +34,37 @@ class IndexDamaged(StorageError, ValueError):
 DECODING_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, struct.error, MemoryError)
 
 
-@contextmanager
-def decoding(what: str) -> Iterator[None]:
-    """Turn what decoding `what` (stored rows) raises into IndexDamaged naming it."""
-    try:
-        yield
-    except IndexDamaged:
-        raise
-    except DECODING_ERRORS as exc:
-        raise IndexDamaged(f"{what}: {type(exc).__name__}: {exc}") from exc
+class decoding:  # noqa: N801 - read as a verb: `with decoding("chunk 3's metadata"):`
+    """Turn what decoding `what` (stored rows) raises into IndexDamaged naming it: a context manager,
+    or a decorator of a store method. A class, not a generator: a search passes through it a few
+    dozen times, and a generator's context manager costs several microseconds each time."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if exc is not None and not isinstance(exc, IndexDamaged) and isinstance(exc, DECODING_ERRORS):
+            raise IndexDamaged(f"{self.what}: {type(exc).__name__}: {exc}") from exc
+        return False
+
+    def __call__(self, function):
+        what = self.what
+
+        @functools.wraps(function)
+        def decoded(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except IndexDamaged:
+                raise
+            except DECODING_ERRORS as exc:
+                raise IndexDamaged(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+        return decoded
 
 
 def engine_errors() -> tuple[type[BaseException], ...]:

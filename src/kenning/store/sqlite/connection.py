@@ -92,6 +92,8 @@ class SqliteConnection(SqlCommits):
         """
         self.directory = Path(directory)
         self._in_txn = False
+        self._reading = False  # inside reading(), outside any write
+        self._read_generation: int | None = None  # inside reading(): the snapshot's, once read
         self.read_only: str | None = None  # why this index cannot be written, when it cannot
         db_path = self.directory / DB_NAME
         if not db_path.exists():
@@ -377,10 +379,21 @@ class SqliteConnection(SqlCommits):
         self.conn.execute("BEGIN")
         self._substrings_on = None
         self._notice_text_blocks()
+        self._reading, self._read_generation = True, None
         try:
             yield
         finally:
+            self._reading, self._read_generation = False, None
             self.conn.execute("COMMIT")
+
+    def generation(self) -> int:
+        """The committed generation; inside reading() read once, since a read transaction sees one
+        snapshot (a search asked for it twice, a statement each)."""
+        if not self._reading:
+            return super().generation()
+        if self._read_generation is None:
+            self._read_generation = super().generation()
+        return self._read_generation
 
     # ----------------------------------------------------------------------------- snapshots
     def size_on_disk(self) -> int:
