@@ -5,8 +5,6 @@ adjustments, and `--explain` shows them."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kenning.models.rerankers import RerankError
 from kenning.query.plan import semantic_text
 from kenning.search.context import QueryState, SearchContext
@@ -38,8 +36,6 @@ def applies(state: QueryState) -> bool:
 def postprocess(ctx: SearchContext, state: QueryState) -> None:
     post = state.request.post
     ids = [cid for cid, _ in state.ranked]
-    heads = ctx.store.chunk_heads(ids)
-    ctx.heads = heads  # the present stage reuses them
     only_dedup = (
         ctx.reranker is None
         and post.dedup_threshold is not None
@@ -47,18 +43,26 @@ def postprocess(ctx: SearchContext, state: QueryState) -> None:
             v is not None for v in (post.recency_lambda, post.diversity_penalty, post.mmr_lambda, post.cap)
         )
     )
-    if only_dedup and len({heads[c].doc_key for c in ids}) == len(ids):
-        state.funnel.channels["post"] = {
-            "stages": [],
-            "skipped": "every candidate is from a different document",
-        }
-        state.kept = None
-        return  # dedup compares chunks of one document: nothing to do
-    if only_dedup:  # dedup compares chunks of one document: a document's only candidate needs no messages
-        per_doc = Counter(heads[c].doc_key for c in ids)
-        groups = ctx.store.chunk_groups([c for c in ids if per_doc[heads[c].doc_key] > 1])
+    if only_dedup:
+        # dedup drops a chunk only below another of its own document, so when the chunks that would
+        # be shown are each from a different document, they stay, and those below are never shown:
+        # their heads are not read at all
+        shown = ids[: state.request.limit]
+        heads, groups = ctx.store.chunk_heads_and_groups(shown)
+        if len({heads[c].doc_key for c in shown}) == len(shown):
+            ctx.heads = heads  # the present stage reuses them
+            state.funnel.channels["post"] = {
+                "stages": [],
+                "skipped": "the chunks shown are each from a different document",
+            }
+            state.kept = None
+            return
+        more_heads, more_groups = ctx.store.chunk_heads_and_groups(ids[len(shown) :])
+        heads.update(more_heads)
+        groups.update(more_groups)
     else:
-        groups = ctx.store.chunk_groups(ids)
+        heads, groups = ctx.store.chunk_heads_and_groups(ids)
+    ctx.heads = heads  # the present stage reuses them
     cands = []
     for cid, score in state.ranked:
         head = heads[cid]

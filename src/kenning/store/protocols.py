@@ -110,6 +110,11 @@ class Documents(Protocol):
     def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
         """Conversation and message ids of the message-log chunks among `ids`; others are absent."""
 
+    def chunk_heads_and_groups(
+        self, ids: Sequence[int]
+    ) -> tuple[dict[int, ChunkHead], dict[int, ChunkGroup]]:
+        """`chunk_heads(ids)` and `chunk_groups(ids)` together, read at once."""
+
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]: ...
     def chunk_texts(self, ids: Sequence[int]) -> list[str]:
         """Title and body of chunks (before they are deleted, to keep the vocabulary exact)."""

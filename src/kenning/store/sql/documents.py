@@ -357,29 +357,36 @@ class SqlDocuments(SqlStatements):
 
     def chunk_heads(self, ids: Sequence[int]) -> dict[int, ChunkHead]:
         rows = self._rows_in(f"SELECT {_HEAD_COLS} {_WITH_SOURCE} WHERE {{}}", "c.id", plain_ids(ids))
+        return self._heads(rows)
+
+    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
+        rows = self._rows_in(
+            f"SELECT id, meta FROM chunks WHERE {{}} AND {_window_meta('meta')}", "id", plain_ids(ids)
+        )
+        return {cid: group for cid, meta in rows if (group := _group(cid, meta)) is not None}
+
+    def chunk_heads_and_groups(
+        self, ids: Sequence[int]
+    ) -> tuple[dict[int, ChunkHead], dict[int, ChunkGroup]]:
+        """`chunk_heads` and `chunk_groups` of `ids` in one statement: the dedup stage reads both, and
+        a chat search's candidates are message windows of one file, whose groups it always needs."""
+        window_meta = f"CASE WHEN {_window_meta('c.meta')} THEN c.meta END"
+        rows = self._rows_in(
+            f"SELECT {_HEAD_COLS}, {window_meta} {_WITH_SOURCE} WHERE {{}}", "c.id", plain_ids(ids)
+        )
+        heads = self._heads([row[:-1] for row in rows])
+        groups = {
+            row[0]: group
+            for row in rows
+            if row[-1] is not None and (group := _group(row[0], row[-1])) is not None
+        }
+        return heads, groups
+
+    def _heads(self, rows: list) -> dict[int, ChunkHead]:
         if self.dialect.converts_text:
             rows = [(*row[:2], self.dialect.text_out(row[2]), *row[3:]) for row in rows]
         _check_rows(rows, _HEAD_TYPES)
         return {row[0]: ChunkHead._make(row[1:]) for row in rows}
-
-    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
-        out: dict[int, ChunkGroup] = {}
-        rows = self._rows_in(
-            "SELECT id, meta FROM chunks WHERE {}"
-            " AND (meta LIKE '%message_ids%' OR meta LIKE '%\"messages\"%')",
-            "id",
-            plain_ids(ids),
-        )
-        for cid, meta in rows:
-            with decoding(f"chunk {cid}'s metadata"):
-                data = json.loads(meta)
-            message_ids = read_meta(data).get("message_ids") if isinstance(data, dict) else None
-            if message_ids is None:
-                continue
-            if not isinstance(message_ids, list):
-                raise IndexDamaged(f"chunk {cid}'s message ids are not a list")
-            out[cid] = ChunkGroup(data.get("conversation"), message_ids)
-        return out
 
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
         named = (
@@ -410,6 +417,25 @@ class SqlDocuments(SqlStatements):
 
 def _insert(table: str, columns: dict) -> str:
     return f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def _window_meta(column: str) -> str:
+    """The condition that `column` holds a message window's metadata (the only kind whose group dedup
+    reads), told apart without parsing it."""
+    return f"({column} LIKE '%message_ids%' OR {column} LIKE '%\"messages\"%')"
+
+
+def _group(cid: int, meta: str) -> ChunkGroup | None:
+    """A message window's conversation and message ids, from its stored metadata; None for a chunk
+    whose metadata only mentions messages."""
+    with decoding(f"chunk {cid}'s metadata"):
+        data = json.loads(meta)
+    message_ids = read_meta(data).get("message_ids") if isinstance(data, dict) else None
+    if message_ids is None:
+        return None
+    if not isinstance(message_ids, list):
+        raise IndexDamaged(f"chunk {cid}'s message ids are not a list")
+    return ChunkGroup(data.get("conversation"), message_ids)
 
 
 _OPTIONAL_INT, _OPTIONAL_NUMBER = (int, NoneType), (int, float, NoneType)
