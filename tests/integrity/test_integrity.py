@@ -92,6 +92,25 @@ def test_a_flipped_byte_in_a_chunks_text_is_found(built, capsys):
     assert code == 1 and "its text changed after it was written" in out
 
 
+@pytest.mark.parametrize(
+    "evidence", ["{", '{"a":' + "[" * 200_000 + "]" * 200_000 + "}"], ids=["cut", "deep"]
+)
+def test_a_glossary_term_whose_evidence_is_not_json_is_named_and_repaired(built, capsys, evidence):
+    # JSON nested past Python's stack raises RecursionError, which the listings once let through
+    docs, index = built
+    with sqlite3.connect(index / DB_NAME) as conn:
+        conn.execute("UPDATE glossary_terms SET evidence = ? WHERE surface = 'snapshot'", (evidence,))
+    code, out, err = run(capsys, "glossary", "ls", "--index", index)
+    assert code != 0 and "Traceback" not in err and "evidence" in err and "kenning repair" in err
+    code, out, _ = run(capsys, "verify", "--index", index)
+    assert code == 1 and "evidence is not the JSON kenning writes" in out
+    code, out, _ = run(capsys, "repair", "--index", index, "--no-embed")
+    assert code == 0 and "2 glossary term(s) kept" in out  # the term stays, its evidence does not
+    assert run(capsys, "verify", "--index", index)[0] == 0
+    code, out, _ = run(capsys, "glossary", "ls", "--index", index)
+    assert code == 0 and "snapshot" in out
+
+
 def chat_index(tmp_path) -> Path:
     """An index of one chat log, whose windows share one text block."""
     chat = tmp_path / "chat"

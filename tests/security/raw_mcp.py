@@ -33,16 +33,18 @@ def call(n: int, tool: str, arguments: dict) -> dict:
     }
 
 
-def exchange(command: list[str], calls: list[dict], timeout: float = 120, **popen) -> dict[int, dict]:
-    """Send the handshake and `calls` (with ASCII escapes, so "\\ud800" travels as written), keep
-    stdin open until every call is answered or `timeout` passes, and return the answers by id."""
+def exchange(command: list[str], calls: list[dict | str], timeout: float = 120, **popen) -> dict[int, dict]:
+    """Send the handshake and `calls` (with ASCII escapes, so "\\ud800" travels as written; a string
+    is sent as the raw line it is, and waited for by no id), keep stdin open until every call is
+    answered or `timeout` passes, and return the answers by id."""
     proc = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen
     )
-    wanted = {m["id"] for m in [*HELLO, *calls] if "id" in m}
+    wanted = {m["id"] for m in [*HELLO, *calls] if isinstance(m, dict) and "id" in m}
     answers: dict[int, dict] = {}
     try:
-        proc.stdin.write("".join(json.dumps(m, ensure_ascii=True) + "\n" for m in [*HELLO, *calls]).encode())
+        lines = [m if isinstance(m, str) else json.dumps(m, ensure_ascii=True) for m in [*HELLO, *calls]]
+        proc.stdin.write("".join(line + "\n" for line in lines).encode())
         proc.stdin.flush()
         chooser = selectors.DefaultSelector()
         chooser.register(proc.stdout, selectors.EVENT_READ)

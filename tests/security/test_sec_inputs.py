@@ -100,6 +100,21 @@ def test_a_query_byte_that_is_not_utf8_is_searched(index_dir):
     assert b"Traceback" not in done.stderr and done.returncode == 0, done.stderr
 
 
+def test_an_mcp_message_nested_past_the_stack_leaves_the_server_answering(index_dir):
+    """A message with an escape (read again to make its strings well-formed) and JSON nested deeper
+    than Python's stack: it once raised RecursionError in the server's reader and ended the server."""
+    deep = "[" * 5000 + "]" * 5000
+    nested = (
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search",'
+        '"arguments":{"query":"caf\\u00e9","deep":' + deep + "}}}"
+    )
+    calls = [nested, raw_mcp.call(3, "search", {"query": "rotate keys", "mode": "lexical"})]
+    answers = raw_mcp.exchange([sys.executable, "-c", CLI, "mcp", "--index", str(index_dir)], calls)
+    assert 3 in answers, f"the server stopped answering: {answers[-1]['stderr'][-800:]}"
+    assert "RecursionError" not in answers[-1]["stderr"]
+    assert answers[3]["result"]["structuredContent"]["hits"]
+
+
 def test_an_mcp_query_that_is_a_lone_surrogate_is_answered(index_dir):
     """Raw JSON-RPC over stdio, as any client may send it (the SDK's own client cannot even write a
     lone surrogate): the server answers every call, within a deadline."""

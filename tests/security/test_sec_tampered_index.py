@@ -466,6 +466,33 @@ CASES = [
         reports=False,
     ),
     Case(
+        "stamp: nested past the stack",  # 2 KB of brackets: json.loads raises RecursionError
+        lambda ix, db: _stamp(ix).write_text("[" * 1500 + "]" * 1500),
+        side=True,
+        hybrid=True,
+        reports=False,
+    ),
+    Case(
+        "graph record: nested past the stack",
+        _db(
+            lambda db: _update(
+                db, "UPDATE meta SET value=? WHERE key='vector_graph'", "[" * 1500 + "]" * 1500
+            )
+        ),
+        hybrid=True,
+    ),
+    Case(
+        "graph lacks record: nested past the stack",
+        _db(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_graph_lacks', ?)",
+                ('{"graph":' + "[" * 1500 + "]" * 1500 + "}",),
+            )
+        ),
+        hybrid=True,
+        reports=False,
+    ),
+    Case(
         "graph record: not JSON",
         _db(lambda db: _update(db, "UPDATE meta SET value='{' WHERE key='vector_graph'")),
         hybrid=True,
@@ -769,6 +796,24 @@ CASES = [
     Case("block: an integer", _db(lambda db: _update(db, "UPDATE text_blocks SET data=7"))),
     Case("chunk: title a blob", _db(lambda db: _update(db, "UPDATE chunks SET title=x'ff00fe' WHERE id=3"))),
     Case("chunk: meta not JSON", _db(lambda db: _update(db, "UPDATE chunks SET meta='{' WHERE id=3"))),
+    Case(
+        "chunk: meta nested past the stack",  # json.loads raises RecursionError, not ValueError
+        _db(
+            lambda db: _update(
+                db, "UPDATE chunks SET meta=? WHERE id=3", '{"a":' + "[" * 200_000 + "]" * 200_000 + "}"
+            )
+        ),
+    ),
+    Case(
+        "chunk: a message window's meta nested past the stack",  # read by the dedup stage's groups
+        _db(
+            lambda db: _update(
+                db,
+                "UPDATE chunks SET meta=? WHERE id=3",
+                '{"messages":' + "[" * 200_000 + "]" * 200_000 + "}",
+            )
+        ),
+    ),
     Case(
         "chunk: page markup",
         _db(lambda db: _update(db, "UPDATE chunks SET page='<img src=x onerror=alert(1)>' WHERE id=3")),

@@ -53,6 +53,14 @@ def test_every_error_is_a_problem_document(index_dir, http_server):
         "no token": (f"{base}/api/status", "GET", None, {}, 401),
         "read-only": (f"{base}/api/index", "POST", b'{"paths": ["/tmp"]}', auth, 403),
         "foreign host": (f"{base}/api/status", "GET", None, {**auth, "Host": "evil.example:80"}, 421),
+        # a body nested deeper than Python's stack: json.loads raises RecursionError, not ValueError
+        "nested body": (
+            f"{base}/api/index",
+            "POST",
+            b'{"paths": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+            auth,
+            400,
+        ),
     }
     details = {}
     for name, (url, method, data, headers, status) in cases.items():

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from kenning.analysis.analyzer import TOKEN_RE
 from kenning.analysis.protected import CaseStats, iter_words, protected_reason
 from kenning.glossary.terms import APPROVED, STATUSES, STRENGTH, GlossaryError, term_key
+from kenning.store.errors import decoding
 from kenning.store.records import GlossaryTermRow, own_text
 
 
@@ -158,7 +159,7 @@ class GlossaryCuration:
         for t in sorted(terms, key=lambda t: (STATUSES.index(t.status), t.id)):
             member = {"term": t.surface, "status": t.status, "protected": t.protected}
             if t.evidence:
-                member["evidence"] = json.loads(t.evidence)
+                member["evidence"] = stored_evidence(t)
             members.append(member)
         return {"id": gid, "scope": scope, "canonical": canonical, "origin": origin, "members": members}
 
@@ -206,7 +207,7 @@ class GlossaryCuration:
                     "scope": scope,
                     "protected": t.protected,
                     "new_group": n_aliases == 0,
-                    "evidence": json.loads(t.evidence) if t.evidence else None,
+                    "evidence": stored_evidence(t) if t.evidence else None,
                 }
             )
         return out
@@ -379,3 +380,11 @@ def _case_stats_for(store, analyzer, phrases: list[str], max_chunks: int = 400) 
         for word, _s, _e, mid in iter_words(own_text(row.title, row.body)):
             stats.add(word, mid)
     return stats
+
+
+def stored_evidence(term: GlossaryTermRow):
+    """A term's stored evidence (JSON the miner wrote); a row that is not, or is nested past Python's
+    stack, is a damaged index (IndexDamaged names it), not a traceback. `kenning verify` reports such
+    a row and `kenning repair` keeps the term without it."""
+    with decoding(f"glossary term {term.id}'s evidence"):
+        return json.loads(term.evidence)

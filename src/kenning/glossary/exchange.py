@@ -64,6 +64,8 @@ def _parse_json(text: str) -> list[dict]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise GlossaryError(f"not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise GlossaryError("not a glossary: JSON nested deeper than Python's stack") from exc
     if isinstance(data, dict):
         data = data.get("groups")
     if not isinstance(data, list):
@@ -125,6 +127,8 @@ def _parse_csv(text: str) -> list[dict]:
                 evidence = json.loads(evidence)
             except json.JSONDecodeError as exc:
                 raise GlossaryError(f"{where}: field 'evidence' is not valid JSON ({exc.msg})") from exc
+            except RecursionError as exc:
+                raise GlossaryError(f"{where}: field 'evidence' is JSON nested too deep") from exc
         rows.append(
             {
                 "where": where,

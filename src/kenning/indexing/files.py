@@ -26,6 +26,7 @@ from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, p
 from kenning.ingest.limits import FileSkipped, read_bounded
 from kenning.ingest.secrets import screen_chunks
 from kenning.ingest.walk import path_key
+from kenning.store.errors import decoding
 
 SECRET_SOURCES_META = "secret_sources"  # files indexed with --include-secrets that hold credentials
 # files whose sources one query looks up: a re-index of 10,000 files made 10,000 queries (and a
@@ -47,7 +48,8 @@ class FileRules:
     @classmethod
     def read(cls, store, max_file_bytes: int, include_secrets: bool) -> FileRules:
         """The rules of a run, with the files with credentials the index records."""
-        held = frozenset(json.loads(store.get_meta(SECRET_SOURCES_META) or "[]"))
+        with decoding("the record of files with credentials"):
+            held = frozenset(json.loads(store.get_meta(SECRET_SOURCES_META) or "[]"))
         return cls(max_file_bytes, include_secrets, set(held), held)
 
     def save(self, store) -> None:

@@ -23,6 +23,7 @@ from pyroaring import BitMap
 from kenning.models.recorded import recorded_embedder
 from kenning.sidefiles import ann
 from kenning.sidefiles.lengths_file import LengthsFile, build_lengths
+from kenning.store.errors import decoding
 from kenning.store.protocols import Store, VectorSearch
 from kenning.store.records import VECTOR_GRAPH_LACKS_META, VECTOR_GRAPH_META
 
@@ -119,7 +120,9 @@ class SideFileSync:
             generation = self.store.generation()
             recorded = self.store.get_meta(VECTOR_GRAPH_META)
             lacks = graph.read_lacks(self.store.get_meta(VECTOR_GRAPH_LACKS_META))
-        if recorded and all(json.loads(recorded).get(k) == stamp.get(k) for k in ann.STAMP_KEYS):
+        with decoding("the vector graph's record"):
+            record = json.loads(recorded) if recorded else None
+        if isinstance(record, dict) and all(record.get(k) == stamp.get(k) for k in ann.STAMP_KEYS):
             return GraphLacks(graph, BitMap(), generation)
         return GraphLacks(graph, lacks, generation) if lacks is not None else None
 

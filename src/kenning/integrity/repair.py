@@ -23,8 +23,10 @@ import numpy as np
 
 from kenning.analysis.analyzer import AnalyzerConfig
 from kenning.api.own_roots import index_location, remember, remembered, roots_file
+from kenning.glossary.curation import stored_evidence
 from kenning.query.filters import DEFAULT_COLLECTION
 from kenning.store import StorageError, is_server_url, open_store
+from kenning.store.errors import IndexDamaged
 
 UNIT_TOLERANCE = 1e-3
 
@@ -298,9 +300,21 @@ def _restore_glossary(ix, salvage: _Salvage, report: RepairReport) -> None:
             group_id = ix.store.add_glossary_group(scope, origin)
             for t in terms:
                 ix.store.add_glossary_term(
-                    group_id, t.surface, t.key, t.status, t.protected, t.origin, t.evidence
+                    group_id, t.surface, t.key, t.status, t.protected, t.origin, _sound_evidence(t)
                 )
                 report.glossary_terms += 1
+
+
+def _sound_evidence(term) -> str | None:
+    """A term's evidence as stored, or None when it is not the JSON kenning writes: the term is
+    kept, what suggested it is not."""
+    if not term.evidence:
+        return term.evidence
+    try:
+        stored_evidence(term)
+    except IndexDamaged:
+        return None
+    return term.evidence
 
 
 def _embed_the_rest(ix, report: RepairReport) -> None:

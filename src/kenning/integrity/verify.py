@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import BitMap
 
+from kenning.glossary.curation import stored_evidence
 from kenning.indexing.segments import SegmentBuilder
 from kenning.models.recorded import record_problem, recorded_embedder
 from kenning.store.checksum import posting_digest, segment_checksum
-from kenning.store.errors import DECODING_ERRORS, StorageError
+from kenning.store.errors import DECODING_ERRORS, IndexDamaged, StorageError
 from kenning.store.records import VECTOR_GRAPH_META, embedding_text, own_text, text_hash
 
 MAX_MESSAGES = 20  # per stage; the rest are counted
@@ -107,6 +108,7 @@ def verify(
         _guarded(report, "vectors", None, _check_vectors, store, report, tell)
         _guarded(report, "graph", None, _check_graph, store, live, report, full=sample is None)
         _guarded(report, "views", None, _check_lengths_file, store, report)
+        _guarded(report, "glossary", None, _check_glossary, store, report)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -129,14 +131,14 @@ def _check_meta(store, report: VerifyReport) -> BitMap | None:
     except Exception as exc:  # a damaged bitmap or row: say so instead of failing the check itself
         report.add("meta", f"the commit record cannot be read ({type(exc).__name__}: {exc})")
         return None
-    for key in ("analyzer", "embedder"):
+    for key in ("analyzer", "embedder", "secret_sources"):
         raw = store.get_meta(key)
         if raw is None:
             continue
         try:
             json.loads(raw)
-        except (TypeError, ValueError) as exc:
-            report.add("meta", f"the {key} settings are not valid JSON ({exc})")
+        except DECODING_ERRORS as exc:  # RecursionError too: JSON nested past Python's stack
+            report.add("meta", f"the {key} record is not valid JSON ({type(exc).__name__})")
     problem = record_problem(store) or _built_in_fingerprint_problem(store)
     if problem:
         report.add("embedder", problem)
@@ -364,6 +366,19 @@ def _check_vectors(store, report: VerifyReport, tell: Progress) -> None:
         report.notes.append(f"{orphans} vector(s) belong to text no chunk holds any more (harmless)")
     if others:
         report.notes.append(f"{others} vector(s) come from another model than the index's")
+
+
+def _check_glossary(store, report: VerifyReport) -> None:
+    """Every glossary term's evidence is the JSON the miner wrote (the listings decode it)."""
+    terms = store.glossary_terms()
+    for term in terms:
+        if term.evidence:
+            try:
+                stored_evidence(term)
+            except IndexDamaged as exc:
+                why = type(exc.__cause__ or exc).__name__
+                report.add("glossary", f"term {term.id}'s evidence is not the JSON kenning writes ({why})")
+    report.checked["glossary"] = len(terms)
 
 
 def _check_lengths_file(store, report: VerifyReport) -> None:

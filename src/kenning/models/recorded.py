@@ -18,6 +18,7 @@ import functools
 import json
 
 from kenning.models.endpoints import REMOTE_BACKENDS
+from kenning.store.errors import decoding
 
 BUILT_IN_SPECS = ("minilm", "minilm:float32")  # the only specs a record can make kenning build
 REQUIRED = {"backend", "model", "dim", "fingerprint"}
@@ -32,7 +33,8 @@ def recorded_embedder(store) -> dict | None:
     recorded = store.get_meta("embedder")
     if not recorded:
         return None
-    description = json.loads(recorded)
+    with decoding("the embedder record"):  # IndexDamaged is a ValueError, as json.loads raises
+        description = json.loads(recorded)
     if not isinstance(description, dict):
         raise ValueError("the index's embedder record is not a JSON object")
     return model_identity(description, description.get("spec"))
@@ -61,7 +63,7 @@ def record_problem(store) -> str | None:
         return None
     try:
         description = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
         return "the embedder record is not JSON"
     if not isinstance(description, dict) or not REQUIRED <= set(description):
         return "the embedder record lacks backend, model, dim or fingerprint"

@@ -96,7 +96,7 @@ class GraphFile:
         raw = read_regular(self.stamp, STAMP_MAX_BYTES)
         try:
             stamp = json.loads(raw) if raw is not None else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             return None
         if not isinstance(stamp, dict) or stamp.get("fingerprint") != self.fingerprint:
             return None
@@ -140,7 +140,7 @@ class GraphFile:
             if any(data["graph"].get(k) != stamp.get(k) for k in STAMP_KEYS):
                 return None
             return BitMap.deserialize(base64.b64decode(data["ids"]))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
     def open_latest(self):
@@ -252,7 +252,7 @@ def seal_copy(source: str | os.PathLike, copy: str | os.PathLike) -> int:
     for stamp_path in sorted((Path(copy) / "ann").glob("*.json")):
         try:
             fingerprint = json.loads(stamp_path.read_text())["fingerprint"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             continue
         original, copied = GraphFile(source, fingerprint), GraphFile(copy, fingerprint)
         stamp = original.read_stamp()

@@ -29,9 +29,19 @@ class IndexDamaged(StorageError, ValueError):
 
 
 # what decoding a damaged or crafted row raises: a wrong type (an integer where bytes belong), a
-# length or offset that does not fit, text that is not UTF-8, JSON that is not JSON, an allocation a
+# length or offset that does not fit, text that is not UTF-8, JSON that is not JSON, JSON nested
+# deeper than Python's stack (a crafted metadata row of a hundred thousand brackets), an allocation a
 # claimed size makes impossible
-DECODING_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, struct.error, MemoryError)
+DECODING_ERRORS = (
+    ValueError,
+    TypeError,
+    IndexError,
+    KeyError,
+    OverflowError,
+    RecursionError,
+    struct.error,
+    MemoryError,
+)
 
 
 class decoding:  # noqa: N801 - read as a verb: `with decoding("chunk 3's metadata"):`

@@ -365,7 +365,7 @@ class _WellFormedLines:
             return line
         try:
             message = json.loads(line)
-        except ValueError:
-            return line  # not JSON: the SDK reports it
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack: the SDK reports it
+            return line
         text = json.dumps(message, ensure_ascii=False)
         return well_formed(text) + "\n" if text != well_formed(text) else line
