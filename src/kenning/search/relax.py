@@ -92,30 +92,80 @@ class Relaxation:
 
 def relax(base: BitMap, constraints: list[Constraint], wanted: int) -> Relaxation | None:
     """Set constraints aside until at least `wanted` chunks remain; None when nothing needs it or
-    nothing would come of it."""
+    nothing would come of it.
+
+    Each constraint's chunks are read once, and what the others leave without each one comes from
+    running intersections both ways (one pass over the constraints, not one per constraint): a query
+    of a thousand `title:` words cost minutes. Past GREEDY_AT_MOST constraints (a pasted list, or an
+    attack), the narrowest required ones are first set aside in one pass, down to that many."""
     active = list(constraints)
-    strict = meeting(base, active)
+    held = {id(c): c.apply(base) for c in active}
+    strict = _meeting(base, active, held)
     if len(strict) >= wanted or not active or not base:
         return None
     # nothing at all: set aside as little as brings one result back; a few: top the list up
     target = wanted if strict else 1
     current, dropped = strict, []
+    if len(active) > GREEDY_AT_MOST:
+        gone, current = _narrowest_aside(base, active, held, target)
+        active = [c for c in active if all(c is not g for g in gone)]
+        dropped.extend(gone)
     while len(current) < target and active:
         choices = [c for c in active if c.kind == "required"]
         if not choices:
             if current:
                 break  # exclusions are set aside only when nothing at all is left
             choices = active
-        outcomes = [(len(meeting(base, [a for a in active if a is not c])), c.order, c) for c in choices]
-        size, _, best = max(outcomes, key=lambda o: (o[0], o[1]))
+        left = {id(c): len(docs) for c, docs in zip(active, _without_each(base, active, held), strict=True)}
+        size, _, best = max(((left[id(c)], c.order, c) for c in choices), key=lambda o: (o[0], o[1]))
         if size <= len(current):  # no single constraint is to blame: set the narrowest aside, look again
-            best = min(choices, key=lambda c: (len(c.apply(base)), -c.order))
+            best = min(choices, key=lambda c: (len(held[id(c)]), -c.order))
         active.remove(best)
         dropped.append(best)
-        current = meeting(base, active)
+        current = _meeting(base, active, held)
     if len(current) <= len(strict):
         return None  # setting constraints aside found nothing more
     return Relaxation(dropped, strict, current, active)
+
+
+# more hard constraints than this are first set aside narrowest first, in one pass (see relax)
+GREEDY_AT_MOST = 64
+
+
+def _meeting(base: BitMap, active: list[Constraint], held: dict[int, BitMap]) -> BitMap:
+    """`meeting(base, active)` from each constraint's chunks within `base`, read once."""
+    out = base
+    for c in active:
+        out = out & held[id(c)]
+    return out
+
+
+def _without_each(base: BitMap, active: list[Constraint], held: dict[int, BitMap]) -> list[BitMap]:
+    """For each constraint of `active`, the chunks of `base` meeting all the others: the running
+    intersection from the left up to it, and from the right after it."""
+    before = [base]
+    for c in active[:-1]:
+        before.append(before[-1] & held[id(c)])
+    out: list[BitMap] = [base] * len(active)
+    after = base
+    for i in range(len(active) - 1, -1, -1):
+        out[i] = before[i] & after
+        after = after & held[id(active[i])]
+    return out
+
+
+def _narrowest_aside(base: BitMap, active: list[Constraint], held: dict[int, BitMap], target: int):
+    """The required constraints to set aside, narrowest first (ties: the later in the query), until
+    `target` chunks remain or GREEDY_AT_MOST constraints are left; and the chunks then left."""
+    required = sorted((c for c in active if c.kind == "required"), key=lambda c: (len(held[id(c)]), -c.order))
+    rest = _meeting(base, [c for c in active if c.kind != "required"], held)
+    left = [rest] * (len(required) + 1)  # left[k]: the chunks meeting all but the k narrowest
+    for k in range(len(required) - 1, -1, -1):
+        left[k] = left[k + 1] & held[id(required[k])]
+    k = 0
+    while k < len(required) and len(active) - k > GREEDY_AT_MOST and len(left[k]) < target:
+        k += 1
+    return required[:k], left[k]
 
 
 def strict_first(ranked: list[tuple[int, float]], relaxation: Relaxation | None) -> list[tuple[int, float]]:
