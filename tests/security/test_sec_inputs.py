@@ -130,3 +130,27 @@ def test_an_mcp_query_that_is_a_lone_surrogate_is_answered(index_dir):
     assert not mixed.get("isError") and mixed["structuredContent"]["hits"]
     text = answers[4]["result"]["content"][0]["text"]
     assert "\x1b" not in text and "\u009b" not in text and "\u202e" not in text and "rotate keys" in text
+
+
+def test_a_lone_surrogate_escaped_in_a_document_is_indexed_as_u_fffd(tmp_path):
+    """JSON and YAML write a surrogate as an escape ("\\ud800"), which decodes to a str no database or
+    encoder takes: one such message once stopped a whole run's commit, every file unindexed."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "plain.md").write_text("# Plain\n\nharbour lanterns\n")
+    (docs / "chat.jsonl").write_text(
+        '{"text": "harbour \\ud800 ropes", "timestamp": 1700000000, "user": "u\\udc00"}\n'
+    )
+    (docs / "front.md").write_text(
+        '---\ntitle: "t\\ud800"\ntags: ["x\\udfff", {"k\\udc01": "v"}]\n---\n# H\n\nharbour bells\n'
+    )
+    cells = {"cells": [{"cell_type": "markdown", "source": ["harbour \\ud83d maps"]}], "metadata": {}}
+    (docs / "book.ipynb").write_text(json.dumps(cells).replace("\\\\ud83d", "\\ud83d"))
+    with Index(tmp_path / "ix") as ix:
+        report = ix.add([docs])
+        assert not report.errors and report.files_indexed == 4
+        hits = ix.search("harbour", mode="lexical", limit=10).hits
+        assert len({h.path for h in hits}) == 4
+        for hit in hits:
+            json.dumps(hit.to_dict(), ensure_ascii=False).encode("utf-8")  # no surrogate left anywhere
+        assert any("\ufffd" in h.snippet for h in hits)

@@ -104,6 +104,8 @@ class AnalyzerConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> AnalyzerConfig:
+        if not isinstance(data, dict):
+            raise TypeError(f"analyzer settings are an object, not a {type(data).__name__}")
         return cls(stem=bool(data.get("stem", True)), language=str(data.get("language", "english")))
 
 

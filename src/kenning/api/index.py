@@ -83,12 +83,12 @@ class Index:
         self.location = str(self.directory) if self.directory else cast("PostgresStore", self.store).location
         stored = self.store.get_meta("analyzer")
         try:
-            with decoding("the analyzer settings"):
+            with decoding("the analyzer settings"):  # a stemmer for no known language: KeyError
                 config = AnalyzerConfig.from_dict(json.loads(stored)) if stored else AnalyzerConfig()
+                self.analyzer = Analyzer(config)
         except IndexDamaged:
             self.store.close()
             raise
-        self.analyzer = Analyzer(config)
         self.caches = IndexCaches()
         self.lexical = LexicalIndex(self.store, self.caches, lambda: self.analyzer)
         self._glossary: Glossary | None = None

@@ -30,7 +30,10 @@ def export_glossary(curation: GlossaryCuration, fmt: str = "json") -> str:
                 {
                     "scope": g["scope"],
                     "canonical": g["canonical"],
-                    "protected": next(m["protected"] for m in g["members"] if m["status"] == "canonical"),
+                    # (a group without its canonical member is a damaged index's: exported as it is)
+                    "protected": next(
+                        (m["protected"] for m in g["members"] if m["status"] == "canonical"), None
+                    ),
                     "members": [m for m in g["members"] if m["status"] != "canonical"],
                 }
                 for g in groups

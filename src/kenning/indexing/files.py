@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kenning.common.unicode import well_formed, well_formed_data
 from kenning.indexing.chunk_run import ChunkRun
 from kenning.indexing.reports import IndexReport, ProgressCallback, display_path
 from kenning.ingest import ChunkOptions, IngestError, binary_reason, discover, parse_file
@@ -163,6 +164,8 @@ class FileIndexer:
             report.errors.append((shown, f"cannot parse: {type(exc).__name__}: {exc}"))
             return None
         report.warnings.extend(parsed.warnings)
+        for chunk in parsed.chunks:  # a "\ud800" escape in JSON or YAML decodes to a lone surrogate
+            _make_well_formed(chunk)
         return parsed
 
     def _screen(self, parsed, shown: str, key: str, source) -> bool:
@@ -267,3 +270,13 @@ def files_to_reread(
         walked = discover(files, None, None, include_secrets, follow_symlinks, hidden=True)
         more += [(found, name) for found in walked]
     return more
+
+
+def _make_well_formed(chunk) -> None:
+    """A chunk's text and metadata with every unpaired surrogate made U+FFFD: the database, the
+    tokenizers and every surface refuse one, and a single one stopped a whole run's commit."""
+    if not (chunk.title.isascii() and chunk.body.isascii() and chunk.doc_key.isascii()):
+        chunk.title, chunk.body = well_formed(chunk.title), well_formed(chunk.body)
+        chunk.doc_key = well_formed(chunk.doc_key)
+    if chunk.meta:
+        well_formed_data(chunk.meta)

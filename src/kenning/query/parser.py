@@ -32,6 +32,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from kenning.common.unicode import has_surrogates, well_formed
+
 _WORD_CHARS = re.compile(r"\w")
 MAX_QUERY_CHARS = 10_000
 
@@ -142,26 +144,6 @@ _WORD_OR_SIGN_RUN = re.compile(r"[^\s()]+")
 def _clean(text: str) -> str:
     """Unicode NFC; control characters count as spaces; over-long input is cut (with a notice)."""
     return unicodedata.normalize("NFC", text[:MAX_QUERY_CHARS].translate(_CONTROL_TO_SPACE))
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, a surrogate is always unpaired
-
-
-def well_formed(text: str) -> str:
-    """`text` with every unpaired surrogate (what Python makes of bytes that are not UTF-8, or what a
-    JSON "\\ud800" decodes to) replaced by U+FFFD: no encoder, tokenizer or JSON writer accepts one."""
-    if not _has_surrogates(text):
-        return text
-    return _SURROGATE.sub("\ufffd", text)
-
-
-def _has_surrogates(text: str) -> bool:
-    """Whether a str holds an unpaired surrogate, which no encoder or tokenizer accepts."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _separator(ch: str) -> bool:
@@ -362,7 +344,7 @@ def parse_query(text: str, strict: bool = False, syntax: str = "dialect", phrase
     """
     if syntax not in SYNTAXES:
         raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, got {syntax!r}")
-    if _has_surrogates(text):  # bytes that were not UTF-8 (a terminal's \xff), or a lone "\ud800"
+    if has_surrogates(text):  # bytes that were not UTF-8 (a terminal's \xff), or a lone "\ud800"
         text = well_formed(text)
         notices = ["the query held characters that are not text: each became U+FFFD"]
     else:

@@ -47,6 +47,7 @@ from kenning.surfaces.render import (
     FORMATS,
     Style,
     answer_text,
+    date_of,
     json_text,
     render_documents,
     render_search,
@@ -683,11 +684,7 @@ def cmd_status(args) -> int:
     if args.json:
         _emit_json(status)
         return 0
-    last = (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["last_commit"]))
-        if status["last_commit"]
-        else "never"
-    )
+    last = date_of(status["last_commit"], "%Y-%m-%d %H:%M:%S") or "never"
     print(f"index        {status['index']}")
     print(f"documents    {status['documents']}  (files: {status['sources']})")
     print(f"chunks       {status['chunks']}  in {status['segments']} segment(s)")

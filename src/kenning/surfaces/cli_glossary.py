@@ -126,20 +126,30 @@ def _print_group(g: dict) -> None:
     print(f"#{g['id']}  {g['canonical']}  ({scope})")
     for m in g["members"]:
         origin = ""
-        if m["status"] == "pending" and m.get("evidence"):
-            origin = f"  ({m['evidence'].get('kind')} {m['evidence'].get('score')})"
+        evidence = _evidence_of(m)
+        if m["status"] == "pending" and evidence:
+            origin = f"  ({evidence.get('kind')} {evidence.get('score')})"
         print(f"      {m['status']:<9}  {m['term']}{_flag(m)}{origin}")
 
 
 def _print_pending(p: dict) -> None:
-    ev = p.get("evidence") or {}
+    ev = _evidence_of(p)
     group = f"group {p['group']}" + (", new" if p.get("new_group") else "")
     kind = f"  {ev.get('kind')} {ev.get('score')}" if ev else ""
     print(f"{p['term']}  →  {p['canonical']}  ({group}){kind}{_flag(p)}")
     if ev.get("note"):
         print(f"      {ev['note']}")
-    for example in ev.get("examples", [])[:2]:
-        print(f"      #{example['chunk']}: {example['text']}")
+    examples = ev.get("examples")
+    for example in (examples if isinstance(examples, list) else [])[:2]:
+        if isinstance(example, dict):
+            print(f"      #{example.get('chunk')}: {example.get('text')}")
+
+
+def _evidence_of(term: dict) -> dict:
+    """A term's evidence as the miner writes it (an object), or {}: an imported glossary, or an index
+    from elsewhere, may hold any JSON there."""
+    evidence = term.get("evidence")
+    return evidence if isinstance(evidence, dict) else {}
 
 
 # ---------------------------------------------------------------------------------------------- handlers

@@ -20,7 +20,7 @@ from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from kenning.api.documents import URI_PREFIX, document_uri
-from kenning.query.parser import well_formed
+from kenning.common.unicode import well_formed
 from kenning.surfaces.problems import plain_errors
 from kenning.surfaces.render import answer_text
 from kenning.surfaces.schemas import (

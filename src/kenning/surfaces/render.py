@@ -84,8 +84,15 @@ def json_text(data) -> str:
     return json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False))
 
 
-def date_of(epoch: float | None) -> str:
-    return time.strftime("%Y-%m-%d", time.localtime(epoch)) if epoch else ""
+def date_of(epoch: float | None, form: str = "%Y-%m-%d") -> str:
+    """An epoch as local time in `form`; "" for none, or for one no calendar holds (an index row may
+    say 1e308: it comes from anyone, and `time.localtime` refuses it)."""
+    if not epoch:
+        return ""
+    try:
+        return time.strftime(form, time.localtime(epoch))
+    except (OverflowError, OSError, ValueError, TypeError):
+        return ""
 
 
 # ------------------------------------------------------------------------------------------ search hits

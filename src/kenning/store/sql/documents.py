@@ -53,15 +53,15 @@ class SqlDocuments(SqlStatements):
     # ----------------------------------------------------------------------------- sources
     def source_by_path(self, path: str) -> SourceRow | None:
         row = self._run(f"SELECT {_SOURCE_COLS} FROM sources WHERE path = ?", (path,)).fetchone()
-        return SourceRow(*row) if row else None
+        return _source_row(row) if row else None
 
     def sources_by_paths(self, paths: Sequence[str]) -> dict[str, SourceRow]:
         rows = self._rows_in(f"SELECT {_SOURCE_COLS} FROM sources WHERE {{}}", "path", list(paths))
-        return {row[1]: SourceRow(*row) for row in rows}
+        return {row[1]: _source_row(row) for row in rows}
 
     def sources(self) -> list[SourceRow]:
         rows = self._run(f"SELECT {_SOURCE_COLS} FROM sources ORDER BY path{self.dialect.bytewise}")
-        return [SourceRow(*r) for r in rows]
+        return [_source_row(r) for r in rows]
 
     def upsert_source(
         self, path: str, kind: str, size: int, mtime_ns: int, content_hash: str, collection: str
@@ -356,8 +356,8 @@ class SqlDocuments(SqlStatements):
         return out
 
     def chunk_heads(self, ids: Sequence[int]) -> dict[int, ChunkHead]:
-        rows = self._rows_in(f"SELECT {_HEAD_COLS} {_WITH_SOURCE} WHERE {{}}", "c.id", plain_ids(ids))
-        return self._heads(rows)
+        ids = plain_ids(ids)
+        return self._heads(ids, self._rows_in(f"SELECT {_HEAD_COLS} {_WITH_SOURCE} WHERE {{}}", "c.id", ids))
 
     def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
         rows = self._rows_in(
@@ -371,10 +371,9 @@ class SqlDocuments(SqlStatements):
         """`chunk_heads` and `chunk_groups` of `ids` in one statement: the dedup stage reads both, and
         a chat search's candidates are message windows of one file, whose groups it always needs."""
         window_meta = f"CASE WHEN {_window_meta('c.meta')} THEN c.meta END"
-        rows = self._rows_in(
-            f"SELECT {_HEAD_COLS}, {window_meta} {_WITH_SOURCE} WHERE {{}}", "c.id", plain_ids(ids)
-        )
-        heads = self._heads([row[:-1] for row in rows])
+        ids = plain_ids(ids)
+        rows = self._rows_in(f"SELECT {_HEAD_COLS}, {window_meta} {_WITH_SOURCE} WHERE {{}}", "c.id", ids)
+        heads = self._heads(ids, [row[:-1] for row in rows])
         groups = {
             row[0]: group
             for row in rows
@@ -382,11 +381,17 @@ class SqlDocuments(SqlStatements):
         }
         return heads, groups
 
-    def _heads(self, rows: list) -> dict[int, ChunkHead]:
+    def _heads(self, ids: list[int], rows: list) -> dict[int, ChunkHead]:
+        """The heads of `ids` from their rows; a chunk asked for whose row, or whose file's, is not
+        there is a damaged index (the searches ask only for live chunks)."""
         if self.dialect.converts_text:
             rows = [(*row[:2], self.dialect.text_out(row[2]), *row[3:]) for row in rows]
         _check_rows(rows, _HEAD_TYPES)
-        return {row[0]: ChunkHead._make(row[1:]) for row in rows}
+        heads = {row[0]: ChunkHead._make(row[1:]) for row in rows}
+        if len(heads) < len(set(ids)):
+            lost = min(set(ids) - set(heads))
+            raise IndexDamaged(f"live chunk {lost} has no row, or its row names no indexed file")
+        return heads
 
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]:
         named = (
@@ -454,8 +459,30 @@ def _check_rows(rows: list, types: tuple) -> None:
                 _check_types(row, types)
 
 
+# id, path, collection, kind, size, mtime, content hash, indexed at, chunks
+_SOURCE_TYPES = (int, str, str, str, int, int, str, (int, float), _OPTIONAL_INT)
+
+
+def _source_row(r: tuple) -> SourceRow:
+    """A file's row as kenning writes it, else IndexDamaged (a count of text summed, a date of bytes)."""
+    for value, kind in zip(r, _SOURCE_TYPES, strict=True):
+        if not isinstance(value, kind):
+            raise IndexDamaged(
+                f"file {r[0]!r} holds a {type(value).__name__} where kenning writes {_named(kind)}"
+            )
+    return SourceRow(*r)
+
+
 def _check_types(r: tuple, types: tuple) -> None:
     """Each column of a chunk's row of the type kenning writes, else IndexDamaged."""
     for value, kind in zip(r, types, strict=False):
         if kind is not None and not isinstance(value, kind):
-            raise IndexDamaged(f"chunk {r[0]!r} holds a {type(value).__name__} where kenning writes {kind}")
+            raise IndexDamaged(
+                f"chunk {r[0]!r} holds a {type(value).__name__} where kenning writes {_named(kind)}"
+            )
+
+
+def _named(kind) -> str:
+    """A type, or a tuple of types, as a message names them: "int or None"."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("None" if k is NoneType else k.__name__ for k in kinds)

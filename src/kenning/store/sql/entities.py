@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pyroaring import BitMap
 
+from kenning.store.errors import IndexDamaged, decoding
 from kenning.store.records import EntityPosting
 from kenning.store.sql.statements import SqlStatements
 
@@ -19,7 +20,7 @@ class SqlEntities(SqlStatements):
 
     def entity_postings(self) -> list[EntityPosting]:
         return [
-            EntityPosting(key, surface, kind, BitMap.deserialize(bytes(docs)))
+            EntityPosting(key, surface, kind, _stored_bitmap(docs))
             for key, surface, kind, docs in self._run("SELECT key, surface, kind, docs FROM entities")
         ]
 
@@ -28,7 +29,7 @@ class SqlEntities(SqlStatements):
         stored = dict(self._rows_in("SELECT key, docs FROM entities WHERE {}", "key", list(added)))
         rows = []
         for key, (surface, kind, docs) in added.items():
-            merged = BitMap.deserialize(bytes(stored[key])) | docs if key in stored else docs
+            merged = _stored_bitmap(stored[key]) | docs if key in stored else docs
             rows.append((key, surface, kind, merged.serialize()))
         self._run_many(
             "INSERT INTO entities(key, surface, kind, docs) VALUES (?, ?, ?, ?)"
@@ -40,7 +41,7 @@ class SqlEntities(SqlStatements):
         self._require_txn()
         gone, rows = [], []
         for key, docs in self._run("SELECT key, docs FROM entities").fetchall():
-            bitmap = BitMap.deserialize(bytes(docs))
+            bitmap = _stored_bitmap(docs)
             kept = bitmap & live
             if not kept:
                 gone.append(key)
@@ -53,3 +54,12 @@ class SqlEntities(SqlStatements):
     def clear_entities(self) -> None:
         self._require_txn()
         self._run("DELETE FROM entities")
+
+
+def _stored_bitmap(docs) -> BitMap:
+    """An entity's chunks as stored: a serialised roaring bitmap, never text or a number (bytes(7)
+    would make seven zero bytes, bytes("x") raise TypeError), else the index is damaged."""
+    if not isinstance(docs, (bytes, bytearray, memoryview)):
+        raise IndexDamaged(f"an entity's chunks are stored as a {type(docs).__name__}, not bytes")
+    with decoding("an entity's chunks"):
+        return BitMap.deserialize(bytes(docs))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kenning.store.compact import decode_posting_row, decode_segment, encode_posting_row
-from kenning.store.errors import decoding
+from kenning.store.errors import IndexDamaged, decoding
 from kenning.store.records import SegmentData, SegmentPostings
 from kenning.store.sql.statements import SqlStatements
 
@@ -53,4 +53,7 @@ class SqlPostings(SqlStatements):
         self._run_in("DELETE FROM vocabulary WHERE {} AND df <= 0", "word", fallen)
 
     def vocabulary(self) -> dict[str, int]:
-        return dict(self._run("SELECT word, df FROM vocabulary").fetchall())
+        words = dict(self._run("SELECT word, df FROM vocabulary").fetchall())
+        if not all(isinstance(w, str) and type(df) is int for w, df in words.items()):
+            raise IndexDamaged("the vocabulary holds a word or a count of a type kenning never writes")
+        return words
