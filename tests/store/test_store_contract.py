@@ -104,9 +104,8 @@ def test_sources_and_chunks(store):
     heads = store.chunk_heads(ids)
     assert heads[ids[0]] == ChunkHead("/notes/a.md", "A > One", "/notes/a.md", 1, 3, None, 100.0)
     assert heads[ids[0]].title == "A > One"
-    groups = store.chunk_groups(ids)
-    assert list(groups) == [ids[1]] and groups[ids[1]].message_ids == [1, 2]
-    assert store.chunk_heads_and_groups(ids) == (heads, groups)  # what the dedup stage reads at once
+    both, groups = store.chunk_heads_and_groups(ids)  # what the dedup stage reads at once
+    assert both == heads and list(groups) == [ids[1]] and groups[ids[1]].message_ids == [1, 2]
     assert [r.title for r in store.chunks_of_doc("/notes/a.md")] == ["A > One", "A > Two"]
     assert store.chunk_texts(ids) == ["A > One\nfirst body", "A > Two\nsecond body"]
     assert [t[0] for t in store.iter_chunk_texts()] == ids
@@ -465,9 +464,8 @@ def test_a_chat_windows_message_ids_are_stored_once_and_read_back(store):
     assert "message_ids" not in stored[ids[0]] and "message_ids" in stored[ids[1]]
     rows = store.chunks_by_ids(ids)
     assert rows[ids[0]].meta == plain and rows[ids[1]].meta == collapsed
-    groups = store.chunk_groups(ids)
+    groups = store.chunk_heads_and_groups(ids)[1]
     assert groups[ids[0]].message_ids == ["m1", "m2"] and groups[ids[1]].message_ids == ["m1", "m2", "m3"]
-    assert store.chunk_heads_and_groups(ids)[1] == groups
 
 
 # ------------------------------------------------------------------------------------------ sqlite only

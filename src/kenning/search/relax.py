@@ -108,7 +108,8 @@ def relax(base: BitMap, constraints: list[Constraint], wanted: int) -> Relaxatio
     current, dropped = strict, []
     if len(active) > GREEDY_AT_MOST:
         gone, current = _narrowest_aside(base, active, held, target)
-        active = [c for c in active if all(c is not g for g in gone)]
+        gone_ids = {id(c) for c in gone}
+        active = [c for c in active if id(c) not in gone_ids]
         dropped.extend(gone)
     while len(current) < target and active:
         choices = [c for c in active if c.kind == "required"]

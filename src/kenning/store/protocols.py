@@ -107,13 +107,11 @@ class Documents(Protocol):
     def delete_chunks(self, ids: list[int]) -> None: ...
     def chunks_by_ids(self, ids: Sequence[int]) -> dict[int, ChunkRow]: ...
     def chunk_heads(self, ids: Sequence[int]) -> dict[int, ChunkHead]: ...
-    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
-        """Conversation and message ids of the message-log chunks among `ids`; others are absent."""
-
     def chunk_heads_and_groups(
         self, ids: Sequence[int]
     ) -> tuple[dict[int, ChunkHead], dict[int, ChunkGroup]]:
-        """`chunk_heads(ids)` and `chunk_groups(ids)` together, read at once."""
+        """`chunk_heads(ids)`, and the conversation and message ids of the message-log chunks among
+        `ids` (others are absent), read at once."""
 
     def chunks_of_doc(self, doc_key: str) -> list[ChunkRow]: ...
     def chunk_texts(self, ids: Sequence[int]) -> list[str]:

@@ -359,17 +359,12 @@ class SqlDocuments(SqlStatements):
         ids = plain_ids(ids)
         return self._heads(ids, self._rows_in(f"SELECT {_HEAD_COLS} {_WITH_SOURCE} WHERE {{}}", "c.id", ids))
 
-    def chunk_groups(self, ids: Sequence[int]) -> dict[int, ChunkGroup]:
-        rows = self._rows_in(
-            f"SELECT id, meta FROM chunks WHERE {{}} AND {_window_meta('meta')}", "id", plain_ids(ids)
-        )
-        return {cid: group for cid, meta in rows if (group := _group(cid, meta)) is not None}
-
     def chunk_heads_and_groups(
         self, ids: Sequence[int]
     ) -> tuple[dict[int, ChunkHead], dict[int, ChunkGroup]]:
-        """`chunk_heads` and `chunk_groups` of `ids` in one statement: the dedup stage reads both, and
-        a chat search's candidates are message windows of one file, whose groups it always needs."""
+        """`chunk_heads` of `ids`, and the conversation and message ids of the message windows among
+        them, in one statement: the dedup stage reads both, and a chat search's candidates are message
+        windows of one file, whose groups it always needs."""
         window_meta = f"CASE WHEN {_window_meta('c.meta')} THEN c.meta END"
         ids = plain_ids(ids)
         rows = self._rows_in(f"SELECT {_HEAD_COLS}, {window_meta} {_WITH_SOURCE} WHERE {{}}", "c.id", ids)
